@@ -1,0 +1,49 @@
+"""Chunkers: passages → fixed-size word chunks (NaiveRAG's index, the "w/o Graph" ablation)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from chainrag.registry import CHUNKERS
+from chainrag.types import Chunk, Passage
+
+
+def word_windows(n_words: int, size: int, overlap: int) -> list[tuple[int, int]]:
+    """``[start, end)`` word windows of ``size`` with ``overlap``, covering ``n_words`` words."""
+    if n_words == 0:
+        return []
+    step = size - overlap
+    starts = range(0, max(n_words - overlap, 1), step)
+    return [(s, min(s + size, n_words)) for s in starts]
+
+
+def _positive(_: object, a: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"'{a.name}' must be >= 1, got {value!r}")
+
+
+@CHUNKERS.register("word_chunks", example={"size": 5, "overlap": 1})
+@attrs.frozen
+class WordChunks:
+    """Splits each passage into chunks of ``size`` words, never across passages.
+
+    Recipe: ``{kind: word_chunks, size: 100, overlap: 0}``.
+    """
+
+    size: int = attrs.field(default=100, validator=_positive)
+    overlap: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        if not 0 <= self.overlap < self.size:
+            raise ValueError(f"'overlap' must be in [0, size), got {self.overlap!r}")
+
+    def __call__(self, passages: Sequence[Passage]) -> tuple[Chunk, ...]:
+        chunks: list[Chunk] = []
+        for p_index, passage in enumerate(passages):
+            words = passage.text.split()
+            for position, (a, b) in enumerate(word_windows(len(words), self.size, self.overlap)):
+                text = " ".join(words[a:b])
+                chunks.append(Chunk(len(chunks), text, p_index, passage.title, position))
+        return tuple(chunks)

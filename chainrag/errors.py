@@ -1,0 +1,63 @@
+"""The project's exceptions.
+
+Every error a user can cause names the input and what is wrong with it. Errors that carry
+several problems (a recipe file with three mistakes) keep all of them, each with its path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+
+class ChainragError(Exception):
+    """Base class of every error raised on purpose by chainrag."""
+
+
+@attrs.frozen
+class Problem:
+    """One thing wrong with an input, located by a path such as ``x.yaml.graph.edges[0].m``."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.message} @ {self.path}"
+
+
+class RecipeError(ChainragError):
+    """A recipe file (or mapping) is not valid; ``problems`` lists every problem found."""
+
+    def __init__(self, source: str, problems: Sequence[Problem]) -> None:
+        self.source = source
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        count = len(self.problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"{source}: {count} {noun}\n{lines}")
+
+
+class UnknownComponentError(ChainragError, KeyError):
+    """A registry key that no component is registered under."""
+
+    def __init__(self, stage: str, key: str, known: Sequence[str], suggestion: str | None) -> None:
+        self.stage = stage
+        self.key = key
+        self.known = tuple(known)
+        self.suggestion = suggestion
+        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+        listed = ", ".join(self.known) if self.known else "(none registered)"
+        self.message = f"unknown {stage} {key!r}.{hint} Known: {listed}"
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+
+class RegistryError(ChainragError):
+    """A component was registered wrongly (bad key, duplicate key, not an attrs class)."""
+
+
+class PluginError(ChainragError):
+    """A plugin module named in a recipe or an entry point could not be loaded."""

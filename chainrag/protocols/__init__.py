@@ -1,0 +1,59 @@
+"""One ``typing.Protocol`` per stage. Components implement them; recipes compose them."""
+
+from chainrag.protocols.index import (
+    NER,
+    Chunker,
+    EdgeBuilder,
+    Embedder,
+    EmbedRole,
+    KeyEntityScorer,
+    SentenceSplitter,
+)
+from chainrag.protocols.knowledge import CacheTrigger, KnowledgeFilter, QueryRewriter
+from chainrag.protocols.llm import LLM
+from chainrag.protocols.method import Method
+from chainrag.protocols.reasoning import (
+    Answerer,
+    Decomposer,
+    FollowUpWriter,
+    Integrator,
+    Rewriter,
+    RewriteTrigger,
+    Summarizer,
+)
+from chainrag.protocols.retrieval import (
+    Expander,
+    Graph,
+    Reranker,
+    Searchable,
+    SeedRetriever,
+    SufficiencyJudge,
+)
+
+__all__ = [
+    "LLM",
+    "NER",
+    "Answerer",
+    "CacheTrigger",
+    "Chunker",
+    "Decomposer",
+    "EdgeBuilder",
+    "EmbedRole",
+    "Embedder",
+    "Expander",
+    "FollowUpWriter",
+    "Graph",
+    "Integrator",
+    "KeyEntityScorer",
+    "KnowledgeFilter",
+    "Method",
+    "QueryRewriter",
+    "Reranker",
+    "RewriteTrigger",
+    "Rewriter",
+    "Searchable",
+    "SeedRetriever",
+    "SentenceSplitter",
+    "SufficiencyJudge",
+    "Summarizer",
+]

@@ -1,0 +1,34 @@
+"""Protocols of seed 004's modules: Query Rewriter+, the knowledge filter, the cache trigger."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from chainrag.types import KnowledgeItem, QueryPlan, ReservoirMatch
+
+if TYPE_CHECKING:
+    from chainrag.context import Context
+
+
+@runtime_checkable
+class QueryRewriter(Protocol):
+    """One LLM call → clarified questions and several search queries (Query Rewriter+)."""
+
+    def __call__(self, question: str, ctx: Context) -> QueryPlan: ...
+
+
+@runtime_checkable
+class KnowledgeFilter(Protocol):
+    """Keeps the retrieved items that entail an answer to the question (NLI filter)."""
+
+    def __call__(
+        self, question: str, items: Sequence[KnowledgeItem], ctx: Context
+    ) -> tuple[KnowledgeItem, ...]: ...
+
+
+@runtime_checkable
+class CacheTrigger(Protocol):
+    """Given the reservoir's best matches for a query: answer from memory (True) or retrieve?"""
+
+    def __call__(self, match: ReservoirMatch) -> bool: ...

@@ -1,0 +1,16 @@
+"""The LLM protocol: every model call in chainrag goes through an object like this."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from chainrag.types import LLMRequest, LLMResponse
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Completes typed requests; failures raise, never return a made-up answer string."""
+
+    def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse: ...

@@ -1,0 +1,60 @@
+"""Protocols of the reasoning stages: decompose, rewrite, answer, integrate, follow up."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from chainrag.types import Answer, Decomposition, IntegrationInput, SubAnswer
+
+if TYPE_CHECKING:
+    from chainrag.context import Context
+
+
+@runtime_checkable
+class Decomposer(Protocol):
+    """A question → its sub-questions (ChainRAG §3.3, appendix D)."""
+
+    def __call__(self, question: str, ctx: Context) -> Decomposition: ...
+
+
+@runtime_checkable
+class RewriteTrigger(Protocol):
+    """Does this sub-question need rewriting (does it refer to an earlier answer)? Pure."""
+
+    def __call__(self, sub_question: str) -> bool: ...
+
+
+@runtime_checkable
+class Rewriter(Protocol):
+    """A sub-question + all earlier sub-questions and answers → a self-contained question."""
+
+    def __call__(self, sub_question: str, history: Sequence[SubAnswer], ctx: Context) -> str: ...
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Retrieved texts of an unanswered sub-question → a short summary for the next step."""
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> str: ...
+
+
+@runtime_checkable
+class Answerer(Protocol):
+    """A (sub-)question and its evidence → the shortest answer, or "unanswerable"."""
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> SubAnswer: ...
+
+
+@runtime_checkable
+class Integrator(Protocol):
+    """Sub-answers and/or all evidence → the final answer (AnsInt, CxtInt; §3.4)."""
+
+    def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer: ...
+
+
+@runtime_checkable
+class FollowUpWriter(Protocol):
+    """A question and what was retrieved so far → one follow-up question (seed 002)."""
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> str: ...

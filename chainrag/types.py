@@ -1,0 +1,402 @@
+"""Typed, frozen data passed between stages.
+
+Every stage of every method takes and returns these records, never ``dict[str, Any]``.
+Identity of a sentence or chunk is its integer index in the index it belongs to, never its
+text. Records holding numpy arrays compare arrays by value (``np.array_equal``).
+
+The records fall into five groups: the corpus (passages, sentences, mentions), QA examples
+with their gold annotations, retrieval results, the reasoning steps of a method (decomposition,
+rewriting, answers), and the LLM request/response pair with its accounting.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float32]
+"""A float32 array; embeddings are (n, d) and L2-normalised."""
+
+
+def _array_eq(a: FloatArray, b: FloatArray) -> bool:
+    return bool(a.shape == b.shape and np.array_equal(a, b))
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+@attrs.frozen
+class Passage:
+    """A passage (paragraph) of a context or a corpus.
+
+    Attributes:
+        pid: Stable id within its context or corpus (e.g. the dataset's paragraph ``idx``).
+        title: The passage's title (Wikipedia page title in the multi-hop sets).
+        text: The passage text.
+    """
+
+    pid: str
+    title: str
+    text: str
+
+
+@attrs.frozen
+class Sentence:
+    """A sentence with its provenance: the graph's node.
+
+    Attributes:
+        sid: Index of the sentence in its index (0..n-1).
+        text: The sentence text.
+        passage: Index of its passage in the passages the index was built from.
+        title: The passage title (kept here so a trace reads without a look-up).
+        position: Position of the sentence within its passage (0-based).
+        start: Character offset of the sentence in the passage text.
+        end: Character offset one past its last character.
+    """
+
+    sid: int
+    text: str
+    passage: int
+    title: str
+    position: int
+    start: int
+    end: int
+
+
+@attrs.frozen
+class Chunk:
+    """A fixed-size word chunk of a passage: the unit of chunk mode (NaiveRAG, "w/o Graph")."""
+
+    cid: int
+    text: str
+    passage: int
+    title: str
+    position: int
+
+
+@attrs.frozen
+class Mention:
+    """A named-entity mention found by NER in one sentence."""
+
+    text: str
+    label: str
+    start: int
+    end: int
+
+
+@attrs.frozen
+class ScoredEntity:
+    """An entity (normalised surface form) with its importance score."""
+
+    name: str
+    score: float
+
+
+def _optional_array_eq(a: FloatArray | None, b: FloatArray | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return _array_eq(a, b)
+
+
+@attrs.frozen
+class GraphInputs:
+    """What the edge builders of a sentence graph read (ChainRAG §3.1).
+
+    Attributes:
+        sentences: The nodes, with passage and position (SA edges read these).
+        key_entities: Key entities of each sentence, aligned with ``sentences`` (EC edges).
+        embeddings: (n, d) L2-normalised sentence embeddings, or None if no builder needs them
+            (SS edges read these).
+    """
+
+    sentences: tuple[Sentence, ...]
+    key_entities: tuple[tuple[ScoredEntity, ...], ...] = ()
+    embeddings: FloatArray | None = attrs.field(
+        default=None, eq=attrs.cmp_using(eq=_optional_array_eq), hash=False
+    )
+
+
+# --------------------------------------------------------------------------- QA examples
+
+
+@attrs.frozen
+class SupportingSentence:
+    """A gold supporting sentence: HotpotQA/2Wiki ``supporting_facts`` entry."""
+
+    title: str
+    index: int
+
+
+@attrs.frozen
+class GoldStep:
+    """One step of a gold decomposition (MuSiQue ``question_decomposition``).
+
+    ``question`` may refer to earlier answers as ``#1``, ``#2``...; ``paragraph`` is the index
+    of the passage supporting the step, or None where the dataset gives none.
+    """
+
+    question: str
+    answer: str
+    paragraph: int | None
+
+
+@attrs.frozen
+class QAExample:
+    """One question with its context and gold annotations, whatever the source dataset.
+
+    Attributes:
+        qid: The dataset's question id.
+        dataset: Short dataset name (``musique``, ``hotpotqa``, ``2wiki``...).
+        question: The question text.
+        passages: The question's own context (empty in the shared-corpus setting).
+        answers: Gold answer followed by its aliases; scoring takes the max over them.
+        supporting_sentences: Gold supporting sentences (HotpotQA/2Wiki).
+        supporting_passages: Indexes into ``passages`` of gold supporting paragraphs (MuSiQue),
+            or passage ids in the shared-corpus setting.
+        decomposition: Gold decomposition steps where the dataset has them.
+    """
+
+    qid: str
+    dataset: str
+    question: str
+    passages: tuple[Passage, ...] = ()
+    answers: tuple[str, ...] = ()
+    supporting_sentences: tuple[SupportingSentence, ...] = ()
+    supporting_passages: tuple[int, ...] = ()
+    decomposition: tuple[GoldStep, ...] = ()
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+@attrs.frozen
+class Hit:
+    """A retrieved unit (sentence or chunk index) with its score; higher is better."""
+
+    index: int
+    score: float
+
+
+@attrs.frozen
+class Verdict:
+    """A yes/no judgement by an LLM (sufficiency, support, entailment) and its raw text."""
+
+    ok: bool
+    raw: str = ""
+
+
+@attrs.frozen
+class Expansion:
+    """What an expander gathered for one (sub-)question.
+
+    Attributes:
+        units: Retrieved unit indexes, de-duplicated, in the order they were added.
+        seeds: The seed units the expansion started from.
+        hops: Number of expansion steps taken (0 means the seeds only).
+        verdicts: Sufficiency verdicts, one per check made.
+        words: Number of words in the gathered units.
+    """
+
+    units: tuple[int, ...]
+    seeds: tuple[int, ...]
+    hops: int = 0
+    verdicts: tuple[Verdict, ...] = ()
+    words: int = 0
+
+
+@attrs.frozen
+class KnowledgeItem:
+    """A piece of retrieved knowledge as seed 004's filter and reservoir see it."""
+
+    text: str
+    title: str = ""
+    source: int | None = None
+    score: float = 0.0
+
+
+@attrs.frozen
+class ReservoirMatch:
+    """What a knowledge reservoir returned for a query: stored items and their cosines."""
+
+    items: tuple[KnowledgeItem, ...]
+    similarities: FloatArray = attrs.field(eq=attrs.cmp_using(eq=_array_eq), hash=False)
+
+
+# --------------------------------------------------------------------------- reasoning
+
+
+@attrs.frozen
+class Decomposition:
+    """Sub-questions of a question, in the order they are to be answered.
+
+    ``fallback`` is True when the decomposer's output was unusable and the question itself was
+    used as the only sub-question; this is counted and reported, never silent.
+    """
+
+    sub_questions: tuple[str, ...]
+    fallback: bool = False
+    raw: str = ""
+
+
+@attrs.frozen
+class SubAnswer:
+    """The answer to one sub-question; ``answered`` is False for "unanswerable"."""
+
+    question: str
+    answer: str
+    answered: bool
+
+
+@attrs.frozen
+class Answer:
+    """A final answer with the text the LLM returned."""
+
+    text: str
+    raw: str = ""
+
+
+@attrs.frozen
+class IntegrationInput:
+    """Everything an integrator may use to produce the final answer.
+
+    Attributes:
+        question: The original question.
+        sub_answers: Sub-question/answer pairs in order (AnsInt uses these).
+        original_sub_questions: The sub-questions before rewriting (the authors' code feeds these).
+        evidence: All retrieved unit texts, de-duplicated, in retrieval order (CxtInt uses these).
+    """
+
+    question: str
+    sub_answers: tuple[SubAnswer, ...] = ()
+    original_sub_questions: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class QueryPlan:
+    """Output of Query Rewriter+ (seed 004): clarified questions and search queries."""
+
+    questions: tuple[str, ...]
+    queries: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- LLM
+
+
+Role = Literal["system", "user", "assistant"]
+
+
+@attrs.frozen
+class Message:
+    """One chat message."""
+
+    role: Role
+    content: str
+
+
+@attrs.frozen
+class LLMRequest:
+    """A complete LLM request: everything that determines the response, hence the cache key.
+
+    Attributes:
+        model: Model string as litellm takes it (``openai/gpt-4o-mini``, ``openai/qwen-local``).
+        messages: The conversation.
+        prompt_id: Which prompt template produced it, e.g. ``decompose``.
+        prompt_version: The template's version, e.g. ``1``.
+        temperature: Sampling temperature.
+        max_tokens: Completion token limit.
+        seed: Sampling seed, where the backend honours one.
+        json_schema: A JSON schema (as JSON text) the answer must follow, or None for free text.
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    prompt_id: str
+    prompt_version: int = 1
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = None
+    json_schema: str | None = None
+
+
+@attrs.frozen
+class Usage:
+    """Accounting for one or many LLM calls; cache hits are not calls and carry no tokens."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            calls=self.calls + other.calls,
+            cache_hits=self.cache_hits + other.cache_hits,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            latency_s=self.latency_s + other.latency_s,
+            cost_usd=cost,
+        )
+
+
+@attrs.frozen
+class LLMResponse:
+    """The text an LLM returned for a request, with the usage it cost."""
+
+    text: str
+    model: str
+    usage: Usage = Usage()
+    cached: bool = False
+
+
+# --------------------------------------------------------------------------- traces
+
+
+@attrs.frozen
+class StepTrace:
+    """What happened for one sub-question (or one retrieval round of an iterative method).
+
+    Attributes:
+        question: The sub-question as decomposed.
+        rewritten: The rewritten sub-question, or None if the trigger did not fire.
+        retrieved: Unit indexes retrieved for the step, in order.
+        expansion: The expansion record, where the method expands.
+        answer: The sub-answer, where the method answers per step.
+        usage: LLM usage of the step.
+    """
+
+    question: str
+    rewritten: str | None = None
+    retrieved: tuple[int, ...] = ()
+    expansion: Expansion | None = None
+    answer: SubAnswer | None = None
+    usage: Usage = Usage()
+
+
+@attrs.frozen
+class NamedAnswer:
+    """One of a method's final answers, e.g. ``ansint`` and ``cxtint`` from one ChainRAG run."""
+
+    name: str
+    answer: Answer
+
+
+@attrs.frozen
+class Prediction:
+    """A method's output for one question: its final answer(s) and a typed trace.
+
+    ``answers[0]`` is the primary answer; further entries are variants produced in the same run.
+    """
+
+    answers: tuple[NamedAnswer, ...]
+    steps: tuple[StepTrace, ...] = ()
+    decomposition: Decomposition | None = None
+    usage: Usage = Usage()

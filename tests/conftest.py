@@ -1,0 +1,46 @@
+"""Shared test set-up: hypothesis profiles and a guard against any non-loopback connection."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default", deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("ci", deadline=None, max_examples=200, derandomize=True)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+def _is_loopback(address: Any) -> bool:
+    if not isinstance(address, tuple):  # AF_UNIX paths
+        return True
+    host = address[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unit tests never reach the network: any connection off 127.0.0.0/8 fails loudly."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: Any) -> Any:
+        if not _is_loopback(address):
+            raise RuntimeError(f"tests may not connect to {address!r}: only loopback is allowed")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)

@@ -1,0 +1,126 @@
+"""Checks every registered component passes (scikit-learn's ``parametrize_with_checks`` idea).
+
+For each component: it builds from its example parameters through the recipe converter, its
+YAML dump loads back to an equal object, it satisfies its stage Protocol (names and order of
+``__call__`` parameters included), it is deterministic, and it does not mutate its inputs.
+A stage that gains components must gain example inputs here, or this module fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+from scipy import sparse
+
+from chainrag.context import Context
+from chainrag.recipe import parse_yaml
+from chainrag.registry import REGISTRIES, Entry, Registry
+from chainrag.structure import CONVERTER, unstructure
+from chainrag.types import GraphInputs, Hit, Passage, ReservoirMatch, Sentence
+
+from . import chainrag_toy_plugin  # noqa: F401  (a plugin's components must conform too)
+
+
+def _sentences() -> tuple[Sentence, ...]:
+    layout = [0, 0, 0, 0, 0, 1, 1, 2]
+    return tuple(
+        Sentence(i, f"sentence {i}", p, f"T{p}", layout[:i].count(p), 0, 10)
+        for i, p in enumerate(layout)
+    )
+
+
+EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
+    "rewrite_trigger": lambda: [
+        ("Where is the hometown of this author?",),
+        ("Who wrote The Worries of the City?",),
+        ("",),
+    ],
+    "edge_builder": lambda: [(GraphInputs(_sentences()),), (GraphInputs(()),)],
+    "reranker": lambda: [
+        ("q", (Hit(2, 0.9), Hit(0, 0.5), Hit(1, 0.5)), ("c", "a", "b"), Context()),
+        ("q", (), (), Context()),
+    ],
+    "chunker": lambda: [
+        ((Passage("0", "A", "one two three four five six seven"), Passage("1", "B", "")),),
+        ((),),
+    ],
+    "cache_trigger": lambda: [
+        (ReservoirMatch((), np.array([0.9, 0.5, 0.41, 0.1], dtype=np.float32)),),
+        (ReservoirMatch((), np.zeros(0, dtype=np.float32)),),
+    ],
+}
+
+ENTRIES = [(r, e) for r in REGISTRIES for e in r]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Deep equality that understands sparse matrices and arrays."""
+    if sparse.issparse(a) or sparse.issparse(b):
+        return (
+            sparse.issparse(a)
+            and sparse.issparse(b)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and (a != b).nnz == 0
+        )
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(a, b))
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    return bool(a == b)
+
+
+def build(registry: Registry[Any], entry: Entry) -> Any:
+    return CONVERTER.structure({"kind": entry.key, **entry.example}, registry.protocol)
+
+
+def test_every_stage_with_components_has_example_inputs() -> None:
+    missing = sorted({r.stage for r, _ in ENTRIES} - set(EXAMPLE_INPUTS))
+    assert not missing, f"add example inputs for: {missing}"
+
+
+@pytest.mark.parametrize(("registry", "entry"), ENTRIES, ids=lambda x: getattr(x, "key", ""))
+class TestComponent:
+    def test_builds_from_example_and_round_trips(
+        self, registry: Registry[Any], entry: Entry
+    ) -> None:
+        obj = build(registry, entry)
+        assert type(obj) is entry.cls
+        data = parse_yaml(__import__("yaml").safe_dump(unstructure(obj)), "dump")
+        assert data["kind"] == entry.key
+        assert CONVERTER.structure(data, registry.protocol) == obj
+
+    def test_satisfies_its_protocol(self, registry: Registry[Any], entry: Entry) -> None:
+        obj = build(registry, entry)
+        assert isinstance(obj, registry.protocol)
+        want = list(inspect.signature(registry.protocol.__call__).parameters)
+        got = list(inspect.signature(entry.cls.__call__).parameters)
+        assert got == want, f"{entry.key}.__call__{got} differs from {registry.stage}{want}"
+
+    def test_is_documented_with_a_recipe_example(
+        self, registry: Registry[Any], entry: Entry
+    ) -> None:
+        doc = entry.cls.__doc__ or ""
+        assert entry.summary, "first docstring line says what it does"
+        assert f"{{kind: {entry.key}" in doc, "docstring shows a one-line recipe example"
+
+    def test_is_frozen_parameters_only(self, registry: Registry[Any], entry: Entry) -> None:
+        obj = build(registry, entry)
+        field = next(iter(attrs.fields(type(obj))), None)
+        if field is not None:
+            with pytest.raises(attrs.exceptions.FrozenInstanceError):
+                setattr(obj, field.name, getattr(obj, field.name))
+
+    def test_deterministic_and_does_not_mutate(self, registry: Registry[Any], entry: Entry) -> None:
+        obj = build(registry, entry)
+        for args in EXAMPLE_INPUTS[registry.stage]():
+            before = copy.deepcopy(args)
+            first = obj(*args)
+            assert all(same(x, y) for x, y in zip(args, before, strict=True)), "inputs mutated"
+            assert same(first, obj(*copy.deepcopy(before))), "same input, different output"

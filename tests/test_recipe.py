@@ -1,0 +1,261 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from chainrag.components.rewrite_triggers import PronounWords
+from chainrag.errors import RecipeError
+from chainrag.recipe import (
+    LLMSpec,
+    Recipe,
+    dump_recipe,
+    load_recipe,
+    merge,
+    parse_yaml,
+    resolve,
+    structure,
+)
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def messages(exc: pytest.ExceptionInfo[RecipeError]) -> list[str]:
+    return [str(p) for p in exc.value.problems]
+
+
+def test_float_for_int_is_reported_with_its_path(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "x.yaml", "index:\n  splitter: null\n  chunker: {kind: word_chunks, size: 7.9}\n"
+    )
+    with pytest.raises(RecipeError, match=re.escape("expected an integer, got 7.9 @ ")) as exc:
+        load_recipe(path)
+    assert messages(exc) == [f"expected an integer, got 7.9 @ {path}.index.chunker.size"]
+
+
+def test_every_problem_in_a_file_is_collected(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "x.yaml",
+        """
+llm: {kind: litellm, model: openai/gpt-4o-mini, temperature: hot, max_tokens: 7.9, seeds: 1}
+index:
+  chunker: {kind: word_chunk}
+retrieval:
+  seed: {kind: dense}
+  edge_weights: {sa: "1"}
+extra: 1
+""",
+    )
+    with pytest.raises(RecipeError, match=r"x\.yaml: 7 problems") as exc:
+        load_recipe(path)
+    p = str(path)
+    assert messages(exc) == [
+        f"expected a number, got 'hot' @ {p}.llm.temperature",
+        f"expected an integer, got 7.9 @ {p}.llm.max_tokens",
+        "unknown key 'seeds'; did you mean 'seed'? (known keys: api_base, concurrency, kind, "
+        f"max_retries, max_tokens, model, seed, temperature, timeout_s) @ {p}.llm.seeds",
+        f"unknown chunker 'word_chunk'. Did you mean 'word_chunks'? Known: word_chunks "
+        f"@ {p}.index.chunker.kind",
+        f"unknown seed_retriever 'dense'. Known: (none registered) @ {p}.retrieval.seed.kind",
+        f"expected a number, got '1' @ {p}.retrieval.edge_weights.sa",
+        "unknown key 'extra' (known keys: description, index, llm, method, name, plugins, "
+        f"retrieval) @ {p}.extra",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("description: 5", "expected a string, got 5 @ r.description"),
+        ("description: no", None),  # YAML 1.2: `no` is the string 'no'
+        ("llm: {concurrency: true}", "expected an integer, got True @ r.llm.concurrency"),
+        ("llm: {temperature: 1}", None),  # an integer is a fine float
+        ("llm: {seed: null}", None),
+        (
+            "llm: {kind: local}",
+            "expected one of 'local_gguf', 'litellm', got 'local'; "
+            "did you mean 'local_gguf'? @ r.llm.kind",
+        ),
+        ("llm: {max_tokens: 0}", "'max_tokens' must be > 0, got 0 @ r.llm"),
+        (
+            "llm: {model: gpt-4o}",
+            "local_gguf model 'gpt-4o' is not one of qwen2.5-coder-1.5b, "
+            "qwen2.5-coder-0.5b (for any other model use kind: litellm) @ r.llm",
+        ),
+        (
+            "plugins: tests.chainrag_toy_plugin",
+            "expected a list, got 'tests.chainrag_toy_plugin' @ r.plugins",
+        ),
+        ("llm: [1]", "expected a mapping, got a list @ r.llm"),
+        (
+            "index: {edges: {sa: {kind: structural_adjacency}}}",
+            "edges need a sentence splitter: set index.splitter @ r.index",
+        ),
+        (
+            "index: {chunker: {kind: word_chunks, size: 3, overlap: 3}}",
+            "'overlap' must be in [0, size), got 3 @ r.index.chunker",
+        ),
+        (
+            "index: {edges: {sa: 3}}",
+            "expected an edge_builder as a mapping {kind: ...}, got 3 @ r.index.edges.sa",
+        ),
+        (
+            "index: {edges: {sa: {window: 3}}}",
+            "missing 'kind': which edge_builder (known: structural_adjacency) "
+            "@ r.index.edges.sa.kind",
+        ),
+        ("method: {kind: 3}", "expected a string, got 3 @ r.method.kind"),
+    ],
+)
+def test_strict_values(yaml_text: str, message: str | None) -> None:
+    data = {"name": "r", **parse_yaml(yaml_text, "r")}
+    if message is None:
+        structure(data, "r")
+        return
+    with pytest.raises(RecipeError) as exc:
+        structure(data, "r")
+    assert messages(exc) == [message]
+
+
+def test_missing_name_is_required_in_plain_data() -> None:
+    with pytest.raises(RecipeError) as exc:
+        structure({}, "r")
+    assert messages(exc) == ["required key missing @ r.name"]
+
+
+@pytest.mark.parametrize("value", [[], 5, None, "x", 1.5, True])
+def test_top_level_must_be_a_mapping(value: object) -> None:
+    with pytest.raises(RecipeError, match=r"expected a mapping at the top, got .* @ r$"):
+        structure(value, "r")
+
+
+def test_yaml_syntax_error_names_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "x.yaml", "llm: {kind: [\n")
+    with pytest.raises(RecipeError, match=r"invalid YAML at line \d+, column \d+"):
+        load_recipe(path)
+
+
+def test_duplicate_keys_are_errors(tmp_path: Path) -> None:
+    path = write(tmp_path, "x.yaml", "description: a\ndescription: b\n")
+    with pytest.raises(RecipeError, match=r"duplicate key 'description' \(line 2\)"):
+        load_recipe(path)
+
+
+def test_yaml_booleans_are_only_true_and_false() -> None:
+    assert parse_yaml("[yes, no, on, off, y, n, true, False]", "r") == [
+        "yes",
+        "no",
+        "on",
+        "off",
+        "y",
+        "n",
+        True,
+        False,
+    ]
+
+
+def test_python_tags_are_refused() -> None:
+    with pytest.raises(RecipeError, match="invalid YAML"):
+        parse_yaml("!!python/object/apply:os.system ['true']", "r")
+
+
+# --------------------------------------------------------------------------- base
+
+
+def test_base_merges_mappings_and_replaces_lists(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "base.yaml",
+        "description: base\nplugins: [a_plugin]\n"
+        "llm: {kind: litellm, model: openai/gpt-4o-mini, temperature: 0.5}\n",
+    )
+    child = write(tmp_path, "child.yaml", "base: base.yaml\nplugins: []\nllm: {temperature: 0.0}\n")
+    assert resolve(child) == {
+        "name": "child",
+        "description": "base",
+        "plugins": [],
+        "llm": {"kind": "litellm", "model": "openai/gpt-4o-mini", "temperature": 0.0},
+    }
+
+
+def test_name_is_not_inherited_and_null_removes(tmp_path: Path) -> None:
+    write(tmp_path, "base.yaml", "name: base\ndescription: x\n")
+    child = write(tmp_path, "child.yaml", "base: base.yaml\ndescription: null\n")
+    assert resolve(child) == {"name": "child"}
+
+
+def test_a_new_kind_replaces_the_component_whole() -> None:
+    base = {"seed": {"kind": "a", "k": 3, "reranker": {"kind": "none"}}}
+    assert merge(base, {"seed": {"kind": "b"}}) == {"seed": {"kind": "b"}}
+    assert merge(base, {"seed": {"k": 5}}) == {
+        "seed": {"kind": "a", "k": 5, "reranker": {"kind": "none"}}
+    }
+
+
+def test_several_bases_apply_in_order(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", "description: a\nllm: {temperature: 0.1}\n")
+    write(tmp_path, "b.yaml", "description: b\n")
+    child = write(tmp_path, "c.yaml", "base: [a.yaml, b.yaml]\n")
+    assert resolve(child) == {"name": "c", "description": "b", "llm": {"temperature": 0.1}}
+
+
+def test_base_cycle_is_reported(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", "base: b.yaml\n")
+    write(tmp_path, "b.yaml", "base: a.yaml\n")
+    with pytest.raises(RecipeError, match=r"base cycle: .*a\.yaml -> .*b\.yaml -> .*a\.yaml"):
+        load_recipe(tmp_path / "a.yaml")
+
+
+def test_missing_base_is_reported_with_its_path(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.yaml", "base: [nope.yaml]\n")
+    with pytest.raises(RecipeError) as exc:
+        load_recipe(path)
+    assert messages(exc) == [f"base recipe not found: {tmp_path / 'nope.yaml'} @ {path}.base[0]"]
+
+
+def test_missing_file() -> None:
+    with pytest.raises(RecipeError, match=r"recipe file not found @ nowhere\.yaml$"):
+        load_recipe("nowhere.yaml")
+
+
+# --------------------------------------------------------------------------- dump
+
+
+def test_dump_loads_back_equal(tmp_path: Path) -> None:
+    recipe = Recipe(
+        name="r",
+        description="no",
+        plugins=("tests.chainrag_toy_plugin",),
+        llm=LLMSpec(kind="litellm", model="openai/gpt-4o-mini", temperature=0.2, seed=None),
+    )
+    path = write(tmp_path, "r.yaml", dump_recipe(recipe))
+    assert load_recipe(path) == recipe
+
+
+def test_plugins_make_components_available(tmp_path: Path) -> None:
+    text = "plugins: [tests.chainrag_toy_plugin]\nindex: {chunker: {kind: word_chunks}}\n"
+    recipe = load_recipe(write(tmp_path, "p.yaml", text))
+    assert recipe.plugins == ("tests.chainrag_toy_plugin",)
+
+
+def test_bad_plugin_is_reported_with_other_problems(tmp_path: Path) -> None:
+    path = write(tmp_path, "p.yaml", "plugins: [no_such_plugin_module]\ndescription: 1\n")
+    with pytest.raises(RecipeError) as exc:
+        load_recipe(path)
+    assert messages(exc) == [
+        f"plugin module 'no_such_plugin_module' could not be imported: No module named "
+        f"'no_such_plugin_module' @ {path}.plugins[0]",
+        f"expected a string, got 1 @ {path}.description",
+    ]
+
+
+def test_component_defaults_are_explicit_in_the_dump() -> None:
+    recipe = structure({"name": "r", "index": {"chunker": {"kind": "word_chunks"}}}, "r")
+    assert "kind: word_chunks\n    size: 100\n    overlap: 0\n" in dump_recipe(recipe)
+    assert PronounWords() == PronounWords(words=PronounWords().words)
