@@ -45,7 +45,7 @@ pytest: venv
 test: lint typecheck pytest
 
 bench: venv
-	$(BIN)/python -m pytest bench --benchmark-only
+	$(BIN)/python -m pytest bench/bench_*.py --benchmark-only -p no:cacheprovider --benchmark-columns=min,median,mean,rounds
 
 lock: venv
 	@echo "regenerating requirements/lock.txt from $(VENV)"

@@ -1,0 +1,1 @@
+"""Benchmarks run with ``make bench`` (pytest-benchmark); they are never part of ``make test``."""

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from chainrag.cli import app
+
+from .conftest import ROOT
+
+runner = CliRunner()
+
+
+def test_help_lists_commands() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("validate", "recipe", "components"):
+        assert command in result.output
+
+
+def test_validate_shipped_recipes() -> None:
+    result = runner.invoke(app, ["validate", str(ROOT / "recipes")])
+    assert result.exit_code == 0, result.output
+    assert "recipes valid" in result.output
+
+
+def test_validate_broken_recipe_prints_every_problem_and_exits_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("llm: {max_tokens: 7.9, temperature: hot}\nindex: {chunker: {kind: nope}}\n")
+    good = tmp_path / "good.yaml"
+    good.write_text("description: fine\n")
+    result = runner.invoke(app, ["validate", str(tmp_path)])
+    assert result.exit_code == 1
+    out = result.output
+    assert f"expected an integer, got 7.9 @ {bad}.llm.max_tokens" in out
+    assert f"expected a number, got 'hot' @ {bad}.llm.temperature" in out
+    assert f"unknown chunker 'nope'. Known: word_chunks @ {bad}.index.chunker.kind" in out
+    assert f"ok   {good} (good)" in out
+    assert "1 of 2 recipes valid" in out
+
+
+def test_validate_missing_path_exits_1(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 1
+    assert "no such file or folder" in result.output
+
+
+def test_validate_empty_folder_exits_1(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["validate", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "no recipe files found" in result.output
+
+
+def test_recipe_show_prints_resolved_yaml(tmp_path: Path) -> None:
+    (tmp_path / "base.yaml").write_text("llm: {temperature: 0.7}\n")
+    (tmp_path / "child.yaml").write_text("base: base.yaml\ndescription: child\n")
+    result = runner.invoke(app, ["recipe", "show", str(tmp_path / "child.yaml")])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("name: child\ndescription: child\n")
+    assert "temperature: 0.7" in result.output
+    assert "\nbase:" not in result.output
+
+
+def test_recipe_show_broken_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("llm: 3\n")
+    result = runner.invoke(app, ["recipe", "show", str(tmp_path / "x.yaml")])
+    assert result.exit_code == 1
+    assert "expected a mapping, got 3" in result.output
+
+
+def test_components_lists_every_stage_with_parameters() -> None:
+    result = runner.invoke(app, ["components"])
+    assert result.exit_code == 0
+    assert "rewrite_trigger\n  pronoun_words:" in result.output
+    assert "      window: int = 3" in result.output
+    assert "method\n" in result.output
+
+
+def test_components_json_and_stage_filter() -> None:
+    result = runner.invoke(app, ["components", "--stage", "edge_builder", "--json"])
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert list(data) == ["edge_builder"]
+    params = data["edge_builder"]["structural_adjacency"]["params"]
+    assert {"name": "window", "type": "int", "default": 3} in params
+
+
+def test_components_unknown_stage() -> None:
+    result = runner.invoke(app, ["components", "--stage", "nope"])
+    assert result.exit_code == 1
+    assert "unknown stage 'nope'" in result.output
