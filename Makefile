@@ -21,11 +21,11 @@ $(STAMP): requirements/lock.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "== installing torch==2.13.0 (CPU build) first"
 	@$(PIP) install torch==2.13.0 2>&1 | sed '/is ignored: it is neither/d'
-	@$(BIN)/python -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.13.0") else "wrong torch " + torch.__version__)'
 	@echo "== installing the exact pins of requirements/lock.txt"
 	@$(PIP) install --no-deps -r requirements/lock.txt 2>&1 | sed '/is ignored: it is neither/d'
 	@$(PIP) install --no-deps -e . 2>&1 | sed '/is ignored: it is neither/d'
 	@$(BIN)/python -m pip check
+	@$(BIN)/python -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.13.0") else "wrong torch " + torch.__version__)'
 	@$(BIN)/python scripts/check_site_packages.py
 	@touch $(STAMP)
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
-from chainrag.registry import REWRITE_TRIGGERS
+from chainrag.context import Context
+from chainrag.registry import REWRITE_TRIGGERS, SENTENCE_SPLITTERS
+from chainrag.types import Passage, Sentence
 
 
 @REWRITE_TRIGGERS.register("toy_question_mark", example={"mark": "?"})
@@ -19,3 +23,22 @@ class ToyQuestionMark:
 
     def __call__(self, sub_question: str) -> bool:
         return sub_question.rstrip().endswith(self.mark)
+
+
+@SENTENCE_SPLITTERS.register("toy_period_splitter")
+@attrs.frozen
+class ToyPeriodSplitter:
+    """Splits passages at ". " (a toy). Recipe: ``{kind: toy_period_splitter}``."""
+
+    def __call__(self, passages: Sequence[Passage], ctx: Context) -> tuple[Sentence, ...]:
+        out: list[Sentence] = []
+        for p_index, passage in enumerate(passages):
+            start = 0
+            for position, text in enumerate(passage.text.split(". ")):
+                out.append(
+                    Sentence(
+                        len(out), text, p_index, passage.title, position, start, start + len(text)
+                    )
+                )
+                start += len(text) + 2
+        return tuple(out)

@@ -36,6 +36,10 @@ def _sentences() -> tuple[Sentence, ...]:
 
 
 EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
+    "sentence_splitter": lambda: [
+        ((Passage("0", "A", "One. Two three. Four"), Passage("1", "B", "")), Context()),
+        ((), Context()),
+    ],
     "rewrite_trigger": lambda: [
         ("Where is the hometown of this author?",),
         ("Who wrote The Worries of the City?",),

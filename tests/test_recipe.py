@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -259,3 +260,19 @@ def test_component_defaults_are_explicit_in_the_dump() -> None:
     recipe = structure({"name": "r", "index": {"chunker": {"kind": "word_chunks"}}}, "r")
     assert "kind: word_chunks\n    size: 100\n    overlap: 0\n" in dump_recipe(recipe)
     assert PronounWords() == PronounWords(words=PronounWords().words)
+
+
+def test_edge_weights_must_name_built_layers() -> None:
+    from chainrag.components.edges import StructuralAdjacency
+    from chainrag.recipe import IndexSpec, RetrievalSpec
+    from tests.chainrag_toy_plugin import ToyPeriodSplitter
+
+    index = IndexSpec(splitter=ToyPeriodSplitter(), edges={"sa": StructuralAdjacency()})
+    seed: Any = object()  # no seed retriever is registered yet; the check does not read it
+    with pytest.raises(
+        ValueError,
+        match=r"edge layers the index does not build: ec \(index.edges has: sa\)",
+    ):
+        Recipe(
+            name="r", index=index, retrieval=RetrievalSpec(seed, edge_weights={"sa": 1, "ec": 1})
+        )
