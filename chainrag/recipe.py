@@ -42,16 +42,6 @@ LOCAL_MODELS = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
 """Models the ``local_gguf`` LLM kind can serve (provisioned by ``chainrag models fetch``)."""
 
 
-def _positive(_: Any, a: attrs.Attribute[Any], value: float | None) -> None:
-    if value is not None and value <= 0:
-        raise ValueError(f"'{a.name}' must be > 0, got {value!r}")
-
-
-def _non_negative(_: Any, a: attrs.Attribute[Any], value: float) -> None:
-    if value < 0:
-        raise ValueError(f"'{a.name}' must be >= 0, got {value!r}")
-
-
 @attrs.frozen
 class LLMSpec:
     """Which LLM answers and how it is sampled.
@@ -65,12 +55,12 @@ class LLMSpec:
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
     model: str = "qwen2.5-coder-1.5b"
     api_base: str | None = None
-    temperature: float = attrs.field(default=0.2, validator=_non_negative)
-    max_tokens: int = attrs.field(default=512, validator=_positive)
+    temperature: float = attrs.field(default=0.2, validator=attrs.validators.ge(0.0))
+    max_tokens: int = attrs.field(default=512, validator=attrs.validators.ge(1))
     seed: int | None = 0
-    timeout_s: float = attrs.field(default=120.0, validator=_positive)
-    max_retries: int = attrs.field(default=4, validator=_non_negative)
-    concurrency: int = attrs.field(default=1, validator=_positive)
+    timeout_s: float = attrs.field(default=120.0, validator=attrs.validators.gt(0.0))
+    max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    concurrency: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 
     def __attrs_post_init__(self) -> None:
         if self.kind == "local_gguf" and self.model not in LOCAL_MODELS:

@@ -124,7 +124,7 @@ def test_popularity_trigger(sims: list[float], use_memory: bool) -> None:
 
 
 def test_popularity_validates_its_parameters() -> None:
-    with pytest.raises(ValueError, match=r"cosine similarity, so in \[-1, 1\]"):
+    with pytest.raises(ValueError, match=r"'threshold' must be <= 1.0: 1.5"):
         Popularity(threshold=1.5)
-    with pytest.raises(ValueError, match="'popularity' must be >= 1"):
+    with pytest.raises(ValueError, match="'popularity' must be >= 1: 0"):
         Popularity(popularity=0)

@@ -83,7 +83,7 @@ extra: 1
             "expected one of 'local_gguf', 'litellm', got 'local'; "
             "did you mean 'local_gguf'? @ r.llm.kind",
         ),
-        ("llm: {max_tokens: 0}", "'max_tokens' must be > 0, got 0 @ r.llm"),
+        ("llm: {max_tokens: 0}", "'max_tokens' must be >= 1: 0 @ r.llm"),
         (
             "llm: {model: gpt-4o}",
             "local_gguf model 'gpt-4o' is not one of qwen2.5-coder-1.5b, "

@@ -14,16 +14,6 @@ def enough_similar(similarities: FloatArray, threshold: float, popularity: int) 
     return int(np.count_nonzero(np.asarray(similarities) >= threshold)) >= popularity
 
 
-def _in_unit_range(_: object, a: attrs.Attribute[float], value: float) -> None:
-    if not -1.0 <= value <= 1.0:
-        raise ValueError(f"'{a.name}' is a cosine similarity, so in [-1, 1]; got {value!r}")
-
-
-def _at_least_one(_: object, a: attrs.Attribute[int], value: int) -> None:
-    if value < 1:
-        raise ValueError(f"'{a.name}' must be >= 1, got {value!r}")
-
-
 @CACHE_TRIGGERS.register("popularity")
 @attrs.frozen
 class Popularity:
@@ -33,8 +23,10 @@ class Popularity:
     Recipe: ``{kind: popularity, threshold: 0.4, popularity: 3}``.
     """
 
-    threshold: float = attrs.field(default=0.4, validator=_in_unit_range)
-    popularity: int = attrs.field(default=3, validator=_at_least_one)
+    threshold: float = attrs.field(
+        default=0.4, validator=[attrs.validators.ge(-1.0), attrs.validators.le(1.0)]
+    )
+    popularity: int = attrs.field(default=3, validator=attrs.validators.ge(1))
 
     def __call__(self, match: ReservoirMatch) -> bool:
         return enough_similar(match.similarities, self.threshold, self.popularity)

@@ -19,11 +19,6 @@ def word_windows(n_words: int, size: int, overlap: int) -> list[tuple[int, int]]
     return [(s, min(s + size, n_words)) for s in starts]
 
 
-def _positive(_: object, a: attrs.Attribute[int], value: int) -> None:
-    if value < 1:
-        raise ValueError(f"'{a.name}' must be >= 1, got {value!r}")
-
-
 @CHUNKERS.register("word_chunks", example={"size": 5, "overlap": 1})
 @attrs.frozen
 class WordChunks:
@@ -32,7 +27,7 @@ class WordChunks:
     Recipe: ``{kind: word_chunks, size: 100, overlap: 0}``.
     """
 
-    size: int = attrs.field(default=100, validator=_positive)
+    size: int = attrs.field(default=100, validator=attrs.validators.ge(1))
     overlap: int = 0
 
     def __attrs_post_init__(self) -> None:

@@ -64,11 +64,6 @@ def adjacency_band(
     return symmetric_csr(np.concatenate(rows), np.concatenate(cols), np.concatenate(data), n)
 
 
-def _non_negative(_: object, a: attrs.Attribute[int], value: int) -> None:
-    if value < 0:
-        raise ValueError(f"'{a.name}' must be >= 0, got {value!r}")
-
-
 @EDGE_BUILDERS.register("structural_adjacency")
 @attrs.frozen
 class StructuralAdjacency:
@@ -77,7 +72,7 @@ class StructuralAdjacency:
     ChainRAG §3.1 (|i−j| ≤ 3). Recipe: ``{kind: structural_adjacency, window: 3}``.
     """
 
-    window: int = attrs.field(default=3, validator=_non_negative)
+    window: int = attrs.field(default=3, validator=attrs.validators.ge(0))
     weighting: Weighting = "inverse_distance"
     cross_passages: bool = False
 
