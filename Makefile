@@ -30,6 +30,7 @@ $(STAMP): requirements/lock.txt pyproject.toml
 	@touch $(STAMP)
 
 demo: venv
+	$(BIN)/chainrag models fetch
 	$(BIN)/chainrag validate recipes
 
 lint: venv

@@ -61,3 +61,64 @@ class RegistryError(ChainragError):
 
 class PluginError(ChainragError):
     """A plugin module named in a recipe or an entry point could not be loaded."""
+
+
+class LLMError(ChainragError):
+    """An LLM call failed; raised to the caller, never turned into an answer string.
+
+    Attributes:
+        prompt_id: The prompt whose call failed.
+        model: The model string.
+        attempts: How many attempts were made.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, prompt_id: str = "", model: str = "", attempts: int = 1):
+        self.prompt_id = prompt_id
+        self.model = model
+        self.attempts = attempts
+        where = f" [{model} · {prompt_id} · {attempts} attempt{'s' if attempts != 1 else ''}]"
+        super().__init__(message + (where if model or prompt_id else ""))
+
+
+class LLMRateLimitError(LLMError):
+    """The provider kept answering 429 (rate limit) after every retry."""
+
+    retryable = True
+
+
+class LLMTimeoutError(LLMError):
+    """The call timed out on every attempt."""
+
+    retryable = True
+
+
+class LLMConnectionError(LLMError):
+    """The server could not be reached."""
+
+    retryable = True
+
+
+class LLMServerError(LLMError):
+    """The server answered 5xx on every attempt."""
+
+    retryable = True
+
+
+class LLMResponseError(LLMError):
+    """The server's answer was malformed (no choices, no content, unreadable body)."""
+
+    retryable = True
+
+
+class LLMRequestError(LLMError):
+    """The request was refused (4xx other than 429: bad request, authentication, not found)."""
+
+
+class LLMOutputError(LLMError):
+    """The model's text could not be read as the structure asked for, even after one repair."""
+
+
+class ServerError(ChainragError):
+    """The managed local LLM server could not be started or stopped."""

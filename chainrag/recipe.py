@@ -49,7 +49,9 @@ class LLMSpec:
     ``kind: local_gguf`` starts a managed llama.cpp server on 127.0.0.1 for one of
     :data:`LOCAL_MODELS`; ``kind: litellm`` sends ``model`` to litellm as is
     (``openai/gpt-4o-mini``, ``zhipuai/glm-4-plus``, ``openai/NAME`` with ``api_base``).
-    API keys are read from the environment by litellm, never from a recipe.
+    API keys are read from the environment by litellm, never from a recipe. ``json_mode`` says
+    how a JSON schema reaches the model (see :class:`chainrag.llm.backend.LiteLLMBackend`);
+    ``auto`` picks llama.cpp's form for local models and OpenAI's where litellm supports it.
     """
 
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
@@ -61,6 +63,7 @@ class LLMSpec:
     timeout_s: float = attrs.field(default=120.0, validator=attrs.validators.gt(0.0))
     max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     concurrency: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    json_mode: Literal["auto", "json_schema", "json_object", "instructions"] = "auto"
 
     def __attrs_post_init__(self) -> None:
         if self.kind == "local_gguf" and self.model not in LOCAL_MODELS:

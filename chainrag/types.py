@@ -301,23 +301,27 @@ class Message:
 class LLMRequest:
     """A complete LLM request: everything that determines the response, hence the cache key.
 
+    Components leave ``model``, ``temperature``, ``max_tokens`` and ``seed`` unset (empty or
+    None) unless a prompt needs its own value (a yes/no judge wants few tokens); the LLM stack
+    fills them from the recipe's ``llm:`` before the request is cached or sent.
+
     Attributes:
-        model: Model string as litellm takes it (``openai/gpt-4o-mini``, ``openai/qwen-local``).
         messages: The conversation.
         prompt_id: Which prompt template produced it, e.g. ``decompose``.
         prompt_version: The template's version, e.g. ``1``.
-        temperature: Sampling temperature.
-        max_tokens: Completion token limit.
-        seed: Sampling seed, where the backend honours one.
+        model: Model string as litellm takes it (``openai/gpt-4o-mini``); "" = the recipe's.
+        temperature: Sampling temperature; None = the recipe's.
+        max_tokens: Completion token limit; None = the recipe's.
+        seed: Sampling seed, where the backend honours one; None = the recipe's.
         json_schema: A JSON schema (as JSON text) the answer must follow, or None for free text.
     """
 
-    model: str
     messages: tuple[Message, ...]
     prompt_id: str
     prompt_version: int = 1
-    temperature: float = 0.0
-    max_tokens: int = 512
+    model: str = ""
+    temperature: float | None = None
+    max_tokens: int | None = None
     seed: int | None = None
     json_schema: str | None = None
 

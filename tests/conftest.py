@@ -7,9 +7,12 @@ import os
 import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from chainrag.llm.backend import import_litellm
 
 settings.register_profile(
     "default", deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow]
@@ -44,3 +47,30 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+def _loopback_url(url: object) -> bool:
+    if not isinstance(url, str):
+        return False
+    host = urlparse(url).hostname or ""
+    return _is_loopback((host, 0))
+
+
+@pytest.fixture(autouse=True)
+def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any litellm completion that is not aimed at a server on 127.0.0.1 fails loudly."""
+    litellm = import_litellm()
+
+    def refuse(name: str, real: Any) -> Any:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if not _loopback_url(kwargs.get("api_base")):
+                raise RuntimeError(
+                    f"unit tests may not call a real LLM: {name}(model={kwargs.get('model')!r}) "
+                    "without a loopback api_base; use chainrag.llm.fake.ScriptedLLM"
+                )
+            return real(*args, **kwargs)
+
+        return guarded
+
+    monkeypatch.setattr(litellm, "completion", refuse("completion", litellm.completion))
+    monkeypatch.setattr(litellm, "acompletion", refuse("acompletion", litellm.acompletion))

@@ -59,8 +59,8 @@ extra: 1
     assert messages(exc) == [
         f"expected a number, got 'hot' @ {p}.llm.temperature",
         f"expected an integer, got 7.9 @ {p}.llm.max_tokens",
-        "unknown key 'seeds'; did you mean 'seed'? (known keys: api_base, concurrency, kind, "
-        f"max_retries, max_tokens, model, seed, temperature, timeout_s) @ {p}.llm.seeds",
+        "unknown key 'seeds'; did you mean 'seed'? (known keys: api_base, concurrency, json_mode, "
+        f"kind, max_retries, max_tokens, model, seed, temperature, timeout_s) @ {p}.llm.seeds",
         f"unknown chunker 'word_chunk'. Did you mean 'word_chunks'? Known: word_chunks "
         f"@ {p}.index.chunker.kind",
         f"unknown seed_retriever 'dense'. Known: (none registered) @ {p}.retrieval.seed.kind",

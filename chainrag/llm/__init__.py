@@ -1,0 +1,68 @@
+"""The LLM layer: every model call in chainrag goes through here.
+
+:func:`open_llm` turns a recipe's ``llm:`` into a ready LLM — starting and later stopping a
+managed local server for ``kind: local_gguf`` — wrapped in the response cache and bound to the
+recipe's model and sampling parameters. Wrap it per question in
+:class:`~chainrag.llm.stack.MeteredLLM` to count that question's usage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from chainrag.llm.backend import JsonMode, LiteLLMBackend, RetryPolicy
+from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
+from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
+from chainrag.protocols.llm import LLM
+from chainrag.recipe import LLMSpec
+
+__all__ = ["BoundLLM", "CacheMode", "Ledger", "MeteredLLM", "ResponseCache", "open_llm"]
+
+
+@contextlib.contextmanager
+def open_llm(
+    spec: LLMSpec, *, cache_path: Path | None = None, cache_mode: CacheMode = "use"
+) -> Iterator[LLM]:
+    """A ready LLM for ``spec``; a managed local server lives exactly as long as the block.
+
+    Args:
+        spec: The recipe's ``llm:``.
+        cache_path: SQLite file of the response cache, or None for no cache.
+        cache_mode: ``use``, ``bypass`` or ``refresh`` (see :data:`CacheMode`).
+    """
+    retry = RetryPolicy(max_retries=spec.max_retries)
+    with contextlib.ExitStack() as stack:
+        if spec.kind == "local_gguf" and spec.api_base is None:
+            from chainrag.llm.server import LocalServer
+
+            server = stack.enter_context(LocalServer.for_model(spec.model))
+            backend = LiteLLMBackend(
+                api_base=server.api_base, api_key="unused", timeout_s=spec.timeout_s,
+                retry=retry, free=True, json_mode=_local_json_mode(spec),
+            )  # fmt: skip
+            model = server.litellm_model
+        elif spec.kind == "local_gguf":
+            backend = LiteLLMBackend(
+                api_base=spec.api_base, api_key="unused", timeout_s=spec.timeout_s,
+                retry=retry, free=True, json_mode=_local_json_mode(spec),
+            )  # fmt: skip
+            model = f"openai/{spec.model}"
+        else:
+            backend = LiteLLMBackend(
+                api_base=spec.api_base, timeout_s=spec.timeout_s, retry=retry,
+                json_mode=spec.json_mode,
+            )  # fmt: skip
+            model = spec.model
+        inner: LLM = backend
+        if cache_path is not None:
+            cache = ResponseCache(cache_path)
+            stack.callback(cache.close)
+            inner = CachedLLM(backend, cache, cache_mode)
+        yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed)
+
+
+def _local_json_mode(spec: LLMSpec) -> JsonMode:
+    """llama.cpp's server takes a schema as ``{"type": "json_object", "schema": ...}``."""
+    return "json_object" if spec.json_mode == "auto" else spec.json_mode

@@ -1,0 +1,244 @@
+"""The litellm backend: any litellm model string, with our own retries and typed failures.
+
+Retries (exponential backoff with jitter) cover rate limits, timeouts, connection failures,
+5xx answers and malformed bodies; anything else (a bad request, a wrong key) fails at once.
+After the last attempt the caller gets a typed :class:`~chainrag.errors.LLMError`, never a
+made-up answer. API keys are litellm's business (read from the environment); this module never
+sees, logs or stores one, and strips any ``*_API_KEY`` value out of error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
+
+import attrs
+
+from chainrag.errors import (
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMRequestError,
+    LLMResponseError,
+    LLMServerError,
+    LLMTimeoutError,
+)
+from chainrag.types import LLMRequest, LLMResponse, Usage
+
+T = TypeVar("T")
+JsonMode = Literal["auto", "json_schema", "json_object", "instructions"]
+
+
+def import_litellm() -> Any:
+    """Import litellm with its price map read from the package, never from the network."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.drop_params = False
+    return litellm
+
+
+@attrs.frozen
+class RetryPolicy:
+    """Exponential backoff with "equal jitter": delay_i ∈ [d/2, d], d = min(cap, base · 2^i)."""
+
+    max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    base_delay_s: float = attrs.field(default=1.0, validator=attrs.validators.ge(0.0))
+    max_delay_s: float = attrs.field(default=30.0, validator=attrs.validators.ge(0.0))
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (0-based)."""
+        d = min(self.max_delay_s, self.base_delay_s * 2**attempt)
+        return float(d / 2 + rng.uniform(0, d / 2))
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every ``*_API_KEY``/``*_TOKEN`` environment variable masked."""
+    for name, value in os.environ.items():
+        if value and len(value) >= 8 and re.search(r"(API_KEY|TOKEN|SECRET)$", name):
+            text = text.replace(value, "***")
+    return text
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def classify(exc: BaseException) -> type[LLMError]:
+    """The typed error for a litellm/OpenAI-SDK exception (by class name and status code)."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    status = getattr(exc, "status_code", None)
+    if _caused_by(exc, json.JSONDecodeError) or "Expecting value" in str(exc):
+        return LLMResponseError  # litellm reports an unreadable body as a 500
+    if "RateLimitError" in names or status == 429:
+        return LLMRateLimitError
+    if "Timeout" in names or "APITimeoutError" in names or isinstance(exc, TimeoutError):
+        return LLMTimeoutError
+    if "APIConnectionError" in names and status is None:
+        return LLMConnectionError
+    if isinstance(status, int) and status >= 500:
+        return LLMServerError
+    if names & {"InternalServerError", "ServiceUnavailableError", "BadGatewayError"}:
+        return LLMServerError
+    if names & {"APIResponseValidationError", "JSONDecodeError"}:
+        return LLMResponseError
+    if "APIConnectionError" in names:
+        return LLMConnectionError
+    if names & {"APIError"} and status is None:
+        return LLMResponseError  # litellm's wrapper for unreadable bodies
+    return LLMRequestError
+
+
+@attrs.define
+class LiteLLMBackend:
+    """Completes requests with ``litellm.completion`` / ``acompletion``.
+
+    Args:
+        api_base: Base URL of an OpenAI-compatible server, or None for the provider's.
+        api_key: Only for servers that need a dummy key (the local server); real keys come from
+            the environment through litellm.
+        timeout_s: Per-attempt timeout.
+        retry: The retry policy.
+        json_mode: How a request's JSON schema is sent. ``json_schema``: OpenAI's structured
+            outputs (``{"type": "json_schema", ...}``); ``json_object``: llama.cpp's
+            grammar-constrained form (``{"type": "json_object", "schema": ...}``);
+            ``instructions``: not at all (the prompt asks for JSON); ``auto``: ``json_schema``
+            where litellm says the model supports it, else ``instructions``.
+        free: Report cost 0 (a local model) instead of asking litellm's price table.
+        seed: Seed of the jitter's random numbers.
+    """
+
+    api_base: str | None = None
+    api_key: str | None = None
+    timeout_s: float = 120.0
+    retry: RetryPolicy = RetryPolicy()
+    json_mode: JsonMode = "auto"
+    free: bool = False
+    seed: int = 0
+    sleep: Callable[[float], None] = time.sleep
+    asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    _rng: random.Random = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._rng = random.Random(self.seed)  # noqa: S311 - jitter, not cryptography
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        litellm = import_litellm()
+        kwargs = self._kwargs(request, litellm)
+        for attempt in range(self.retry.max_retries + 1):
+            started = time.perf_counter()
+            try:
+                raw = litellm.completion(**kwargs)
+                return self._response(request, raw, time.perf_counter() - started, litellm)
+            except Exception as exc:
+                error = self._error(request, exc, attempt)
+                if not error.retryable or attempt == self.retry.max_retries:
+                    raise error from exc
+            self.sleep(self.retry.delay(attempt, self._rng))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse:
+        litellm = import_litellm()
+        kwargs = self._kwargs(request, litellm)
+        for attempt in range(self.retry.max_retries + 1):
+            started = time.perf_counter()
+            try:
+                raw = await litellm.acompletion(**kwargs)
+                return self._response(request, raw, time.perf_counter() - started, litellm)
+            except Exception as exc:
+                error = self._error(request, exc, attempt)
+                if not error.retryable or attempt == self.retry.max_retries:
+                    raise error from exc
+            await self.asleep(self.retry.delay(attempt, self._rng))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _kwargs(self, request: LLMRequest, litellm: Any) -> dict[str, Any]:
+        if not request.model:
+            raise LLMRequestError(
+                "request has no model; bind it first", prompt_id=request.prompt_id
+            )
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "timeout": self.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        optional = {
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "seed": request.seed,
+            "api_base": self.api_base,
+            "api_key": self.api_key,
+        }
+        kwargs.update({k: v for k, v in optional.items() if v is not None})
+        if request.json_schema is not None:
+            schema = json.loads(request.json_schema)
+            mode = self._schema_mode(request.model, litellm)
+            if mode == "json_schema":
+                name = re.sub(r"[^A-Za-z0-9_-]", "_", request.prompt_id) or "answer"
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": name, "schema": schema},
+                }
+            elif mode == "json_object":
+                kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        return kwargs
+
+    def _schema_mode(self, model: str, litellm: Any) -> JsonMode:
+        if self.json_mode != "auto":
+            return self.json_mode
+        try:
+            supported = bool(litellm.supports_response_schema(model=model))
+        except Exception:
+            supported = False
+        return "json_schema" if supported else "instructions"
+
+    def _response(self, request: LLMRequest, raw: Any, latency: float, litellm: Any) -> LLMResponse:
+        try:
+            text = raw.choices[0].message.content
+            usage = raw.usage
+            prompt_tokens, completion_tokens = (
+                int(usage.prompt_tokens),
+                int(usage.completion_tokens),
+            )
+        except (AttributeError, IndexError, TypeError, ValueError) as exc:
+            raise LLMResponseError(
+                f"malformed response: {type(exc).__name__}: {exc}", prompt_id=request.prompt_id
+            ) from exc
+        if not isinstance(text, str):
+            raise LLMResponseError("response has no text content", prompt_id=request.prompt_id)
+        cost = 0.0 if self.free else _cost(raw, litellm)
+        used = Usage(1, 0, prompt_tokens, completion_tokens, latency, cost)
+        return LLMResponse(text=text, model=request.model, usage=used)
+
+    def _error(self, request: LLMRequest, exc: Exception, attempt: int) -> LLMError:
+        if isinstance(exc, LLMError):
+            kind: type[LLMError] = type(exc)
+        else:
+            kind = classify(exc)
+        message = redact(f"{type(exc).__name__}: {exc}")
+        return kind(message, prompt_id=request.prompt_id, model=request.model, attempts=attempt + 1)
+
+
+def _cost(raw: Any, litellm: Any) -> float | None:
+    """litellm's price for the response, or None where its price table has no entry."""
+    try:
+        return float(litellm.completion_cost(completion_response=raw))
+    except Exception:
+        return None

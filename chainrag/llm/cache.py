@@ -1,0 +1,131 @@
+"""A persistent LLM response cache: SQLite in WAL mode, JSON values, keyed by the whole request.
+
+The key is the sha256 of the request's canonical JSON — model, messages, sampling parameters,
+schema, prompt id and version — so it never omits the model and never contains an API key or
+base URL (a request holds neither). Values are JSON, never pickle. Several processes may write
+at once: WAL mode, a busy timeout, and ``INSERT OR REPLACE`` of identical content make that
+safe. A hit is not a call: it reports ``cached=True`` and usage with one cache hit, no tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Literal
+
+import attrs
+
+from chainrag.protocols.llm import LLM
+from chainrag.structure import unstructure
+from chainrag.types import LLMRequest, LLMResponse, Usage
+
+CacheMode = Literal["use", "bypass", "refresh"]
+"""``use``: read and write; ``bypass``: neither; ``refresh``: call anew and overwrite."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    prompt_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def request_key(request: LLMRequest) -> str:
+    """The cache key of a request: sha256 of its canonical JSON."""
+    canonical = json.dumps(unstructure(request), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A SQLite file of responses; one connection per thread, shared safely between processes."""
+
+    def __init__(self, path: Path | str, *, busy_timeout_s: float = 60.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        with self._connect() as con:
+            con.execute(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        con: sqlite3.Connection | None = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(self.path, timeout=self._busy_timeout_s, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            self._local.con = con
+        return con
+
+    def get(self, request: LLMRequest) -> LLMResponse | None:
+        row = (
+            self._connect()
+            .execute("SELECT value FROM responses WHERE key = ?", (request_key(request),))
+            .fetchone()
+        )
+        if row is None:
+            return None
+        value = json.loads(row[0])
+        return LLMResponse(
+            text=value["text"], model=value["model"], usage=Usage(cache_hits=1), cached=True
+        )
+
+    def put(self, request: LLMRequest, response: LLMResponse) -> None:
+        value = {
+            "text": response.text,
+            "model": response.model,
+            "prompt_tokens": response.usage.prompt_tokens,
+            "completion_tokens": response.usage.completion_tokens,
+        }
+        self._connect().execute(
+            "INSERT OR REPLACE INTO responses (key, prompt_id, model, value, created) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (
+                request_key(request),
+                request.prompt_id,
+                request.model,
+                json.dumps(value),
+                time.time(),
+            ),
+        )
+
+    def __len__(self) -> int:
+        row = self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
+
+
+@attrs.define
+class CachedLLM:
+    """An LLM that answers from a :class:`ResponseCache` when it can (see :data:`CacheMode`)."""
+
+    inner: LLM
+    cache: ResponseCache
+    mode: CacheMode = "use"
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        if self.mode == "use" and (hit := self.cache.get(request)) is not None:
+            return hit
+        response = self.inner.complete(request)
+        if self.mode != "bypass":
+            self.cache.put(request, response)
+        return response
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse:
+        if self.mode == "use" and (hit := self.cache.get(request)) is not None:
+            return hit
+        response = await self.inner.acomplete(request)
+        if self.mode != "bypass":
+            self.cache.put(request, response)
+        return response

@@ -1,0 +1,226 @@
+"""A managed local LLM server: ``llama_cpp.server`` as a child process on 127.0.0.1.
+
+    with LocalServer.for_model("qwen2.5-coder-1.5b") as server:
+        ...  # litellm model "openai/qwen2.5-coder-1.5b", api_base=server.api_base
+
+The server gets a free port, its output goes to a log file, and the context manager waits
+until it answers before handing it out. It is stopped when the block ends — normally, on an
+error, or on Ctrl-C — and, as a last resort, by an ``atexit`` hook, a SIGTERM handler, and the
+kernel: the child asks Linux to send it SIGTERM if its parent dies (``PR_SET_PDEATHSIG``), so
+not even ``kill -9`` of the parent leaves it running.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType, TracebackType
+
+from chainrag.errors import ServerError
+from chainrag.models import LocalModel, get_model, model_cache_dir, require
+
+HOST = "127.0.0.1"
+_LIVE: set[LocalServer] = set()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def server_command(
+    model_file: Path, alias: str, port: int, n_ctx: int, n_threads: int
+) -> list[str]:
+    """The command line that serves ``model_file`` under ``alias`` on 127.0.0.1:``port``."""
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model_file),
+        "--model_alias", alias,
+        "--host", HOST,
+        "--port", str(port),
+        "--n_ctx", str(n_ctx),
+        "--n_threads", str(n_threads),
+    ]  # fmt: skip
+
+
+class LocalServer:
+    """One ``llama_cpp.server`` child process serving one GGUF model.
+
+    Args:
+        model: The local model to serve.
+        model_file: Its verified GGUF file.
+        n_ctx: Context window in tokens.
+        n_threads: CPU threads for inference.
+        log_dir: Folder for the server's log (default: ``<model cache>/../logs``).
+        ready_timeout_s: How long to wait for the server to answer.
+        command: Override: port → command line (tests use it to serve a stand-in).
+    """
+
+    def __init__(
+        self,
+        model: LocalModel,
+        model_file: Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int = 2,
+        log_dir: Path | None = None,
+        ready_timeout_s: float = 300.0,
+        command: Callable[[int], list[str]] | None = None,
+    ) -> None:
+        self.model = model
+        self.port = free_port()
+        self.alias = model.name
+        self.ready_timeout_s = ready_timeout_s
+        self.log_path = (log_dir or model_cache_dir().parent / "logs") / (
+            f"llama-server-{self.alias}-{self.port}.log"
+        )
+        if command is None:
+            self.command = server_command(model_file, self.alias, self.port, n_ctx, n_threads)
+        else:
+            self.command = command(self.port)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def for_model(cls, name: str, **kwargs: object) -> LocalServer:
+        """A server for the cached, verified local model ``name`` (not started yet)."""
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ServerError(
+                "llama-cpp-python is not installed; it is in requirements/lock.txt "
+                "(make demo installs it)"
+            )
+        model = get_model(name)
+        return cls(model, require(model), **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def api_base(self) -> str:
+        """The OpenAI-compatible base URL, for litellm's ``api_base``."""
+        return f"http://{HOST}:{self.port}/v1"
+
+    @property
+    def litellm_model(self) -> str:
+        """The litellm model string that reaches this server."""
+        return f"openai/{self.alias}"
+
+    def start(self) -> LocalServer:
+        """Start the process and wait until it answers ``GET /v1/models``."""
+        _install_sigterm_handler()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+                self.command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,  # only sets the parent-death signal
+                start_new_session=True,  # Ctrl-C reaches us; we stop the child ourselves
+            )
+        _LIVE.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise ServerError(
+                    f"the local LLM server exited with code {self.process.returncode} while "
+                    f"starting; its log ({self.log_path}) ends with:\n{self.log_tail()}"
+                )
+            if self.answers():
+                return
+            time.sleep(0.25)
+        raise ServerError(
+            f"the local LLM server did not answer within {self.ready_timeout_s:.0f} s; "
+            f"log: {self.log_path}"
+        )
+
+    def answers(self) -> bool:
+        """True if the server answers ``GET /v1/models`` with 200."""
+        try:
+            with urllib.request.urlopen(f"{self.api_base}/models", timeout=2) as r:  # noqa: S310
+                return bool(r.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the process (SIGTERM, then SIGKILL after ``timeout_s``); safe to call twice."""
+        _LIVE.discard(self)
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def stop_all() -> None:
+    """Stop every server this process started and has not stopped."""
+    for server in list(_LIVE):
+        server.stop()
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    stop_all()
+    raise SystemExit(128 + signum)
+
+
+def _install_sigterm_handler() -> None:
+    """On SIGTERM, stop our servers and exit, unless the program handles SIGTERM itself."""
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        with contextlib.suppress(ValueError):  # not in the main thread: atexit still covers us
+            signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+atexit.register(stop_all)

@@ -1,0 +1,97 @@
+"""A fault-injecting OpenAI-compatible server on 127.0.0.1 for retry tests.
+
+Each POST to /v1/chat/completions takes the next behaviour from a script: ``ok``, an HTTP
+status (``429``, ``500``, ``400``...), ``timeout`` (answers after the client gave up),
+``malformed`` (a body that is not JSON), ``empty`` (JSON without choices). The request bodies
+are kept for inspection.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def completion_body(text: str = "ok") -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-model",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9},
+    }
+
+
+class FakeOpenAI:
+    def __init__(self, script: list[str], *, reply: str = "ok", hang_s: float = 3.0) -> None:
+        self.script = list(script)
+        self.reply = reply
+        self.hang_s = hang_s
+        self.bodies: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def next_behaviour(self) -> str:
+        with self.lock:
+            return self.script.pop(0) if self.script else "ok"
+
+
+def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model"}]}))
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            fake.bodies.append(json.loads(self.rfile.read(length)))
+            behaviour = fake.next_behaviour()
+            if behaviour == "timeout":
+                time.sleep(fake.hang_s)
+                behaviour = "ok"
+            if behaviour == "ok":
+                self._send(200, json.dumps(completion_body(fake.reply)))
+            elif behaviour == "malformed":
+                self._send(200, '{"id": "x", "choices": [ this is not json')
+            elif behaviour == "empty":
+                self._send(200, json.dumps({"id": "x", "object": "chat.completion", "choices": []}))
+            else:
+                status = int(behaviour)
+                body = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
+                self._send(status, json.dumps(body))
+
+        def _send(self, status: int, body: str) -> None:
+            data = body.encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    return Handler
+
+
+@contextmanager
+def serve(fake: FakeOpenAI) -> Iterator[str]:
+    """Run ``fake`` on a free port; yields its ``api_base``."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()

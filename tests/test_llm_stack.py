@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from pathlib import Path
+
+import attrs
+import pytest
+
+from chainrag.llm import open_llm
+from chainrag.llm.cache import CachedLLM, ResponseCache, request_key
+from chainrag.llm.fake import FakeLLMError, ScriptedLLM
+from chainrag.llm.prompts import PromptError, available, load_prompt
+from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
+from chainrag.recipe import LLMSpec
+from chainrag.types import LLMRequest, LLMResponse, Message, Usage
+
+
+def req(text: str = "hi", prompt_id: str = "p", model: str = "m") -> LLMRequest:
+    return LLMRequest((Message("user", text),), prompt_id, model=model, temperature=0.0)
+
+
+# --------------------------------------------------------------------------- fake LLM
+
+
+def test_scripted_llm_replies_in_order_then_refuses() -> None:
+    fake = ScriptedLLM({"p": ["one", lambda r: r.messages[0].content.upper()]})
+    assert fake.complete(req("x")).text == "one"
+    assert fake.complete(req("x")).text == "X"
+    with pytest.raises(FakeLLMError, match=r"script for 'p' has 2 replies; asked for #3"):
+        fake.complete(req())
+    with pytest.raises(FakeLLMError, match=r"no script for prompt 'q'; scripted: \['p'\]"):
+        fake.complete(req(prompt_id="q"))
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def test_cache_key_covers_the_whole_request() -> None:
+    base = req()
+    variants = [
+        attrs.evolve(base, model="other"),
+        attrs.evolve(base, temperature=0.2),
+        attrs.evolve(base, max_tokens=5),
+        attrs.evolve(base, seed=1),
+        attrs.evolve(base, prompt_version=2),
+        attrs.evolve(base, json_schema="{}"),
+        attrs.evolve(base, messages=(Message("system", "hi"),)),
+    ]
+    keys = {request_key(r) for r in [base, *variants]}
+    assert len(keys) == len(variants) + 1
+    assert request_key(base) == request_key(req())
+
+
+def test_cache_modes(tmp_path: Path) -> None:
+    fake = ScriptedLLM({"p": lambda r: f"answer {len(fake.requests)}"})
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    first = CachedLLM(fake, cache).complete(req())
+    hit = CachedLLM(fake, cache).complete(req())
+    assert (first.text, first.cached, hit.text, hit.cached) == ("answer 1", False, "answer 1", True)
+    assert hit.usage == Usage(cache_hits=1)  # a hit is not a call and costs no tokens
+    assert CachedLLM(fake, cache, "bypass").complete(req()).text == "answer 2"
+    assert CachedLLM(fake, cache).complete(req()).text == "answer 1"  # bypass wrote nothing
+    assert CachedLLM(fake, cache, "refresh").complete(req()).text == "answer 3"
+    assert CachedLLM(fake, cache).complete(req()).text == "answer 3"
+    assert fake.calls() == 3
+
+
+def test_cache_survives_reopen_and_stores_json(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    ResponseCache(path).put(req(), LLMResponse("stored", "m", Usage(1, 0, 3, 4)))
+    again = ResponseCache(path)
+    assert again.get(req()) == LLMResponse("stored", "m", Usage(cache_hits=1), cached=True)
+    raw = again._connect().execute("SELECT value FROM responses").fetchone()[0]
+    assert raw.startswith("{") and '"text": "stored"' in raw
+
+
+def _writer(path: str, worker: int, n: int) -> None:
+    cache = ResponseCache(path)
+    for i in range(n):
+        cache.put(req(f"{worker}-{i}"), LLMResponse(f"v{worker}-{i}", "m"))
+        cache.put(req("shared"), LLMResponse("same", "m"))
+        assert cache.get(req(f"{worker}-{i}")) is not None
+
+
+def test_cache_is_safe_under_concurrent_writers(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.sqlite")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, w, 150)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    cache = ResponseCache(path)
+    assert len(cache) == 4 * 150 + 1
+    got = cache.get(req("3-149"))
+    assert got is not None and got.text == "v3-149"
+
+
+# --------------------------------------------------------------------------- binding, metering
+
+
+def test_bound_llm_fills_only_unset_fields() -> None:
+    fake = ScriptedLLM({"p": ["a", "b"]})
+    bound = BoundLLM(fake, "openai/x", 0.2, 512, 7)
+    bound.complete(LLMRequest((Message("user", "q"),), "p"))
+    bound.complete(LLMRequest((Message("user", "q"),), "p", max_tokens=8, temperature=0.0))
+    first, second = fake.requests
+    assert (first.model, first.temperature, first.max_tokens, first.seed) == (
+        "openai/x",
+        0.2,
+        512,
+        7,
+    )
+    assert (second.temperature, second.max_tokens) == (0.0, 8)
+
+
+def test_metered_llm_counts_calls_hits_and_tokens_per_prompt(tmp_path: Path) -> None:
+    fake = ScriptedLLM({"a": lambda r: "one two", "b": ["x"]})
+    shared = CachedLLM(fake, ResponseCache(tmp_path / "c.sqlite"))
+    ledger = Ledger()
+    llm = MeteredLLM(shared, ledger)
+    llm.complete(req("q", "a"))
+    llm.complete(req("q", "a"))  # cache hit
+    asyncio.run(llm.acomplete(req("q", "b")))
+    by = ledger.by_prompt()
+    assert by["a"] == Usage(calls=1, cache_hits=1, prompt_tokens=1, completion_tokens=2)
+    assert by["b"].calls == 1
+    assert ledger.total().calls == 2
+    assert ledger.total().cache_hits == 1
+
+
+def test_usage_adds_cost_only_when_known() -> None:
+    assert (Usage(cost_usd=None) + Usage(cost_usd=None)).cost_usd is None
+    assert (Usage(cost_usd=0.5) + Usage(cost_usd=None)).cost_usd == 0.5
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+def test_prompts_are_versioned_files() -> None:
+    assert available()["answer_short"] == [1]
+    prompt = load_prompt("answer_short")
+    assert (prompt.id, prompt.version, prompt.max_tokens) == ("answer_short", 1, 32)
+    request = prompt.request(context="Paris is in France.", question="Where is Paris?")
+    assert [m.role for m in request.messages] == ["system", "user"]
+    assert "Paris is in France." in request.messages[1].content
+    assert request.prompt_id == "answer_short" and request.model == ""
+
+
+def test_prompt_schema_is_canonical_json() -> None:
+    schema = load_prompt("answer_short_json").json_schema
+    assert schema is not None and schema.startswith('{"additionalProperties": false')
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: load_prompt("nope"), r"no prompt 'nope'; available: answer_short"),
+        (lambda: load_prompt("answer_short", 9), r"has versions \[1\], not 9"),
+        (lambda: load_prompt("answer_short").render(question="q"),
+         r"missing \['context'\], unknown nothing"),
+        (lambda: load_prompt("answer_short").render(context="c", question="q", x="y"),
+         r"missing nothing, unknown \['x'\]"),
+    ],
+)  # fmt: skip
+def test_prompt_errors(call: object, message: str) -> None:
+    with pytest.raises(PromptError, match=message):
+        call()  # type: ignore[operator]
+
+
+def test_open_llm_for_an_api_model_needs_no_server(tmp_path: Path) -> None:
+    spec = LLMSpec(kind="litellm", model="openai/gpt-4o-mini", temperature=0.3)
+    with open_llm(spec, cache_path=tmp_path / "c.sqlite") as llm:
+        assert isinstance(llm, BoundLLM)
+        assert (llm.model, llm.temperature) == ("openai/gpt-4o-mini", 0.3)
+        assert isinstance(llm.inner, CachedLLM)

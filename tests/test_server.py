@@ -1,0 +1,118 @@
+"""The managed server's life cycle, with a stand-in process (the real one: integration test)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from chainrag.errors import ServerError
+from chainrag.llm.server import LocalServer, server_command
+from chainrag.models import get_model
+
+STANDIN = Path(__file__).with_name("standin_server.py")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def standin(mode: str) -> Callable[[int], list[str]]:
+    return lambda port: [sys.executable, str(STANDIN), str(port), mode]
+
+
+def make(tmp_path: Path, mode: str, **kw: float) -> LocalServer:
+    model = get_model("qwen2.5-coder-0.5b")
+    return LocalServer(model, tmp_path / "m.gguf", log_dir=tmp_path, command=standin(mode), **kw)
+
+
+def gone(pid: int, within_s: float = 10.0) -> bool:
+    """True once ``pid`` has exited (a zombie counts as exited)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_command_line_binds_loopback_only() -> None:
+    cmd = server_command(Path("/m.gguf"), "qwen", 8123, 4096, 2)
+    assert cmd[1:3] == ["-m", "llama_cpp.server"]
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--port") + 1] == "8123"
+    assert cmd[cmd.index("--model_alias") + 1] == "qwen"
+
+
+def test_starts_answers_and_stops(tmp_path: Path) -> None:
+    server = make(tmp_path, "ok")
+    with server:
+        pid = server.pid
+        assert pid is not None and server.answers()
+        assert server.api_base == f"http://127.0.0.1:{server.port}/v1"
+        assert server.litellm_model == "openai/qwen2.5-coder-0.5b"
+    assert gone(pid)
+    assert server.process is None
+    assert "stand-in starting" in server.log_path.read_text()
+    server.stop()  # twice is fine
+
+
+def test_stops_on_an_error_inside_the_block(tmp_path: Path) -> None:
+    server = make(tmp_path, "ok")
+    pids: list[int | None] = []
+
+    def work() -> None:
+        with server:
+            pids.append(server.pid)
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        work()
+    assert pids[0] is not None and gone(pids[0])
+
+
+def test_crash_at_start_reports_the_log(tmp_path: Path) -> None:
+    with pytest.raises(ServerError, match=r"exited with code 3 while starting(.|\n)*cannot load"):
+        make(tmp_path, "crash").start()
+
+
+def test_silent_server_times_out_and_is_stopped(tmp_path: Path) -> None:
+    server = make(tmp_path, "silent", ready_timeout_s=1.0)
+    with pytest.raises(ServerError, match=r"did not answer within 1 s"):
+        server.start()
+    assert server.process is None
+
+
+PARENT = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from pathlib import Path
+    from chainrag.llm.server import LocalServer
+    from chainrag.models import get_model
+    server = LocalServer(get_model("qwen2.5-coder-0.5b"), Path("m"), log_dir=Path({tmp!r}),
+                         command=lambda port: [sys.executable, {standin!r}, str(port), "ok"])
+    with server:
+        print(server.pid, flush=True)
+        time.sleep(120)
+    """
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_no_orphan_when_the_parent_is_killed(tmp_path: Path, sig: signal.Signals) -> None:
+    code = PARENT.format(root=str(ROOT), tmp=str(tmp_path), standin=str(STANDIN))
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, sig)
+    parent.wait(timeout=30)
+    assert gone(child), f"server {child} outlived its parent after {sig.name}"
