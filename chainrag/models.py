@@ -7,7 +7,8 @@ size and sha256 of the whole against the pinned values, renames it into the mode
 atomically, and deletes the temporary files. It is idempotent: a verified file is left alone;
 a missing, truncated or corrupted one is rebuilt.
 
-The model cache is ``$CHAINRAG_MODEL_CACHE`` or, by default, ``<user cache dir>/chainrag/models``.
+The model cache is ``$CHAINRAG_MODEL_CACHE`` or, by default, ``<chainrag cache>/models``
+(see :func:`chainrag.paths.cache_root`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import attrs
-import platformdirs
 
 from chainrag.errors import ChainragError
+from chainrag.paths import cache_root
 
 CACHE_ENV = "CHAINRAG_MODEL_CACHE"
 CHUNK = 1 << 22  # 4 MiB
@@ -86,7 +87,7 @@ LOCAL_MODELS: dict[str, LocalModel] = {
 def model_cache_dir() -> Path:
     """Where models are kept: ``$CHAINRAG_MODEL_CACHE`` or the user cache directory."""
     env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path(platformdirs.user_cache_dir("chainrag")) / "models"
+    return Path(env) if env else cache_root() / "models"
 
 
 def get_model(name: str) -> LocalModel:

@@ -36,11 +36,14 @@ class Passage:
         pid: Stable id within its context or corpus (e.g. the dataset's paragraph ``idx``).
         title: The passage's title (Wikipedia page title in the multi-hop sets).
         text: The passage text.
+        sentence_spans: Character spans of the dataset's own sentences, where it ships the text
+            split (HotpotQA, 2Wiki); gold supporting sentences refer to them by position.
     """
 
     pid: str
     title: str
     text: str
+    sentence_spans: tuple[tuple[int, int], ...] = ()
 
 
 @attrs.frozen
@@ -157,6 +160,7 @@ class QAExample:
         supporting_passages: Indexes into ``passages`` of gold supporting paragraphs (MuSiQue),
             or passage ids in the shared-corpus setting.
         decomposition: Gold decomposition steps where the dataset has them.
+        question_type: The dataset's question type (``bridge``, ``comparison``, ``2hop``...).
     """
 
     qid: str
@@ -167,6 +171,7 @@ class QAExample:
     supporting_sentences: tuple[SupportingSentence, ...] = ()
     supporting_passages: tuple[int, ...] = ()
     decomposition: tuple[GoldStep, ...] = ()
+    question_type: str = ""
 
 
 # --------------------------------------------------------------------------- retrieval

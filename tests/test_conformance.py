@@ -22,7 +22,7 @@ from chainrag.context import Context
 from chainrag.recipe import parse_yaml
 from chainrag.registry import REGISTRIES, Entry, Registry
 from chainrag.structure import CONVERTER, unstructure
-from chainrag.types import GraphInputs, Hit, Passage, ReservoirMatch, Sentence
+from chainrag.types import GraphInputs, Hit, Passage, ReservoirMatch, ScoredEntity, Sentence
 
 from . import chainrag_toy_plugin  # noqa: F401  (a plugin's components must conform too)
 
@@ -35,17 +35,37 @@ def _sentences() -> tuple[Sentence, ...]:
     )
 
 
+def _graph_inputs() -> GraphInputs:
+    sentences = _sentences()
+    names = [("a", "b"), ("a",), (), ("c",), ("b", "c"), (), ("a",), ("d",)]
+    keys = tuple(tuple(ScoredEntity(e, 0.5) for e in row) for row in names)
+    vectors = np.random.default_rng(0).normal(size=(len(sentences), 4)).astype(np.float32)
+    return GraphInputs(sentences, keys, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+
+
 EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
     "sentence_splitter": lambda: [
         ((Passage("0", "A", "One. Two three. Four"), Passage("1", "B", "")), Context()),
         ((), Context()),
+    ],
+    "ner": lambda: [
+        (("Paris is the capital of France.", "It opened in 1889.", ""), Context()),
+        ((), Context()),
+    ],
+    "key_entity_scorer": lambda: [
+        ((("paris", "france"), ("paris",), (), ("1889", "eiffel tower", "paris")),),
+        ((),),
+    ],
+    "embedder": lambda: [
+        (("Paris is the capital of France.", "Berlin"), Context(), "passage"),
+        (("capital of France?",), Context(), "query"),
     ],
     "rewrite_trigger": lambda: [
         ("Where is the hometown of this author?",),
         ("Who wrote The Worries of the City?",),
         ("",),
     ],
-    "edge_builder": lambda: [(GraphInputs(_sentences()),), (GraphInputs(()),)],
+    "edge_builder": lambda: [(_graph_inputs(),), (GraphInputs((), (), np.zeros((0, 4))),)],
     "reranker": lambda: [
         ("q", (Hit(2, 0.9), Hit(0, 0.5), Hit(1, 0.5)), ("c", "a", "b"), Context()),
         ("q", (), (), Context()),

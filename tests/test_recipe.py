@@ -108,8 +108,8 @@ extra: 1
         ),
         (
             "index: {edges: {sa: {window: 3}}}",
-            "missing 'kind': which edge_builder (known: structural_adjacency) "
-            "@ r.index.edges.sa.kind",
+            "missing 'kind': which edge_builder (known: entity_cooccurrence, similarity_topk, "
+            "structural_adjacency) @ r.index.edges.sa.kind",
         ),
         ("method: {kind: 3}", "expected a string, got 3 @ r.method.kind"),
     ],

