@@ -235,9 +235,10 @@ def print_tables(rows: list[tuple[Any, ...]]) -> None:
             print(f"| {n:,} | {g:.3f} | not run | | | {mine_peak:.1f} | |")
             continue
         r = sum(ref.values())
+        ref_mem = f"{ref_peak:.1f}" if ref_peak is not None else "not traced"
         print(
             f"| {n:,} | {g:.3f} | {r:.3f} | {r / g:.0f}× | {(shared + r) / (shared + g):.2f}× "
-            f"| {mine_peak:.1f} | {ref_peak:.1f} |"
+            f"| {mine_peak:.1f} | {ref_mem} |"
         )
 
 

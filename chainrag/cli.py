@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import attrs
 import typer
 
 from chainrag import __version__
@@ -30,6 +31,8 @@ recipe_app = typer.Typer(help="Inspect recipes.", no_args_is_help=True)
 app.add_typer(recipe_app, name="recipe")
 models_app = typer.Typer(help="Provision and check the offline models.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=True)
+app.add_typer(experiment_app, name="experiment")
 
 
 def _version(value: bool) -> None:
@@ -299,3 +302,52 @@ def index_command(
         typer.echo("seconds per stage (built indexes only):")
         for stage, seconds in totals.items():
             typer.echo(f"  {stage:<14} {seconds:8.2f}")
+
+
+# --------------------------------------------------------------------------- experiments
+
+
+@experiment_app.command("lost-in-retrieval")
+def lost_in_retrieval(
+    dataset: Annotated[str, typer.Option(help="Needs gold decompositions: musique.")] = "musique",
+    recipe: Annotated[
+        Path, typer.Option(help="Recipe whose index.embedder ranks the paragraphs.")
+    ] = Path("recipes/index/sentence_graph.yaml"),
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the run's results.")] = Path("runs"),
+) -> None:
+    """Recall@2 of sub-question 1, and of sub-question 2 with a pronoun vs. the gold answer."""
+    from chainrag.context import Context
+    from chainrag.data import load_dataset
+    from chainrag.experiments import lost_in_retrieval as lir
+
+    try:
+        resolved = load_recipe(recipe)
+        if resolved.index is None or resolved.index.embedder is None:
+            raise ChainragError(f"{recipe} has no index.embedder")
+        examples = load_dataset(dataset, limit)
+        if not any(q.decomposition for q in examples):
+            raise ChainragError(f"{dataset} has no gold decompositions (musique has)")
+    except ChainragError as exc:
+        typer.secho(f"FAIL {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    from tqdm import tqdm
+
+    from chainrag.index import EmbeddingCache
+
+    probes = lir.run(
+        tqdm(examples, desc="probing", unit="question"),
+        resolved.index.embedder,
+        Context(),
+        cache=EmbeddingCache(),
+    )
+    text = lir.table(probes, dataset)
+    folder = out / f"lost-in-retrieval-{dataset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "table.md").write_text(text + "\n", encoding="utf-8")
+    (folder / "recipe.yaml").write_text(dump_recipe(resolved), encoding="utf-8")
+    with (folder / "probes.jsonl").open("w", encoding="utf-8") as fh:
+        for p in probes:
+            fh.write(json.dumps(attrs.asdict(p)) + "\n")
+    typer.echo(text)
+    typer.echo(f"saved to {folder}")

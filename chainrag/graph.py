@@ -27,7 +27,7 @@ from chainrag.errors import ChainragError
 from chainrag.protocols.index import Embedder
 from chainrag.types import Chunk, FloatArray, Passage, ScoredEntity, Sentence
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class IndexFormatError(ChainragError):
@@ -115,6 +115,10 @@ class SentenceGraph:
             frontier = new
         return tuple(found)
 
+    def view(self, weights: Mapping[str, float] | None = None) -> GraphView:
+        """This graph as retrieval walks it: the layers summed with ``weights`` (default 1 each)."""
+        return GraphView(self, self.adjacency(weights))
+
     def edge_counts(self) -> dict[str, int]:
         """Undirected edges per layer."""
         return {name: int(m.nnz // 2) for name, m in self.layers.items()}
@@ -158,6 +162,41 @@ class SentenceGraph:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"index at {folder} is inconsistent: {exc!r}") from exc
+
+
+@attrs.frozen
+class GraphView:
+    """A sentence graph with its layers combined: what an expander walks (``Graph`` protocol).
+
+    ``neighbours`` orders the units one hop away by the summed weight of their edges into the
+    given units, strongest first, then by index: under a word budget the best-connected
+    sentences come first.
+    """
+
+    graph: SentenceGraph
+    weighted: sparse.csr_matrix = attrs.field(eq=attrs.cmp_using(eq=_same_matrix), hash=False)
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return self.graph.texts
+
+    @property
+    def embeddings(self) -> FloatArray:
+        return self.graph.embeddings
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.graph.embedder
+
+    def neighbours(self, units: Sequence[int]) -> tuple[int, ...]:
+        given = np.unique(np.asarray(units, dtype=np.int64))
+        if given.size == 0:
+            return ()
+        strength = np.asarray(self.weighted[given].sum(axis=0)).ravel()
+        strength[given] = 0.0
+        reached = np.nonzero(strength > 0)[0]
+        order = reached[np.lexsort((reached, -strength[reached]))]
+        return tuple(int(i) for i in order)
 
 
 @attrs.frozen

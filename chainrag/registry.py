@@ -39,7 +39,11 @@ class Entry:
     stage: str
     key: str
     cls: type
-    example: Mapping[str, Any]
+    example: Mapping[str, Any] | Callable[[], Mapping[str, Any]]
+
+    def example_params(self) -> dict[str, Any]:
+        """The example parameters (computed now when given as a function, e.g. a model path)."""
+        return dict(self.example() if callable(self.example) else self.example)
 
     @property
     def summary(self) -> str:
@@ -61,13 +65,19 @@ class Registry(Generic[P]):
         self.protocol: type = protocol
         self._entries: dict[str, Entry] = {}
 
-    def register(self, key: str, *, example: Mapping[str, Any] | None = None) -> Callable[[C], C]:
+    def register(
+        self,
+        key: str,
+        *,
+        example: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+    ) -> Callable[[C], C]:
         """Class decorator registering a frozen attrs class under ``key``.
 
         Args:
             key: snake_case registry key, unique within the stage.
-            example: Parameters the conformance tests build the component from
-                (default: no parameters, i.e. every field has a default).
+            example: Parameters the conformance tests build the component from (default: no
+                parameters, i.e. every field has a default); a function returning them when
+                they can only be known at run time (a local model path).
         """
         if not _KEY.match(key):
             raise RegistryError(
@@ -92,7 +102,7 @@ class Registry(Generic[P]):
                 raise RegistryError(
                     f"{cls.__qualname__} is registered already as {stage} {other_key!r}"
                 )
-            self._entries[key] = Entry(self.stage, key, cls, dict(example or {}))
+            self._entries[key] = Entry(self.stage, key, cls, example or {})
             _BY_CLASS[cls] = (self.stage, key)
             return cls
 

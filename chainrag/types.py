@@ -71,13 +71,18 @@ class Sentence:
 
 @attrs.frozen
 class Chunk:
-    """A fixed-size word chunk of a passage: the unit of chunk mode (NaiveRAG, "w/o Graph")."""
+    """A fixed-size word chunk of a passage: the unit of chunk mode (NaiveRAG, "w/o Graph").
+
+    ``start``/``end`` are character offsets in the passage text, as for a sentence.
+    """
 
     cid: int
     text: str
     passage: int
     title: str
     position: int
+    start: int = 0
+    end: int = 0
 
 
 @attrs.frozen
@@ -198,7 +203,8 @@ class Expansion:
     """What an expander gathered for one (sub-)question.
 
     Attributes:
-        units: Retrieved unit indexes, de-duplicated, in the order they were added.
+        units: Retrieved unit indexes in the order they were added (de-duplicated unless an
+            expander reproduces code that does not).
         seeds: The seed units the expansion started from.
         hops: Number of expansion steps taken (0 means the seeds only).
         verdicts: Sufficiency verdicts, one per check made.

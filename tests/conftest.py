@@ -37,6 +37,17 @@ def _is_loopback(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
+def _private_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Indexes and embeddings go to a per-session folder; the model cache stays shared."""
+    from chainrag.models import model_cache_dir
+
+    monkeypatch.setenv("CHAINRAG_MODEL_CACHE", str(model_cache_dir()))
+    monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Unit tests never reach the network: any connection off 127.0.0.0/8 fails loudly."""
     real_connect = socket.socket.connect

@@ -109,6 +109,8 @@ def test_word_chunks_stay_inside_passages() -> None:
         (2, "w5", 0, "A", 2),
         (3, "x1 x2", 1, "B", 0),
     ]
+    for c in chunks:
+        assert passages[c.passage].text[c.start : c.end].split() == c.text.split()
 
 
 # --------------------------------------------------------------------------- cache trigger

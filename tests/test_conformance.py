@@ -18,7 +18,11 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+from chainrag.components.edges import EntityCooccurrence, StructuralAdjacency
+from chainrag.components.embedders import HashedBagOfWords
 from chainrag.context import Context
+from chainrag.graph import SentenceGraph
+from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipe import parse_yaml
 from chainrag.registry import REGISTRIES, Entry, Registry
 from chainrag.structure import CONVERTER, unstructure
@@ -41,6 +45,30 @@ def _graph_inputs() -> GraphInputs:
     keys = tuple(tuple(ScoredEntity(e, 0.5) for e in row) for row in names)
     vectors = np.random.default_rng(0).normal(size=(len(sentences), 4)).astype(np.float32)
     return GraphInputs(sentences, keys, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+
+
+def _toy_graph() -> SentenceGraph:
+    inputs = _graph_inputs()
+    texts = ["Paris is in France.", "It is big.", "Berlin is in Germany.", "Rome is old.",
+             "France has Paris.", "Tokyo.", "Paris again.", "Lyon is in France."]  # fmt: skip
+    sentences = tuple(attrs.evolve(s, text=t) for s, t in zip(inputs.sentences, texts, strict=True))
+    inputs = GraphInputs(sentences, inputs.key_entities, HashedBagOfWords(dim=16)(texts, Context()))
+    return SentenceGraph(
+        passages=(Passage("0", "A", " ".join(texts)),),
+        sentences=sentences,
+        embeddings=inputs.embeddings,  # type: ignore[arg-type]
+        embedder=HashedBagOfWords(dim=16),
+        entities=(),
+        incidence=sparse.csr_matrix((len(texts), 0), dtype=np.float32),
+        key_entities=inputs.key_entities,
+        layers={"sa": StructuralAdjacency()(inputs), "ec": EntityCooccurrence()(inputs)},
+    )
+
+
+def _judge_context() -> Context:
+    return Context(
+        llm=ScriptedLLM({"sufficiency": lambda r: "No." if "Berlin" in str(r) else "Yes"})
+    )
 
 
 EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
@@ -66,6 +94,18 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
         ("",),
     ],
     "edge_builder": lambda: [(_graph_inputs(),), (GraphInputs((), (), np.zeros((0, 4))),)],
+    "seed_retriever": lambda: [
+        ("Where is Paris?", _toy_graph(), Context()),
+        ("", _toy_graph(), Context()),
+    ],
+    "expander": lambda: [
+        ("Where is Paris?", (Hit(0, 1.0), Hit(3, 0.5)), _toy_graph().view(), _judge_context()),
+        ("q", (), _toy_graph().view(), _judge_context()),
+    ],
+    "sufficiency_judge": lambda: [
+        ("Where is Paris?", ("Paris is in France.",), _judge_context()),
+        ("q", (), _judge_context()),
+    ],
     "reranker": lambda: [
         ("q", (Hit(2, 0.9), Hit(0, 0.5), Hit(1, 0.5)), ("c", "a", "b"), Context()),
         ("q", (), (), Context()),
@@ -84,7 +124,10 @@ ENTRIES = [(r, e) for r in REGISTRIES for e in r]
 
 
 def same(a: Any, b: Any) -> bool:
-    """Deep equality that understands sparse matrices and arrays."""
+    """Deep equality that understands sparse matrices and arrays; contexts are resources,
+    not inputs (their LLM keeps a log of requests), so any two contexts count as equal."""
+    if isinstance(a, Context) and isinstance(b, Context):
+        return True
     if sparse.issparse(a) or sparse.issparse(b):
         return (
             sparse.issparse(a)
@@ -101,7 +144,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 def build(registry: Registry[Any], entry: Entry) -> Any:
-    return CONVERTER.structure({"kind": entry.key, **entry.example}, registry.protocol)
+    return CONVERTER.structure({"kind": entry.key, **entry.example_params()}, registry.protocol)
 
 
 def test_every_stage_with_components_has_example_inputs() -> None:

@@ -228,3 +228,14 @@ def test_save_load_round_trip(tmp_path_factory: object, inputs: GraphInputs) -> 
     graph = make_graph(inputs)
     graph.save(folder)
     assert SentenceGraph.load(folder, graph.embedder) == graph
+
+
+@given(graph_inputs(), st.integers(1, 5))
+def test_ss_without_torch_gives_the_same_edges(inputs: GraphInputs, m: int) -> None:
+    import sys
+    from unittest import mock
+
+    with_torch = SimilarityTopK(m=m)(inputs).toarray()
+    with mock.patch.dict(sys.modules, {"torch": None}):  # import torch now raises ImportError
+        without = SimilarityTopK(m=m)(inputs).toarray()
+    assert np.array_equal(with_torch, without)

@@ -48,7 +48,7 @@ llm: {kind: litellm, model: openai/gpt-4o-mini, temperature: hot, max_tokens: 7.
 index:
   chunker: {kind: word_chunk}
 retrieval:
-  seed: {kind: dense}
+  seed: {kind: dense_rerankr}
   edge_weights: {sa: "1"}
 extra: 1
 """,
@@ -63,7 +63,8 @@ extra: 1
         f"kind, max_retries, max_tokens, model, seed, temperature, timeout_s) @ {p}.llm.seeds",
         f"unknown chunker 'word_chunk'. Did you mean 'word_chunks'? Known: word_chunks "
         f"@ {p}.index.chunker.kind",
-        f"unknown seed_retriever 'dense'. Known: (none registered) @ {p}.retrieval.seed.kind",
+        f"unknown seed_retriever 'dense_rerankr'. Did you mean 'dense_rerank'? Known: "
+        f"dense_rerank @ {p}.retrieval.seed.kind",
         f"expected a number, got '1' @ {p}.retrieval.edge_weights.sa",
         "unknown key 'extra' (known keys: description, index, llm, method, name, plugins, "
         f"retrieval) @ {p}.extra",

@@ -5,8 +5,11 @@ from chainrag.components import (
     chunkers,
     edges,
     embedders,
+    expanders,
+    judges,
     key_entities,
     rerankers,
+    retrievers,
     rewrite_triggers,
     spacy_nlp,
 )
@@ -16,8 +19,11 @@ __all__ = [
     "chunkers",
     "edges",
     "embedders",
+    "expanders",
+    "judges",
     "key_entities",
     "rerankers",
+    "retrievers",
     "rewrite_triggers",
     "spacy_nlp",
 ]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import attrs
 
 from chainrag.registry import CHUNKERS
 from chainrag.types import Chunk, Passage
+
+_WORD = re.compile(r"\S+")
 
 
 def word_windows(n_words: int, size: int, overlap: int) -> list[tuple[int, int]]:
@@ -37,8 +40,11 @@ class WordChunks:
     def __call__(self, passages: Sequence[Passage]) -> tuple[Chunk, ...]:
         chunks: list[Chunk] = []
         for p_index, passage in enumerate(passages):
-            words = passage.text.split()
-            for position, (a, b) in enumerate(word_windows(len(words), self.size, self.overlap)):
-                text = " ".join(words[a:b])
-                chunks.append(Chunk(len(chunks), text, p_index, passage.title, position))
+            spans = [m.span() for m in _WORD.finditer(passage.text)]
+            for position, (a, b) in enumerate(word_windows(len(spans), self.size, self.overlap)):
+                start, end = spans[a][0], spans[b - 1][1]
+                text = " ".join(passage.text[s:e] for s, e in spans[a:b])
+                chunks.append(
+                    Chunk(len(chunks), text, p_index, passage.title, position, start, end)
+                )
         return tuple(chunks)

@@ -84,10 +84,22 @@ class BM25KeyEntities:
     def __call__(self, entities: Sequence[Sequence[str]]) -> tuple[tuple[ScoredEntity, ...], ...]:
         names, counts = entity_vocabulary(entities)
         scores = bm25_importance(counts, self.k1, self.b, self.epsilon)
-        score = dict(zip(names, scores.tolist(), strict=True))
-        out = []
-        for row in entities:
-            unique = sorted(set(row), key=lambda e: (-score[e], e))
-            keep = unique[: top_fraction(len(unique), self.alpha)]
-            out.append(tuple(ScoredEntity(e, score[e]) for e in keep))
-        return tuple(out)
+        kept = key_columns(counts, scores, self.alpha)
+        rows = np.split(kept, counts.indptr[1:-1]) if len(entities) else []
+        made = {j: ScoredEntity(names[j], float(scores[j])) for j in np.unique(kept).tolist()}
+        return tuple(tuple(made[j] for j in row.tolist() if j >= 0) for row in rows)
+
+
+def key_columns(counts: sparse.csr_matrix, scores: np.ndarray, alpha: float) -> np.ndarray:
+    """For each stored (sentence, entity) entry, in CSR order: the entity's column if it is
+    among the sentence's top ⌈α%⌉ by score (ties by name), else −1 — and each sentence's
+    kept columns come first, best first."""
+    n = counts.shape[0]
+    rows = np.repeat(np.arange(n), np.diff(counts.indptr))
+    cols = counts.indices
+    order = np.lexsort((cols, -scores[cols], rows))  # by sentence, then score, then name
+    per_row = np.diff(counts.indptr)
+    keep_n = np.minimum(per_row, np.ceil(alpha / 100 * per_row - 1e-9).astype(np.int64))
+    rank = np.arange(cols.size) - np.repeat(counts.indptr[:-1], per_row)
+    sorted_cols = cols[order]
+    return np.where(rank < np.repeat(keep_n, per_row), sorted_cols, -1)

@@ -1,0 +1,44 @@
+"""Sufficiency judges: do the gathered sentences suffice to answer? (ChainRAG §3.2)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import attrs
+
+from chainrag.context import Context
+from chainrag.llm.prompts import load_prompt
+from chainrag.registry import SUFFICIENCY_JUDGES
+from chainrag.types import Verdict
+
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def parse_yes_no(text: str) -> bool | None:
+    """The first standalone yes/no in ``text`` (any case, any punctuation), or None."""
+    match = _YES_NO.search(text)
+    return None if match is None else match.group(1).lower() == "yes"
+
+
+def numbered(evidence: Sequence[str]) -> str:
+    """Evidence as a numbered list, one item a line."""
+    return "\n".join(f"[{i}] {text}" for i, text in enumerate(evidence, 1))
+
+
+@SUFFICIENCY_JUDGES.register("llm_yes_no")
+@attrs.frozen
+class LLMYesNo:
+    """Asks the LLM yes/no; reads the first standalone yes or no; anything else is "no".
+
+    An unreadable reply keeps its raw text in the verdict, so a trace shows it.
+    Recipe: ``{kind: llm_yes_no, prompt_version: 1}``.
+    """
+
+    prompt_version: int = 1
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> Verdict:
+        llm = ctx.require_llm("llm_yes_no sufficiency judge")
+        prompt = load_prompt("sufficiency", self.prompt_version)
+        reply = llm.complete(prompt.request(question=question, evidence=numbered(evidence)))
+        return Verdict(ok=parse_yes_no(reply.text) is True, raw=reply.text)

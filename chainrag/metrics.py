@@ -1,0 +1,96 @@
+"""Retrieval metrics against gold evidence (HippoRAG's definition, not "answer in text").
+
+Gold evidence is sentence-level where the dataset gives supporting sentences (HotpotQA,
+2Wiki ``supporting_facts``) and paragraph-level otherwise (MuSiQue ``is_supporting``).
+A retrieved unit (sentence or chunk) *covers* a gold paragraph if it comes from it, and a gold
+sentence if their character spans in the same passage overlap — so spaCy's sentences and
+chunks are scored against the dataset's own sentences.
+
+For the first k retrieved units, in retrieval order:
+
+* ``recall@k`` — covered gold items / gold items;
+* ``hit@k`` — strict: 1 if every gold item is covered, else 0;
+* ``mrr`` — 1 / rank of the first unit covering any gold item (0 if none);
+* ``recall@all`` — over everything retrieved; ``words`` — words retrieved.
+
+Supporting facts whose sentence index is past the end of their passage (a known wart of
+HotpotQA) are dropped; facts whose title matches no passage count as never covered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import attrs
+
+from chainrag.types import Chunk, Passage, QAExample, Sentence
+
+Level = Literal["sentence", "paragraph"]
+Unit = Sentence | Chunk
+GoldKey = tuple[int, int]  # (passage, dataset sentence); paragraphs use sentence -1
+
+
+@attrs.frozen
+class RetrievalScores:
+    """Retrieval metrics of one ranked list for one question (see the module docstring)."""
+
+    level: Level
+    recall: dict[int, float]
+    hit: dict[int, float]
+    mrr: float
+    recall_all: float
+    words: int
+
+    def flat(self) -> dict[str, float]:
+        """``{"recall@2": ..., "hit@2": ..., "mrr": ..., "recall@all": ..., "words": ...}``."""
+        out = {f"recall@{k}": v for k, v in self.recall.items()}
+        out |= {f"hit@{k}": v for k, v in self.hit.items()}
+        return out | {"mrr": self.mrr, "recall@all": self.recall_all, "words": float(self.words)}
+
+
+def gold_items(example: QAExample) -> tuple[Level, set[GoldKey]]:
+    """The gold evidence of ``example`` and its level."""
+    if example.supporting_sentences:
+        by_title: dict[str, int] = {}
+        for i, passage in enumerate(example.passages):
+            by_title.setdefault(passage.title, i)
+        gold: set[GoldKey] = set()
+        for fact in example.supporting_sentences:
+            p = by_title.get(fact.title, -1)
+            if p >= 0 and fact.index >= len(example.passages[p].sentence_spans):
+                continue  # index past the passage's last sentence: dropped
+            gold.add((p, fact.index))
+        return "sentence", gold
+    return "paragraph", {(p, -1) for p in example.supporting_passages}
+
+
+def covers(unit: Unit, passages: Sequence[Passage], level: Level) -> set[GoldKey]:
+    """The gold keys a retrieved unit can cover at ``level``."""
+    if level == "paragraph":
+        return {(unit.passage, -1)}
+    spans = passages[unit.passage].sentence_spans
+    return {(unit.passage, j) for j, (a, b) in enumerate(spans) if a < unit.end and unit.start < b}
+
+
+def retrieval_scores(
+    example: QAExample, units: Sequence[Unit], ks: Iterable[int] = (2, 5)
+) -> RetrievalScores:
+    """Scores of the ranked ``units`` (retrieved from ``example.passages``) for ``example``."""
+    level, gold = gold_items(example)
+    covered_by = [covers(u, example.passages, level) & gold for u in units]
+    recall, hit = {}, {}
+    for k in ks:
+        got = set().union(*covered_by[:k]) if covered_by[:k] else set()
+        recall[k] = len(got) / len(gold) if gold else 0.0
+        hit[k] = 1.0 if gold and got == gold else 0.0
+    first = next((rank for rank, c in enumerate(covered_by, 1) if c), None)
+    everything = set().union(*covered_by) if covered_by else set()
+    return RetrievalScores(
+        level=level,
+        recall=recall,
+        hit=hit,
+        mrr=1.0 / first if first else 0.0,
+        recall_all=len(everything) / len(gold) if gold else 0.0,
+        words=sum(len(u.text.split()) for u in units),
+    )
