@@ -186,13 +186,17 @@ def topk_similarity_edges(
 
 def _top_k_lowest_index(sim: np.ndarray, k: int) -> np.ndarray:
     """Column indexes of the k largest values per row; among equals, the lower index first."""
-    values, chosen = _top_k(sim, k)
-    threshold = values.min(axis=1, keepdims=True)
-    surplus = np.nonzero((sim >= threshold).sum(axis=1) > k)[0]
-    for row in surplus:  # ties at the boundary (rare): keep the lowest indexes among them
-        above = np.nonzero(sim[row] > threshold[row])[0]
-        tied = np.nonzero(sim[row] == threshold[row])[0][: k - above.size]
-        chosen[row] = np.concatenate([above, tied])
+    extra = 1 if k < sim.shape[1] else 0  # one more than needed reveals a tie at the boundary
+    values, chosen = _top_k(sim, k + extra)
+    values = -np.sort(-values, axis=1)
+    best_first = np.argsort(-np.take_along_axis(sim, chosen, axis=1), axis=1, kind="stable")
+    chosen = np.take_along_axis(chosen, best_first, axis=1)[:, :k]
+    tied = np.nonzero(values[:, k - 1] == values[:, k])[0] if extra else np.zeros(0, np.int64)
+    for row in tied:  # ties at the boundary (rare): keep the lowest indexes among them
+        threshold = values[row, k - 1]
+        above = np.nonzero(sim[row] > threshold)[0]
+        equal = np.nonzero(sim[row] == threshold)[0][: k - above.size]
+        chosen[row] = np.concatenate([above, equal])
     order = np.lexsort((chosen, -np.take_along_axis(sim, chosen, axis=1)), axis=1)
     return np.take_along_axis(chosen, order, axis=1)
 
