@@ -15,7 +15,7 @@ import attrs
 import typer
 
 from chainrag import __version__
-from chainrag.describe import catalogue, params
+from chainrag.describe import REQUIRED, catalogue, params
 from chainrag.errors import ChainragError, RecipeError
 from chainrag.recipe import dump_recipe, load_recipe, recipe_files
 from chainrag.registry import REGISTRIES
@@ -128,7 +128,8 @@ def components(
         for e in entries:
             typer.echo(f"  {e.key}: {e.summary}")
             for p in params(e.cls):
-                typer.echo(f"      {p.name}: {p.type} = {json.dumps(p.default)}")
+                shown = p.default if p.default == REQUIRED else json.dumps(p.default)
+                typer.echo(f"      {p.name}: {p.type} = {shown}")
 
 
 # --------------------------------------------------------------------------- models
