@@ -1,7 +1,8 @@
 """The ``chainrag`` command line.
 
 Commands so far: ``validate``, ``recipe show``, ``components``, ``models fetch|list``,
-``serve-llm``, ``index``. The run and report commands attach here when their issues land.
+``serve-llm``, ``index``, ``experiment``, ``ask``. The run and report commands attach here
+when their issues land.
 """
 
 from __future__ import annotations
@@ -352,3 +353,59 @@ def lost_in_retrieval(
             fh.write(json.dumps(attrs.asdict(p)) + "\n")
     typer.echo(text)
     typer.echo(f"saved to {folder}")
+
+
+# --------------------------------------------------------------------------- ask
+
+
+@app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    recipe: Annotated[
+        Path, typer.Option(help="A method recipe (e.g. recipes/chainrag/ansint.yaml).")
+    ],
+    context: Annotated[
+        Path,
+        typer.Option(
+            help="Passages: JSON [{title, text}] or [title, [sentences]], or a text file."
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the typed trace as JSON.")] = False,
+    cache_mode: Annotated[
+        str, typer.Option(help="LLM response cache: use, bypass or refresh.")
+    ] = "use",
+) -> None:
+    """Answer one question over the given passages; print the answer and a readable trace."""
+    from chainrag.data import load_context_file
+    from chainrag.index import IndexCache
+    from chainrag.llm import open_llm
+    from chainrag.paths import cache_root
+    from chainrag.runner import answer_question, check_runnable
+    from chainrag.structure import unstructure
+    from chainrag.trace import render
+    from chainrag.types import QAExample
+
+    if cache_mode not in ("use", "bypass", "refresh"):
+        typer.secho(
+            f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", fg="red", err=True
+        )
+        raise typer.Exit(2)
+    try:
+        resolved = load_recipe(recipe)
+        check_runnable(resolved)
+        passages = load_context_file(context)
+        example = QAExample("ask", "ask", question, passages)
+        cache_path = cache_root() / "llm-cache.sqlite"
+        with open_llm(resolved.llm, cache_path=cache_path, cache_mode=cache_mode) as llm:  # type: ignore[arg-type]
+            prediction = answer_question(resolved, example, llm, cache=IndexCache())
+    except ChainragError as exc:
+        typer.secho(f"FAIL {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(json.dumps(unstructure(prediction), indent=2, ensure_ascii=False))
+        return
+    from chainrag.context import Context
+    from chainrag.index import build_index
+
+    index, _ = build_index(passages, resolved.index, Context(), IndexCache())  # type: ignore[arg-type]
+    typer.echo(render(prediction, index.texts))

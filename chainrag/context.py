@@ -56,12 +56,16 @@ class Context:
     Attributes:
         llm: The LLM backend, or None for runs that make no LLM call.
         models: The lazily filled model store.
-        index: The index built for the current question or corpus (a ``Searchable``/``Graph``).
+        index: The index built for the current question or corpus (a ``Searchable``; a
+            ``Graph`` view for the sentence graph).
+        retrieval: The recipe's ``retrieval:`` section (seed retriever, expander), which the
+            methods use on ``index``.
     """
 
     llm: LLM | None = None
     models: ModelStore = attrs.field(factory=ModelStore)
     index: Any = None
+    retrieval: Any = None
 
     def require_llm(self, stage: str) -> LLM:
         """The LLM, or a clear error naming the stage that needed one."""

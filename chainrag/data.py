@@ -175,3 +175,41 @@ def load_corpus(name_or_path: str, root: Path | None = None) -> list[Passage]:
             raise DatasetError(f"{path}, record {i + 1}: expected {{title, text}}")
         passages.append(Passage(str(i), str(item.get("title", "")), item["text"]))
     return passages
+
+
+def load_context_file(path: Path) -> tuple[Passage, ...]:
+    """Passages for ``chainrag ask``: a JSON list of ``{title, text}`` or of HotpotQA-style
+    ``[title, [sentences]]``, or a text file whose blank-line-separated paragraphs are passages
+    (a first line ending in ":" is taken as the title)."""
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such context file")
+    raw = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+        if not isinstance(data, list):
+            raise DatasetError(f"{path}: expected a JSON list of passages")
+        out = []
+        for i, item in enumerate(data):
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                out.append(Passage(str(i), str(item.get("title", "")), item["text"]))
+            elif isinstance(item, list) and len(item) == 2 and isinstance(item[1], list):
+                out.append(sentences_passage(str(i), str(item[0]), [str(s) for s in item[1]]))
+            else:
+                raise DatasetError(
+                    f"{path}, record {i + 1}: expected {{title, text}} or [title, [sentences]]"
+                )
+        return tuple(out)
+    paragraphs = [p.strip() for p in raw.split("\n\n") if p.strip()]
+    out = []
+    for i, paragraph in enumerate(paragraphs):
+        first, _, rest = paragraph.partition("\n")
+        title, text = (
+            (first.rstrip(":"), rest.strip()) if first.endswith(":") and rest else ("", paragraph)
+        )
+        out.append(Passage(str(i), title, text))
+    if not out:
+        raise DatasetError(f"{path}: no text")
+    return tuple(out)

@@ -408,10 +408,18 @@ class NamedAnswer:
 class Prediction:
     """A method's output for one question: its final answer(s) and a typed trace.
 
-    ``answers[0]`` is the primary answer; further entries are variants produced in the same run.
+    ``answers[0]`` is the primary answer; further entries are variants produced in the same run
+    (ChainRAG's AnsInt and CxtInt). ``usage`` and ``usage_by_prompt`` count the LLM calls,
+    cache hits, tokens, latency and cost the question took, per prompt id.
     """
 
     answers: tuple[NamedAnswer, ...]
     steps: tuple[StepTrace, ...] = ()
     decomposition: Decomposition | None = None
     usage: Usage = Usage()
+    usage_by_prompt: tuple[tuple[str, Usage], ...] = ()
+
+    @property
+    def answer(self) -> str:
+        """The primary answer's text."""
+        return self.answers[0].answer.text if self.answers else ""

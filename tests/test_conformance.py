@@ -26,7 +26,17 @@ from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipe import parse_yaml
 from chainrag.registry import REGISTRIES, Entry, Registry
 from chainrag.structure import CONVERTER, unstructure
-from chainrag.types import GraphInputs, Hit, Passage, ReservoirMatch, ScoredEntity, Sentence
+from chainrag.types import (
+    GraphInputs,
+    Hit,
+    IntegrationInput,
+    Passage,
+    QAExample,
+    ReservoirMatch,
+    ScoredEntity,
+    Sentence,
+    SubAnswer,
+)
 
 from . import chainrag_toy_plugin  # noqa: F401  (a plugin's components must conform too)
 
@@ -63,6 +73,32 @@ def _toy_graph() -> SentenceGraph:
         key_entities=inputs.key_entities,
         layers={"sa": StructuralAdjacency()(inputs), "ec": EntityCooccurrence()(inputs)},
     )
+
+
+def _reply(request: Any) -> str:
+    return {
+        "decompose": '["Who wrote X?", "Where was this author born?"]',
+        "multi_hop": '{"is_multi_hop": true}',
+        "sufficiency": "yes",
+    }.get(request.prompt_id, "Ann")
+
+
+PROMPTS = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
+           "ansint", "cxtint"]  # fmt: skip
+
+
+def _llm_context() -> Context:
+    return Context(llm=ScriptedLLM(dict.fromkeys(PROMPTS, _reply)))
+
+
+def _method_context() -> Context:
+    from chainrag.components.retrievers import DenseRerank
+    from chainrag.recipe import RetrievalSpec
+
+    ctx = _llm_context()
+    ctx.index = _toy_graph().view()
+    ctx.retrieval = RetrievalSpec(DenseRerank(k=2))
+    return ctx
 
 
 def _judge_context() -> Context:
@@ -106,6 +142,19 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
         ("Where is Paris?", ("Paris is in France.",), _judge_context()),
         ("q", (), _judge_context()),
     ],
+    "decomposer": lambda: [("Where was the author of X born?", _llm_context())],
+    "rewriter": lambda: [
+        ("Where was this author born?", (SubAnswer("Who wrote X?", "Ann", True),), _llm_context())
+    ],
+    "summarizer": lambda: [("Who wrote X?", ("X is a book.",), _llm_context())],
+    "answerer": lambda: [("Who wrote X?", ("X was written by Ann.",), _llm_context())],
+    "integrator": lambda: [
+        (
+            IntegrationInput("Q?", (SubAnswer("q1", "a1", True),), ("q1",), ("e1", "e2")),
+            _llm_context(),
+        )
+    ],
+    "method": lambda: [(QAExample("q", "toy", "Where is Paris?"), _method_context())],
     "reranker": lambda: [
         ("q", (Hit(2, 0.9), Hit(0, 0.5), Hit(1, 0.5)), ("c", "a", "b"), Context()),
         ("q", (), (), Context()),

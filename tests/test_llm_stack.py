@@ -157,7 +157,7 @@ def test_prompt_schema_is_canonical_json() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: load_prompt("nope"), r"no prompt 'nope'; available: answer_short"),
+        (lambda: load_prompt("nope"), r"no prompt 'nope'; available: ansint, answer_short"),
         (lambda: load_prompt("answer_short", 9), r"has versions \[1\], not 9"),
         (lambda: load_prompt("answer_short").render(question="q"),
          r"missing \['context'\], unknown nothing"),

@@ -9,6 +9,7 @@ recipe's model and sampling parameters. Wrap it per question in
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,8 +52,8 @@ def open_llm(
             model = f"openai/{spec.model}"
         else:
             backend = LiteLLMBackend(
-                api_base=spec.api_base, timeout_s=spec.timeout_s, retry=retry,
-                json_mode=spec.json_mode,
+                api_base=spec.api_base, api_key=_keyless_server_key(spec), timeout_s=spec.timeout_s,
+                retry=retry, json_mode=spec.json_mode,
             )  # fmt: skip
             model = spec.model
         inner: LLM = backend
@@ -66,3 +67,14 @@ def open_llm(
 def _local_json_mode(spec: LLMSpec) -> JsonMode:
     """llama.cpp's server takes a schema as ``{"type": "json_object", "schema": ...}``."""
     return "json_object" if spec.json_mode == "auto" else spec.json_mode
+
+
+def _keyless_server_key(spec: LLMSpec) -> str | None:
+    """A dummy key for an OpenAI-compatible ``api_base`` when the environment has no key.
+
+    Self-hosted servers (vLLM, llama.cpp, ollama's /v1) need none, but the OpenAI client
+    refuses to start without one. A real key in the environment is always left to litellm.
+    """
+    if spec.api_base and spec.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        return "unused"
+    return None

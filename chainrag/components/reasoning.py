@@ -1,0 +1,192 @@
+"""LLM reasoning stages (ChainRAG §3.3–3.4): decompose, rewrite, summarise, answer, integrate."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from chainrag.components.judges import numbered
+from chainrag.components.rerankers import NoRerank
+from chainrag.context import Context
+from chainrag.errors import LLMOutputError
+from chainrag.llm.prompts import load_prompt
+from chainrag.llm.structured import complete_json
+from chainrag.protocols.retrieval import Reranker
+from chainrag.registry import ANSWERERS, DECOMPOSERS, INTEGRATORS, REWRITERS, SUMMARIZERS
+from chainrag.types import Answer, Decomposition, Hit, IntegrationInput, SubAnswer
+
+
+def clean_answer(text: str) -> str:
+    """The first line of a reply, without "Answer:", quotes, or a trailing period."""
+    line = next((ln for ln in text.strip().splitlines() if ln.strip()), "")
+    line = re.sub(r"^\s*(final\s+)?answer\s*:\s*", "", line, flags=re.IGNORECASE)
+    return line.strip().strip('"').strip("'").rstrip(".").strip()
+
+
+def is_unanswerable(answer: str) -> bool:
+    """True for "unanswerable" and its usual variants, or an empty answer."""
+    lowered = answer.lower()
+    return not lowered or bool(re.search(r"\bunanswerable\b|\bcannot be answered\b", lowered))
+
+
+def _string_list(value: Any) -> list[str]:
+    if isinstance(value, dict):  # {"sub_questions": [...]} and similar
+        value = next((v for v in value.values() if isinstance(v, list)), None)
+    if not isinstance(value, list) or not value:
+        raise ValueError("expected a non-empty JSON array of sub-questions")
+    items = [str(v).strip() for v in value if str(v).strip()]
+    if not items:
+        raise ValueError("expected a non-empty JSON array of sub-questions")
+    return items
+
+
+def _is_multi_hop(value: Any) -> bool:
+    if not isinstance(value, dict) or not isinstance(value.get("is_multi_hop"), bool):
+        raise ValueError('expected {"is_multi_hop": true|false}')
+    return bool(value["is_multi_hop"])
+
+
+@DECOMPOSERS.register("llm_json")
+@attrs.frozen
+class LLMDecomposer:
+    """Sub-questions as a JSON array from the LLM (appendix D guidelines, two worked examples).
+
+    ``multi_hop_check`` first asks whether the question is multi-hop at all (the authors' code)
+    and keeps it whole if not. Unusable output (after one repair) falls back to the question
+    itself, marked ``fallback`` in the trace. Recipe: ``{kind: llm_json, max_sub_questions: 4}``.
+    """
+
+    max_sub_questions: int = attrs.field(default=4, validator=attrs.validators.ge(1))
+    multi_hop_check: bool = False
+    prompt_version: int = 1
+
+    def __call__(self, question: str, ctx: Context) -> Decomposition:
+        llm = ctx.require_llm("llm_json decomposer")
+        if self.multi_hop_check:
+            try:
+                multi, _ = complete_json(
+                    llm, load_prompt("multi_hop").request(question=question), _is_multi_hop
+                )
+            except LLMOutputError as exc:
+                return Decomposition((question,), fallback=True, raw=str(exc))
+            if not multi:
+                return Decomposition((question,), raw="not multi-hop")
+        request = load_prompt("decompose", self.prompt_version).request(question=question)
+        try:
+            subs, responses = complete_json(llm, request, _string_list)
+        except LLMOutputError as exc:
+            return Decomposition((question,), fallback=True, raw=str(exc))
+        return Decomposition(tuple(subs[: self.max_sub_questions]), raw=responses[-1].text)
+
+
+def history_text(history: Sequence[SubAnswer]) -> str:
+    return "\n".join(f"Q: {h.question}\nA: {h.answer}" for h in history) or "(none)"
+
+
+@REWRITERS.register("llm")
+@attrs.frozen
+class LLMRewriter:
+    """Fills the entity a sub-question refers to from all earlier questions and answers (§3.3).
+
+    An empty reply keeps the sub-question as it was. Recipe: ``{kind: llm}``.
+    """
+
+    prompt_version: int = 1
+
+    def __call__(self, sub_question: str, history: Sequence[SubAnswer], ctx: Context) -> str:
+        llm = ctx.require_llm("llm rewriter")
+        prompt = load_prompt("rewrite", self.prompt_version)
+        reply = llm.complete(prompt.request(question=sub_question, history=history_text(history)))
+        rewritten = clean_answer(reply.text)
+        return rewritten or sub_question
+
+
+@SUMMARIZERS.register("llm")
+@attrs.frozen
+class LLMSummarizer:
+    """Summarises an unanswered sub-question's sentences for the next one (§3.3).
+
+    Recipe: ``{kind: llm}``.
+    """
+
+    prompt_version: int = 1
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> str:
+        llm = ctx.require_llm("llm summarizer")
+        prompt = load_prompt("summarize", self.prompt_version)
+        reply = llm.complete(prompt.request(question=question, evidence=numbered(evidence)))
+        return reply.text.strip()
+
+
+@ANSWERERS.register("llm_short")
+@attrs.frozen
+class LLMShortAnswer:
+    """The shortest answer from the evidence, or "unanswerable" (ChainRAG's sub-answer).
+
+    Recipe: ``{kind: llm_short, prompt: answer_sub}`` (``cxtint`` answers without the
+    unanswerable option, as the baselines do).
+    """
+
+    prompt: str = "answer_sub"
+    prompt_version: int = 1
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> SubAnswer:
+        llm = ctx.require_llm("llm_short answerer")
+        template = load_prompt(self.prompt, self.prompt_version)
+        reply = llm.complete(template.request(question=question, evidence=numbered(evidence)))
+        answer = clean_answer(reply.text)
+        return SubAnswer(question, answer, not is_unanswerable(answer))
+
+
+@INTEGRATORS.register("ans_int")
+@attrs.frozen
+class AnsInt:
+    """AnsInt (§3.4): the original question and the sub-question/answer pairs → the answer.
+
+    ``use_original_sub_questions`` feeds the sub-questions before rewriting (the authors' code).
+    Recipe: ``{kind: ans_int}``.
+    """
+
+    use_original_sub_questions: bool = False
+    prompt_version: int = 1
+
+    def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
+        llm = ctx.require_llm("ans_int integrator")
+        pairs = list(inputs.sub_answers)
+        if self.use_original_sub_questions and len(inputs.original_sub_questions) == len(pairs):
+            originals = inputs.original_sub_questions
+            pairs = [attrs.evolve(p, question=q) for p, q in zip(pairs, originals, strict=True)]
+        prompt = load_prompt("ansint", self.prompt_version)
+        reply = llm.complete(prompt.request(question=inputs.question, pairs=history_text(pairs)))
+        return Answer(clean_answer(reply.text), reply.text)
+
+
+@INTEGRATORS.register("cxt_int")
+@attrs.frozen
+class CxtInt:
+    """CxtInt (§3.4): all retrieved sentences, de-duplicated, reranked against the original
+    question, kept within the word budget → the answer. Recipe: ``{kind: cxt_int}``.
+    """
+
+    reranker: Reranker = attrs.field(factory=NoRerank)
+    word_budget: int = attrs.field(default=3000, validator=attrs.validators.ge(1))
+    prompt_version: int = 1
+
+    def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
+        llm = ctx.require_llm("cxt_int integrator")
+        texts = list(dict.fromkeys(inputs.evidence))
+        hits = [Hit(i, 0.0) for i in range(len(texts))]
+        ranked = self.reranker(inputs.question, hits, texts, ctx)
+        kept, words = [], 0
+        for hit in ranked:
+            size = len(texts[hit.index].split())
+            if words + size > self.word_budget:
+                break
+            kept.append(texts[hit.index])
+            words += size
+        prompt = load_prompt("cxtint", self.prompt_version)
+        reply = llm.complete(prompt.request(question=inputs.question, evidence=numbered(kept)))
+        return Answer(clean_answer(reply.text), reply.text)

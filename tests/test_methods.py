@@ -1,0 +1,215 @@
+"""ChainRAG's flow and the baselines with the scripted fake LLM on real questions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from typer.testing import CliRunner
+
+from chainrag.cli import app
+from chainrag.components.embedders import HashedBagOfWords
+from chainrag.components.reasoning import clean_answer, is_unanswerable
+from chainrag.data import load_dataset
+from chainrag.index import IndexCache
+from chainrag.llm.fake import ScriptedLLM
+from chainrag.recipe import Recipe, load_recipe, recipe_files
+from chainrag.runner import RecipeIncompleteError, answer_question
+from chainrag.types import LLMRequest, QAExample
+
+from .conftest import ROOT
+from .fake_openai_server import FakeOpenAI, serve
+
+
+def fast(recipe: Recipe) -> Recipe:
+    """The recipe with a model-free embedder, so flow tests stay fast."""
+    assert recipe.index is not None
+    return attrs.evolve(
+        recipe, index=attrs.evolve(recipe.index, embedder=HashedBagOfWords(dim=256))
+    )
+
+
+@pytest.fixture(scope="module")
+def bergman() -> QAExample:
+    q = load_dataset("2wiki", limit=1)[0]
+    assert "Serpent" in q.question
+    return q
+
+
+def counts(prediction: Any) -> dict[str, int]:
+    return {prompt: usage.calls for prompt, usage in prediction.usage_by_prompt}
+
+
+def test_chainrag_flow_with_rewriting(bergman: QAExample, tmp_path: Path) -> None:
+    recipe = fast(load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml"))
+    answers = iter(["Ingmar Bergman", "Fårö"])
+    llm = ScriptedLLM({
+        "decompose": ['["Who directed The Serpent\'s Egg?", "Where did this director die?"]'],
+        "sufficiency": lambda r: "Yes",
+        "answer_sub": lambda r: next(answers),
+        "rewrite": ["Where did Ingmar Bergman die?"],
+        "ansint": ["Fårö."],
+        "cxtint": ["Answer: Fårö"],
+    })  # fmt: skip
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    assert prediction.answer == "Fårö"
+    assert [a.name for a in prediction.answers] == ["ansint", "cxtint"]
+    assert [a.answer.text for a in prediction.answers] == ["Fårö", "Fårö"]
+    first, second = prediction.steps
+    assert first.rewritten is None  # no earlier answer to fill in
+    assert second.question == "Where did this director die?"
+    assert second.rewritten == "Where did Ingmar Bergman die?"  # "this" fired the trigger
+    for step in prediction.steps:
+        assert step.expansion is not None and step.expansion.words <= 3000
+        assert step.retrieved == step.expansion.units and len(step.expansion.seeds) == 3
+        assert [v.ok for v in step.expansion.verdicts] == [True]
+    assert counts(prediction) == {"decompose": 1, "sufficiency": 2, "answer_sub": 2,
+                                  "rewrite": 1, "ansint": 1, "cxtint": 1}  # fmt: skip
+    assert prediction.usage.calls == 8
+    assert sum(s.usage.calls for s in prediction.steps) == 5  # the rest: decompose + 2 integrators
+    rewrite_request = next(r for r in llm.requests if r.prompt_id == "rewrite")
+    assert "A: Ingmar Bergman" in rewrite_request.messages[-1].content
+
+
+def test_unanswered_step_is_summarised_not_rewritten(bergman: QAExample, tmp_path: Path) -> None:
+    recipe = fast(load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml"))
+    llm = ScriptedLLM({
+        "decompose": ['["Who directed The Serpent\'s Egg?", "Where did this director die?"]'],
+        "sufficiency": lambda r: "no",
+        "answer_sub": ["unanswerable", "Fårö"],
+        "summarize": ["The Serpent's Egg is a 1977 film by Ingmar Bergman."],
+        "ansint": ["Fårö"],
+        "cxtint": ["Fårö"],
+    })  # fmt: skip
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    first, second = prediction.steps
+    assert first.answer is not None and not first.answer.answered
+    assert second.rewritten is None
+    second_answer = [r for r in llm.requests if r.prompt_id == "answer_sub"][1]
+    assert "1977 film by Ingmar Bergman" in second_answer.messages[-1].content
+    assert counts(prediction)["summarize"] == 1
+    for step in prediction.steps:  # the judge never said yes: three hops or the budget
+        assert step.expansion is not None and step.expansion.words <= 3000
+
+
+def test_unusable_decomposition_falls_back_and_is_counted(
+    bergman: QAExample, tmp_path: Path
+) -> None:
+    recipe = fast(load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml"))
+    llm = ScriptedLLM({
+        "decompose": ["I cannot do that."], "decompose/repair": ["Still no."],
+        "sufficiency": lambda r: "yes", "answer_sub": ["Fårö"], "ansint": ["Fårö"],
+        "cxtint": ["Fårö"],
+    })  # fmt: skip
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    assert prediction.decomposition is not None and prediction.decomposition.fallback
+    assert prediction.decomposition.sub_questions == (bergman.question,)
+    assert counts(prediction)["decompose/repair"] == 1
+
+
+def universal(request: LLMRequest) -> str:
+    """A fake that answers every prompt of every recipe plausibly."""
+    return {
+        "decompose": '["Who directed the film?", "Where did this director die?"]',
+        "multi_hop": '{"is_multi_hop": true}',
+        "sufficiency": "yes",
+        "rewrite": "Where did Ingmar Bergman die?",
+        "summarize": "Nothing relevant.",
+    }.get(request.prompt_id, "Fårö")
+
+
+METHOD_RECIPES = [p for p in recipe_files([ROOT / "recipes"]) if load_recipe(p).method is not None]
+
+
+def test_every_method_recipe_is_covered() -> None:
+    names = {p.relative_to(ROOT / "recipes").as_posix() for p in METHOD_RECIPES}
+    expected = {"chainrag/ansint.yaml", "chainrag/cxtint.yaml", "baselines/naive.yaml",
+                "baselines/naive_qd.yaml", "baselines/iter_retgen.yaml",
+                "reproduce/authors_code.yaml"} | {
+        f"ablations/{a}.yaml" for a in ["no_rewrite", "no_ec", "no_ss", "no_sa", "no_graph",
+                                         "k1", "k2", "k3", "k4", "k5"]}  # fmt: skip
+    assert expected <= names
+
+
+@pytest.mark.parametrize(
+    "path", METHOD_RECIPES, ids=lambda p: p.relative_to(ROOT / "recipes").as_posix()
+)
+def test_every_recipe_runs_one_question(path: Path, bergman: QAExample) -> None:
+    recipe = load_recipe(path)
+    prompts = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
+               "ansint", "cxtint"]  # fmt: skip
+    llm = ScriptedLLM(dict.fromkeys(prompts, universal))
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache())
+    assert prediction.answer == "Fårö"
+    assert prediction.steps and prediction.usage.calls == llm.calls()
+
+
+def test_a_recipe_without_method_cannot_run(bergman: QAExample) -> None:
+    recipe = load_recipe(ROOT / "recipes" / "index" / "sentence_graph.yaml")
+    with pytest.raises(RecipeIncompleteError, match=r"it has no retrieval, method section"):
+        answer_question(recipe, bergman, ScriptedLLM({}))
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [("Answer: Fårö.", "Fårö"), ('"Paris"\nBecause...', "Paris"), ("  \n yes", "yes")],
+)
+def test_clean_answer(reply: str, answer: str) -> None:
+    assert clean_answer(reply) == answer
+
+
+@pytest.mark.parametrize(
+    "text", ["unanswerable", "Unanswerable.", "The question cannot be answered", ""]
+)
+def test_unanswerable(text: str) -> None:
+    assert is_unanswerable(text)
+
+
+def test_ask_command_end_to_end_through_litellm(tmp_path: Path) -> None:
+    context = tmp_path / "ctx.json"
+    q = load_dataset("2wiki", limit=1)[0]
+    context.write_text(json.dumps([{"title": p.title, "text": p.text} for p in q.passages]))
+    fake = FakeOpenAI([], reply="Fårö")
+    with serve(fake) as api_base:
+        recipe = tmp_path / "r.yaml"
+        recipe.write_text(
+            f"base: {ROOT / 'recipes' / 'chainrag' / 'ansint.yaml'}\n"
+            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}'}}\n"
+            "index: {embedder: {kind: hashed_bow, dim: 128}}\n"
+        )
+        runner = CliRunner()
+        args = ["ask", q.question, "--recipe", str(recipe), "--context", str(context)]
+        text = runner.invoke(app, args)
+        as_json = runner.invoke(app, [*args, "--json"])
+    assert text.exit_code == 0, text.output
+    assert "answer (ansint): Fårö" in text.output
+    assert "fallback: the question itself" in text.output  # "Fårö" is no JSON array
+    assert "step 1:" in text.output and "LLM:" in text.output
+    data = json.loads(as_json.output)
+    assert data["answers"][0]["answer"]["text"] == "Fårö"
+    assert data["usage"]["cache_hits"] > 0  # the second run was answered from the cache
+
+
+@pytest.mark.slow
+def test_chainrag_with_the_real_local_model(bergman: QAExample, tmp_path: Path) -> None:
+    """One real question end to end with the managed local 0.5B model (the smoke-test model)."""
+    from chainrag import models
+    from chainrag.llm import open_llm
+
+    assert models.fetch(models.get_model("qwen2.5-coder-0.5b")).state == "ok"
+    recipe_file = tmp_path / "r.yaml"
+    recipe_file.write_text(
+        f"base: [{ROOT / 'recipes' / 'chainrag' / 'ansint.yaml'}, "
+        f"{ROOT / 'recipes' / 'llms' / 'qwen2.5-coder-0.5b.yaml'}]\n"
+    )
+    recipe = load_recipe(recipe_file)
+    with open_llm(recipe.llm, cache_path=tmp_path / "llm.sqlite") as llm:
+        prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    assert [a.name for a in prediction.answers] == ["ansint", "cxtint"]
+    assert prediction.steps and prediction.decomposition is not None
+    assert prediction.usage.calls >= 4 and prediction.usage.prompt_tokens > 0
+    for step in prediction.steps:
+        assert step.expansion is not None and step.expansion.words <= 3000
