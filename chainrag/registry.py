@@ -157,6 +157,7 @@ SEED_RETRIEVERS: Registry[p.SeedRetriever] = Registry("seed_retriever", p.SeedRe
 RERANKERS: Registry[p.Reranker] = Registry("reranker", p.Reranker)
 EXPANDERS: Registry[p.Expander] = Registry("expander", p.Expander)
 SUFFICIENCY_JUDGES: Registry[p.SufficiencyJudge] = Registry("sufficiency_judge", p.SufficiencyJudge)
+MULTI_HOP_JUDGES: Registry[p.MultiHopJudge] = Registry("multi_hop_judge", p.MultiHopJudge)
 DECOMPOSERS: Registry[p.Decomposer] = Registry("decomposer", p.Decomposer)
 REWRITE_TRIGGERS: Registry[p.RewriteTrigger] = Registry("rewrite_trigger", p.RewriteTrigger)
 REWRITERS: Registry[p.Rewriter] = Registry("rewriter", p.Rewriter)
@@ -180,6 +181,7 @@ REGISTRIES: tuple[Registry[Any], ...] = (
     RERANKERS,
     EXPANDERS,
     SUFFICIENCY_JUDGES,
+    MULTI_HOP_JUDGES,
     DECOMPOSERS,
     REWRITE_TRIGGERS,
     REWRITERS,

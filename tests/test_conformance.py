@@ -84,7 +84,7 @@ def _reply(request: Any) -> str:
 
 
 PROMPTS = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
-           "ansint", "cxtint"]  # fmt: skip
+           "ansint", "cxtint", "refers_back"]  # fmt: skip
 
 
 def _llm_context() -> Context:
@@ -143,6 +143,7 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
         ("q", (), _judge_context()),
     ],
     "decomposer": lambda: [("Where was the author of X born?", _llm_context())],
+    "multi_hop_judge": lambda: [("Where was the author of X born?", _llm_context())],
     "rewriter": lambda: [
         ("Where was this author born?", (SubAnswer("Who wrote X?", "Ann", True),), _llm_context())
     ],

@@ -118,6 +118,7 @@ def universal(request: LLMRequest) -> str:
         "sufficiency": "yes",
         "rewrite": "Where did Ingmar Bergman die?",
         "summarize": "Nothing relevant.",
+        "refers_back": "yes",
     }.get(request.prompt_id, "Fårö")
 
 
@@ -140,7 +141,7 @@ def test_every_method_recipe_is_covered() -> None:
 def test_every_recipe_runs_one_question(path: Path, bergman: QAExample) -> None:
     recipe = load_recipe(path)
     prompts = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
-               "ansint", "cxtint"]  # fmt: skip
+               "ansint", "cxtint", "refers_back"]  # fmt: skip
     llm = ScriptedLLM(dict.fromkeys(prompts, universal))
     prediction = answer_question(recipe, bergman, llm, cache=IndexCache())
     assert prediction.answer == "Fårö"
@@ -213,3 +214,37 @@ def test_chainrag_with_the_real_local_model(bergman: QAExample, tmp_path: Path) 
     assert prediction.usage.calls >= 4 and prediction.usage.prompt_tokens > 0
     for step in prediction.steps:
         assert step.expansion is not None and step.expansion.words <= 3000
+
+
+def _chainrag(**changes: Any) -> Recipe:
+    recipe = fast(load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml"))
+    assert recipe.method is not None
+    return attrs.evolve(recipe, method=attrs.evolve(recipe.method, **changes))
+
+
+def test_single_hop_judge_keeps_the_question_whole(bergman: QAExample, tmp_path: Path) -> None:
+    from chainrag.components.reasoning import LLMMultiHopJudge
+
+    recipe = _chainrag(multi_hop_judge=LLMMultiHopJudge())
+    llm = ScriptedLLM({"multi_hop": ['{"is_multi_hop": false}'], "sufficiency": lambda r: "yes",
+                       "answer_sub": ["Fårö"], "ansint": ["Fårö"], "cxtint": ["Fårö"]})  # fmt: skip
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    assert prediction.decomposition is not None
+    assert prediction.decomposition.sub_questions == (bergman.question,)
+    assert llm.calls("decompose") == 0
+
+
+@pytest.mark.parametrize(("reply", "rewrites"), [("yes", True), ("Yes.", False), ("no", False)])
+def test_confirmed_rewriting_needs_an_exact_yes(
+    reply: str, rewrites: bool, bergman: QAExample, tmp_path: Path
+) -> None:
+    recipe = _chainrag(confirm_rewrite=True)
+    llm = ScriptedLLM({
+        "decompose": ['["Who directed The Serpent\'s Egg?", "Where did this director die?"]'],
+        "sufficiency": lambda r: "yes", "answer_sub": lambda r: "Ingmar Bergman",
+        "refers_back": [reply], "rewrite": ["Where did Ingmar Bergman die?"],
+        "ansint": ["Fårö"], "cxtint": ["Fårö"],
+    })  # fmt: skip
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    assert (prediction.steps[1].rewritten is not None) is rewrites
+    assert llm.calls("refers_back") == 1

@@ -19,14 +19,17 @@ from chainrag.components.reasoning import (
     LLMRewriter,
     LLMShortAnswer,
     LLMSummarizer,
+    history_text,
 )
 from chainrag.components.rewrite_triggers import PronounWords
 from chainrag.context import Context, MissingResourceError
+from chainrag.llm.prompts import load_prompt
 from chainrag.llm.stack import MeteredLLM
 from chainrag.protocols.reasoning import (
     Answerer,
     Decomposer,
     Integrator,
+    MultiHopJudge,
     Rewriter,
     RewriteTrigger,
     Summarizer,
@@ -34,6 +37,7 @@ from chainrag.protocols.reasoning import (
 from chainrag.registry import METHODS, registered_key
 from chainrag.types import (
     Answer,
+    Decomposition,
     Expansion,
     IntegrationInput,
     NamedAnswer,
@@ -95,24 +99,29 @@ class ChainRAG:
     (pronoun trigger), retrieve seeds and expand over the sentence graph, answer; summarise an
     unanswered step's sentences into the next step's context; integrate (AnsInt and/or CxtInt;
     the first integrator gives the primary answer). ``rewrite: false`` is the "w/o rewriting"
-    ablation; ``summarizer: null`` drops the summary step (the authors' code has none).
+    ablation; ``summarizer: null`` drops the summary step (the authors' code has none). For the
+    authors' code: ``multi_hop_judge`` keeps a question the judge calls single-hop whole, and
+    ``confirm_rewrite`` asks the LLM whether a triggered sub-question really refers back,
+    rewriting only on an exact "yes".
     Recipe: ``{kind: chainrag, integrators: [{kind: ans_int}, {kind: cxt_int}]}``.
     """
 
     decomposer: Decomposer = attrs.field(factory=LLMDecomposer)
+    multi_hop_judge: MultiHopJudge | None = None
     rewrite_trigger: RewriteTrigger = attrs.field(factory=PronounWords)
     rewriter: Rewriter = attrs.field(factory=LLMRewriter)
     summarizer: Summarizer | None = attrs.field(factory=LLMSummarizer)
     answerer: Answerer = attrs.field(factory=LLMShortAnswer)
     integrators: tuple[Integrator, ...] = attrs.field(factory=lambda: (AnsInt(), CxtInt()))
     rewrite: bool = True
+    confirm_rewrite: bool = False
 
     def __attrs_post_init__(self) -> None:
         if not self.integrators:
             raise ValueError("'integrators' needs at least one integrator")
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
-        decomposition = self.decomposer(example.question, ctx)
+        decomposition = self.decompose(example.question, ctx)
         history: list[SubAnswer] = []
         steps: list[StepTrace] = []
         evidence: list[str] = []
@@ -120,12 +129,7 @@ class ChainRAG:
         for sub_question in decomposition.sub_questions:
             before = used(ctx)
             rewritten = None
-            if (
-                self.rewrite
-                and history
-                and history[-1].answered
-                and self.rewrite_trigger(sub_question)
-            ):
+            if self.should_rewrite(sub_question, history, ctx):
                 rewritten = self.rewriter(sub_question, history, ctx)
             query = rewritten or sub_question
             expansion = retrieve(query, ctx)
@@ -147,6 +151,28 @@ class ChainRAG:
         )
         answers = tuple(NamedAnswer(answer_name(i), i(inputs, ctx)) for i in self.integrators)
         return Prediction(answers, tuple(steps), decomposition)
+
+    def decompose(self, question: str, ctx: Context) -> Decomposition:
+        """Sub-questions; the question itself when the multi-hop judge says it is single-hop."""
+        if self.multi_hop_judge is not None:
+            verdict = self.multi_hop_judge(question, ctx)
+            if not verdict.ok:
+                return Decomposition((question,), raw=f"single-hop: {verdict.raw}")
+        return self.decomposer(question, ctx)
+
+    def should_rewrite(self, sub_question: str, history: Sequence[SubAnswer], ctx: Context) -> bool:
+        """Rewrite when enabled, the previous step was answered, and the trigger fires (and,
+        with ``confirm_rewrite``, the LLM answers exactly "yes")."""
+        if not (self.rewrite and history and history[-1].answered):
+            return False
+        if not self.rewrite_trigger(sub_question):
+            return False
+        if not self.confirm_rewrite:
+            return True
+        llm = ctx.require_llm("chainrag rewrite confirmation")
+        prompt = load_prompt("refers_back")
+        reply = llm.complete(prompt.request(question=sub_question, history=history_text(history)))
+        return reply.text.strip().lower() == "yes"
 
 
 @METHODS.register("naive")

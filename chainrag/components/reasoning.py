@@ -15,8 +15,15 @@ from chainrag.errors import LLMOutputError
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import complete_json
 from chainrag.protocols.retrieval import Reranker
-from chainrag.registry import ANSWERERS, DECOMPOSERS, INTEGRATORS, REWRITERS, SUMMARIZERS
-from chainrag.types import Answer, Decomposition, Hit, IntegrationInput, SubAnswer
+from chainrag.registry import (
+    ANSWERERS,
+    DECOMPOSERS,
+    INTEGRATORS,
+    MULTI_HOP_JUDGES,
+    REWRITERS,
+    SUMMARIZERS,
+)
+from chainrag.types import Answer, Decomposition, Hit, IntegrationInput, SubAnswer, Verdict
 
 
 def clean_answer(text: str) -> str:
@@ -54,32 +61,41 @@ def _is_multi_hop(value: Any) -> bool:
 class LLMDecomposer:
     """Sub-questions as a JSON array from the LLM (appendix D guidelines, two worked examples).
 
-    ``multi_hop_check`` first asks whether the question is multi-hop at all (the authors' code)
-    and keeps it whole if not. Unusable output (after one repair) falls back to the question
-    itself, marked ``fallback`` in the trace. Recipe: ``{kind: llm_json, max_sub_questions: 4}``.
+    Unusable output (after one repair) falls back to the question itself, marked ``fallback``
+    in the trace. Recipe: ``{kind: llm_json, max_sub_questions: 4}``.
     """
 
     max_sub_questions: int = attrs.field(default=4, validator=attrs.validators.ge(1))
-    multi_hop_check: bool = False
     prompt_version: int = 1
 
     def __call__(self, question: str, ctx: Context) -> Decomposition:
         llm = ctx.require_llm("llm_json decomposer")
-        if self.multi_hop_check:
-            try:
-                multi, _ = complete_json(
-                    llm, load_prompt("multi_hop").request(question=question), _is_multi_hop
-                )
-            except LLMOutputError as exc:
-                return Decomposition((question,), fallback=True, raw=str(exc))
-            if not multi:
-                return Decomposition((question,), raw="not multi-hop")
         request = load_prompt("decompose", self.prompt_version).request(question=question)
         try:
             subs, responses = complete_json(llm, request, _string_list)
         except LLMOutputError as exc:
             return Decomposition((question,), fallback=True, raw=str(exc))
         return Decomposition(tuple(subs[: self.max_sub_questions]), raw=responses[-1].text)
+
+
+@MULTI_HOP_JUDGES.register("llm_json")
+@attrs.frozen
+class LLMMultiHopJudge:
+    """Asks the LLM for ``{"is_multi_hop": bool}`` (the authors' code's first step); an
+    unusable reply counts as multi-hop, so the question is still decomposed.
+    Recipe: ``{kind: llm_json}``.
+    """
+
+    prompt_version: int = 1
+
+    def __call__(self, question: str, ctx: Context) -> Verdict:
+        llm = ctx.require_llm("llm_json multi-hop judge")
+        request = load_prompt("multi_hop", self.prompt_version).request(question=question)
+        try:
+            multi, responses = complete_json(llm, request, _is_multi_hop)
+        except LLMOutputError as exc:
+            return Verdict(True, str(exc))
+        return Verdict(multi, responses[-1].text)
 
 
 def history_text(history: Sequence[SubAnswer]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from chainrag.types import Answer, Decomposition, IntegrationInput, SubAnswer
+from chainrag.types import Answer, Decomposition, IntegrationInput, SubAnswer, Verdict
 
 if TYPE_CHECKING:
     from chainrag.context import Context
@@ -16,6 +16,13 @@ class Decomposer(Protocol):
     """A question → its sub-questions (ChainRAG §3.3, appendix D)."""
 
     def __call__(self, question: str, ctx: Context) -> Decomposition: ...
+
+
+@runtime_checkable
+class MultiHopJudge(Protocol):
+    """Does the question need more than one hop at all? (the authors' code asks first)."""
+
+    def __call__(self, question: str, ctx: Context) -> Verdict: ...
 
 
 @runtime_checkable
