@@ -115,6 +115,13 @@ def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
     seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start
 
 
+def _embed(
+    embedder: Embedder, texts: Sequence[str], ctx: Context, cache: EmbeddingCache | None
+) -> FloatArray:
+    vectors = cache.embed(embedder, texts, ctx) if cache is not None else embedder(texts, ctx)
+    return vectors.reshape(len(texts), -1) if len(texts) == 0 else vectors
+
+
 def build_sentence_graph(
     passages: Sequence[Passage], spec: IndexSpec, ctx: Context, embeddings: EmbeddingCache | None
 ) -> tuple[SentenceGraph, dict[str, float]]:
@@ -136,11 +143,7 @@ def build_sentence_graph(
         else:  # no scorer: every entity is key (α = 100 without scores)
             keys = tuple(tuple(ScoredEntity(n, 0.0) for n in dict.fromkeys(row)) for row in names)
     with _timed(seconds, "embed"):
-        if embeddings is not None:
-            vectors = embeddings.embed(spec.embedder, texts, ctx)
-        else:
-            vectors = spec.embedder(texts, ctx)
-    vectors = vectors.reshape(len(texts), -1) if len(texts) == 0 else vectors
+        vectors = _embed(spec.embedder, texts, ctx, embeddings)
     inputs = GraphInputs(tuple(sentences), tuple(keys), vectors)
     layers = {}
     for name, builder in spec.edges.items():
@@ -174,10 +177,7 @@ def build_chunk_index(
         chunks = spec.chunker(passages)
     texts = [c.text for c in chunks]
     with _timed(seconds, "embed"):
-        if embeddings is not None:
-            vectors = embeddings.embed(spec.embedder, texts, ctx)
-        else:
-            vectors = spec.embedder(texts, ctx)
+        vectors = _embed(spec.embedder, texts, ctx, embeddings)
     return ChunkIndex(tuple(passages), tuple(chunks), vectors, spec.embedder), seconds
 
 

@@ -9,7 +9,7 @@ bge-reranker weights points ``model_path`` at them; issue 8's distilled student 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,23 @@ def rescored(hits: Sequence[Hit], scores: Sequence[float]) -> tuple[Hit, ...]:
     """``hits`` with new scores, best first; equal scores keep the first-stage order."""
     order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
     return tuple(Hit(hits[i].index, float(scores[i])) for i in order)
+
+
+def rerank_with(
+    ctx: Context,
+    key: tuple[str, str],
+    load: Callable[[], Any],
+    score: Callable[[Any, list[list[str]]], Any],
+    query: str,
+    hits: Sequence[Hit],
+    texts: Sequence[str],
+) -> tuple[Hit, ...]:
+    """Score (query, text) pairs with the model loaded once under ``key``; best first."""
+    if not hits:
+        return ()
+    model = ctx.models.get(key, load)
+    scores = np.atleast_1d(np.asarray(score(model, [[query, t] for t in texts]), dtype=np.float64))
+    return rescored(hits, scores.reshape(-1).tolist())
 
 
 def _existing(_: object, a: attrs.Attribute[str], value: str) -> None:
@@ -65,19 +82,17 @@ class FlagRerankerComponent:
     def __call__(
         self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
     ) -> tuple[Hit, ...]:
-        if not hits:
-            return ()
-
         def load() -> Any:
             from FlagEmbedding import FlagReranker
 
             return FlagReranker(self.model_path, use_fp16=False, devices="cpu")
 
-        model = ctx.models.get(("flag_reranker", self.model_path), load)
-        scores = model.compute_score(
-            [[query, t] for t in texts], batch_size=self.batch_size, max_length=self.max_length
-        )
-        return rescored(hits, np.atleast_1d(np.asarray(scores, dtype=np.float64)).tolist())
+        def score(model: Any, pairs: list[list[str]]) -> Any:
+            return model.compute_score(
+                pairs, batch_size=self.batch_size, max_length=self.max_length
+            )
+
+        return rerank_with(ctx, ("flag_reranker", self.model_path), load, score, query, hits, texts)
 
 
 @RERANKERS.register("cross_encoder", example=_minilm_example)
@@ -94,16 +109,12 @@ class CrossEncoderReranker:
     def __call__(
         self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
     ) -> tuple[Hit, ...]:
-        if not hits:
-            return ()
-
         def load() -> Any:
             from sentence_transformers import CrossEncoder
 
             return CrossEncoder(self.model_path, device="cpu")
 
-        model = ctx.models.get(("cross_encoder", self.model_path), load)
-        scores = model.predict(
-            [(query, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False
-        )
-        return rescored(hits, np.asarray(scores, dtype=np.float64).reshape(-1).tolist())
+        def score(model: Any, pairs: list[list[str]]) -> Any:
+            return model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
+
+        return rerank_with(ctx, ("cross_encoder", self.model_path), load, score, query, hits, texts)
