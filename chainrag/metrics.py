@@ -1,4 +1,6 @@
-"""Retrieval metrics against gold evidence (HippoRAG's definition, not "answer in text").
+"""Metrics: retrieval against gold evidence, and EM/F1 of answers.
+
+Retrieval metrics follow HippoRAG's definition, not "the answer appears in the text".
 
 Gold evidence is sentence-level where the dataset gives supporting sentences (HotpotQA,
 2Wiki ``supporting_facts``) and paragraph-level otherwise (MuSiQue ``is_supporting``).
@@ -19,6 +21,9 @@ HotpotQA) are dropped; facts whose title matches no passage count as never cover
 
 from __future__ import annotations
 
+import re
+import string
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -93,4 +98,62 @@ def retrieval_scores(
         mrr=1.0 / first if first else 0.0,
         recall_all=len(everything) / len(gold) if gold else 0.0,
         words=sum(len(u.text.split()) for u in units),
+    )
+
+
+# --------------------------------------------------------------------------- QA answers
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_YES_NO = {"yes", "no", "noanswer"}
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = text.lower()
+    text = "".join(c for c in text if c not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+_PUNCTUATION = set(string.punctuation)
+
+
+def _raw(text: str) -> str:
+    return " ".join(text.strip().lower().split())
+
+
+def answer_em(prediction: str, gold: str) -> float:
+    """Exact match after normalisation (a gold that normalises to "" is compared raw)."""
+    prediction = prediction.strip().rstrip(".")
+    p, g = normalize_answer(prediction), normalize_answer(gold)
+    if not g:
+        return float(_raw(prediction) == _raw(gold) and bool(_raw(gold)))
+    return float(p == g)
+
+
+def answer_f1(prediction: str, gold: str) -> float:
+    """Token F1 after normalisation, with the yes/no rule: if either side normalises to yes,
+    no or noanswer and they differ, 0. A gold that normalises to "" ("A", "the") is compared
+    raw, so it neither scores every prediction 1 nor scores its own text 0."""
+    prediction = prediction.strip().rstrip(".")
+    p, g = normalize_answer(prediction), normalize_answer(gold)
+    if not g:
+        return answer_em(prediction, gold)
+    if (p in _YES_NO or g in _YES_NO) and p != g:
+        return 0.0
+    common = Counter(p.split()) & Counter(g.split())
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(p.split()), overlap / len(g.split())
+    return 2 * precision * recall / (precision + recall)
+
+
+def qa_scores(prediction: str, answers: Sequence[str]) -> tuple[float, float]:
+    """(EM, F1) of ``prediction``: the best over the gold answer and its aliases."""
+    golds = [a for a in answers if a.strip()]
+    if not golds:
+        return 0.0, 0.0
+    return max(answer_em(prediction, g) for g in golds), max(
+        answer_f1(prediction, g) for g in golds
     )
