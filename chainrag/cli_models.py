@@ -1,0 +1,109 @@
+"""``chainrag models fetch|list`` and ``chainrag serve-llm``: the offline models."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+
+from chainrag.errors import ChainragError
+
+models_app = typer.Typer(help="Provision and check the offline models.", no_args_is_help=True)
+
+
+class _Bar:
+    """A tqdm bar driven by ``progress(label, done, total)`` callbacks."""
+
+    def __init__(self) -> None:
+        from tqdm import tqdm
+
+        self._tqdm = tqdm
+        self._bar: Any = None
+        self._label = ""
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        kind = label.split(" ")[0]
+        if self._bar is None or kind != self._label:
+            self.close()
+            unit = "B" if kind == "verifying" else "part"
+            self._bar = self._tqdm(total=total, unit=unit, unit_scale=unit == "B", leave=False)
+            self._label = kind
+        self._bar.set_description(label)
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+@models_app.command("fetch")
+def models_fetch(
+    llm: Annotated[
+        list[str] | None,
+        typer.Option(help="Local LLM(s) to provision (default: qwen2.5-coder-1.5b)."),
+    ] = None,
+) -> None:
+    """Assemble and verify the local GGUF model(s) in the model cache (idempotent)."""
+    from chainrag import models
+
+    names = llm or ["qwen2.5-coder-1.5b"]
+    for name in names:
+        try:
+            model = models.get_model(name)
+            typer.echo(f"{name}: checking {models.model_path(model)}")
+            bar = _Bar()
+            status = models.fetch(model, progress=bar)
+            bar.close()
+        except ChainragError as exc:
+            typer.secho(f"FAIL {exc}", fg="red", err=True)
+            raise typer.Exit(1) from None
+        typer.echo(f"{name}: ok, {status.size / 2**20:,.0f} MiB, sha256 verified: {status.path}")
+
+
+@models_app.command("list")
+def models_list(
+    verify: Annotated[
+        bool, typer.Option(help="Hash every file now instead of trusting the last check.")
+    ] = False,
+) -> None:
+    """Show each offline model, its path, its size and whether it verifies."""
+    from chainrag import models
+
+    typer.echo(f"model cache: {models.model_cache_dir()}  (set ${models.CACHE_ENV} to move it)")
+    for model in models.LOCAL_MODELS.values():
+        status = models.check(model, full=verify)
+        size = f"{status.size / 2**20:,.0f} MiB" if status.size else "-"
+        state = {"ok": "verified", "missing": "not fetched"}.get(status.state, status.state)
+        typer.echo(f"  {model.name:<20} {state:<12} {size:>10}  {status.path}")
+        typer.echo(f"  {'':<20} {model.description}")
+    typer.echo("  spaCy en_core_web_sm and all-MiniLM-L6-v2 are pinned Python packages.")
+
+
+def serve_llm(
+    llm: Annotated[str, typer.Option(help="Local LLM to serve.")] = "qwen2.5-coder-1.5b",
+    n_ctx: Annotated[int, typer.Option(help="Context window (tokens).")] = 4096,
+    n_threads: Annotated[int, typer.Option(help="CPU threads.")] = 2,
+) -> None:
+    """Run the managed local LLM server in the foreground until Ctrl-C (to share between runs)."""
+    from chainrag.llm.server import LocalServer
+
+    try:
+        server = LocalServer.for_model(llm, n_ctx=n_ctx, n_threads=n_threads)
+        typer.echo(f"starting {llm} (log: {server.log_path}) ...")
+        with server:
+            typer.echo(f"serving {llm} at {server.api_base} (pid {server.pid}); Ctrl-C stops it.")
+            typer.echo(
+                f"use it from a recipe:  llm: {{kind: local_gguf, model: {llm}, "
+                f"api_base: {server.api_base}}}"
+            )
+            while server.process is not None and server.process.poll() is None:
+                time.sleep(1.0)
+            typer.secho(f"the server exited; log: {server.log_path}", fg="red", err=True)
+            raise typer.Exit(1)
+    except KeyboardInterrupt:
+        typer.echo("stopped.")
+    except ChainragError as exc:
+        typer.secho(f"FAIL {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
