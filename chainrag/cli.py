@@ -276,11 +276,12 @@ def ask(
     ] = "use",
 ) -> None:
     """Answer one question over the given passages; print the answer and a readable trace."""
+    from chainrag.context import ModelStore
     from chainrag.data import load_context_file
     from chainrag.index import IndexCache
     from chainrag.llm import open_llm
     from chainrag.paths import cache_root
-    from chainrag.runner import answer_question, check_runnable
+    from chainrag.runner import answer_question, searchable_index
     from chainrag.structure import unstructure
     from chainrag.trace import render
     from chainrag.types import QAExample
@@ -292,20 +293,16 @@ def ask(
         raise typer.Exit(2)
     try:
         resolved = load_recipe(recipe)
-        check_runnable(resolved)
-        passages = load_context_file(context)
-        example = QAExample("ask", "ask", question, passages)
+        example = QAExample("ask", "ask", question, load_context_file(context))
+        models = ModelStore()
+        index = searchable_index(resolved, example, models, IndexCache())
         cache_path = cache_root() / "llm-cache.sqlite"
         with open_llm(resolved.llm, cache_path=cache_path, cache_mode=cache_mode) as llm:  # type: ignore[arg-type]
-            prediction = answer_question(resolved, example, llm, cache=IndexCache())
+            prediction = answer_question(resolved, example, llm, models=models, index=index)
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)
         raise typer.Exit(1) from None
     if as_json:
         typer.echo(json.dumps(unstructure(prediction), indent=2, ensure_ascii=False))
         return
-    from chainrag.context import Context
-    from chainrag.index import build_index
-
-    index, _ = build_index(passages, resolved.index, Context(), IndexCache())  # type: ignore[arg-type]
     typer.echo(render(prediction, index.texts))

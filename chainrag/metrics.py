@@ -105,6 +105,7 @@ def retrieval_scores(
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _YES_NO = {"yes", "no", "noanswer"}
+_PUNCTUATION = set(string.punctuation)
 
 
 def normalize_answer(text: str) -> str:
@@ -113,9 +114,6 @@ def normalize_answer(text: str) -> str:
     text = "".join(c for c in text if c not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
-
-
-_PUNCTUATION = set(string.punctuation)
 
 
 def _raw(text: str) -> str:

@@ -17,6 +17,7 @@ from chainrag.graph import SentenceGraph
 from chainrag.index import IndexCache, build_index
 from chainrag.llm.stack import Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM
+from chainrag.protocols.retrieval import Searchable
 from chainrag.recipe import Recipe
 from chainrag.types import Prediction, QAExample
 
@@ -35,6 +36,19 @@ def check_runnable(recipe: Recipe) -> None:
         )
 
 
+def searchable_index(
+    recipe: Recipe, example: QAExample, models: ModelStore, cache: IndexCache | None = None
+) -> Searchable:
+    """The index of ``example``'s passages as the recipe's retrieval walks it."""
+    check_runnable(recipe)
+    assert recipe.index is not None
+    assert recipe.retrieval is not None
+    index, _ = build_index(example.passages, recipe.index, Context(models=models), cache)
+    if isinstance(index, SentenceGraph):
+        return index.view(recipe.retrieval.edge_weights or None)
+    return index
+
+
 def answer_question(
     recipe: Recipe,
     example: QAExample,
@@ -42,19 +56,16 @@ def answer_question(
     *,
     cache: IndexCache | None = None,
     models: ModelStore | None = None,
+    index: Searchable | None = None,
 ) -> Prediction:
-    """The method's prediction for ``example``, with the question's LLM usage filled in."""
+    """The method's prediction for ``example``, with the question's LLM usage filled in.
+
+    ``index`` is the one :func:`searchable_index` gives; it is built (or loaded) when omitted.
+    """
     check_runnable(recipe)
-    assert recipe.index is not None
-    assert recipe.retrieval is not None
     assert recipe.method is not None
     models = models or ModelStore()
-    index, _ = build_index(example.passages, recipe.index, Context(models=models), cache)
-    searchable = (
-        index.view(recipe.retrieval.edge_weights or None)
-        if isinstance(index, SentenceGraph)
-        else index
-    )
+    searchable = index if index is not None else searchable_index(recipe, example, models, cache)
     ledger = Ledger()
     ctx = Context(
         llm=MeteredLLM(llm, ledger), models=models, index=searchable, retrieval=recipe.retrieval
