@@ -4,13 +4,17 @@ Dev sets (per-question setting, each question with its own paragraphs): ``musiqu
 ``hotpotqa``, ``2wiki``. Train sets with a shared corpus (HippoRAG's files): ``musique_train``
 and ``hotpotqa_train`` (questions) and the corpora ``musique_train``, ``hotpotqa_train``,
 ``2wiki``. HotpotQA/2Wiki ship their text split into sentences; the passage keeps those
-sentence spans, since gold supporting facts point at them. A malformed file is an error that
-names the file and the line (JSON Lines) or the record (JSON).
+sentence spans, since gold supporting facts point at them. LongBench's JSON Lines format
+(``input``, ``context``, ``answers``: the setting the ChainRAG paper evaluates in) is read from
+any file named as ``longbench:PATH``; it has no gold evidence, so retrieval is not scored on
+it. A malformed file is an error that names the file and the line (JSON Lines) or the record
+(JSON).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -129,22 +133,69 @@ def _hotpot(record: Mapping[str, Any], dataset: str) -> QAExample:
     )
 
 
+_PASSAGE_MARK = re.compile(r"^Passage \d+:\s*$", re.MULTILINE)
+
+
+def longbench_passages(context: str) -> tuple[Passage, ...]:
+    """LongBench's ``context``: "Passage N:" blocks whose first line is the title; without
+    such marks, blank-line-separated paragraphs without titles."""
+    marks = list(_PASSAGE_MARK.finditer(context))
+    if not marks:
+        paragraphs = [p.strip() for p in context.split("\n\n") if p.strip()]
+        return tuple(Passage(str(i), "", p) for i, p in enumerate(paragraphs))
+    out = []
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(context)
+        title, _, text = context[mark.end() : end].strip().partition("\n")
+        out.append(Passage(str(i), title.strip(), text.strip() or title.strip()))
+    return tuple(out)
+
+
+def _longbench(record: Mapping[str, Any], dataset: str) -> QAExample:
+    if not isinstance(record, Mapping):
+        raise TypeError("expected a JSON object")
+    for key, kind in (("input", str), ("context", str), ("answers", list)):
+        if not isinstance(record[key], kind):
+            raise TypeError(f"field {key!r} must be a {kind.__name__}")
+    if not record["answers"] or not all(isinstance(a, str) for a in record["answers"]):
+        raise ValueError("field 'answers' must be a non-empty list of strings")
+    return QAExample(
+        qid=str(record.get("_id", "")),
+        dataset=dataset,
+        question=record["input"],
+        passages=longbench_passages(record["context"]),
+        answers=tuple(record["answers"]),
+    )
+
+
+def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
+    """The file and record format of a dataset name (``musique``, … or ``longbench:PATH``)."""
+    if name.startswith("longbench:"):
+        return Path(name.removeprefix("longbench:")), "longbench"
+    if name not in DATASETS:
+        raise DatasetError(
+            f"unknown dataset {name!r}; known: {', '.join(DATASETS)}, or longbench:PATH"
+        )
+    spec = DATASETS[name]
+    return (root or data_root()) / spec.path, spec.format
+
+
 def load_dataset(name: str, limit: int | None = None, root: Path | None = None) -> list[QAExample]:
     """The first ``limit`` questions (all if None) of the dataset called ``name``."""
-    if name not in DATASETS:
-        raise DatasetError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
-    spec = DATASETS[name]
-    path = (root or data_root()) / spec.path
-    parse = _musique if spec.format == "musique" else _hotpot
+    path, fmt = dataset_path(name, root)
+    parse = {"musique": _musique, "hotpot": _hotpot, "longbench": _longbench}[fmt]
     out: list[QAExample] = []
     for place, record in _records(path):
         if limit is not None and len(out) >= limit:
             break
         try:
-            out.append(parse(record, name))
+            example = parse(record, name)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise DatasetError(f"{path}, {place}: not a {spec.format} record: {what}") from None
+            raise DatasetError(f"{path}, {place}: not a {fmt} record: {what}") from None
+        if not example.qid:  # LongBench records without an _id: their line number
+            example = attrs.evolve(example, qid=place.replace(" ", "-"))
+        out.append(example)
     return out
 
 

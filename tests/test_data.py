@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,56 @@ def test_missing_and_unknown(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text('[{"title": "x"}]')
     with pytest.raises(DatasetError, match=r"c\.json, record 1: expected \{title, text\}"):
         load_corpus(str(tmp_path / "c.json"))
+
+
+LONGBENCH_CONTEXT = (
+    "Passage 1:\nAlan Hale Jr.\nAlan Hale Jr. was an American actor.\n"
+    "Passage 2:\nThe Skipper\nThe Skipper is a character played by Alan Hale Jr.\n\n"
+)
+
+
+def _jsonl(path: Path, records: list[object]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_longbench_format(tmp_path: Path) -> None:
+    record = {"input": "Who played the Skipper?", "context": LONGBENCH_CONTEXT,
+              "answers": ["Alan Hale Jr.", "Alan Hale"], "_id": "lb1", "length": 20}  # fmt: skip
+    path = _jsonl(tmp_path / "hotpotqa.jsonl", [record, record | {"_id": ""}])
+    first, second = load_dataset(f"longbench:{path}")
+    assert first.qid == "lb1" and second.qid == "line-2"
+    assert first.question == "Who played the Skipper?"
+    assert first.answers == ("Alan Hale Jr.", "Alan Hale")
+    assert [(p.title, p.text) for p in first.passages] == [
+        ("Alan Hale Jr.", "Alan Hale Jr. was an American actor."),
+        ("The Skipper", "The Skipper is a character played by Alan Hale Jr."),
+    ]
+    assert not first.supporting_passages and not first.supporting_sentences
+    plain = _jsonl(tmp_path / "plain.jsonl", [record | {"context": "One.\n\nTwo."}])
+    assert [p.text for p in load_dataset(f"longbench:{plain}")[0].passages] == ["One.", "Two."]
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"context": "x", "answers": ["a"]}, "missing field 'input'"),
+        ({"input": "q", "context": 3, "answers": ["a"]}, "field 'context' must be a str"),
+        ({"input": "q", "context": "x", "answers": "a"}, "field 'answers' must be a list"),
+        ({"input": "q", "context": "x", "answers": []}, "field 'answers' must be a non-empty list"),
+        (["not", "an", "object"], "expected a JSON object"),
+    ],
+)
+def test_malformed_longbench_names_file_and_line(
+    tmp_path: Path, record: object, problem: str
+) -> None:
+    good = {"input": "q", "context": "x", "answers": ["a"]}
+    path = _jsonl(tmp_path / "lb.jsonl", [good, record])
+    expected = r"lb\.jsonl, line 2: not a longbench record: " + re.escape(problem)
+    with pytest.raises(DatasetError, match=expected):
+        load_dataset(f"longbench:{path}")
+
+
+def test_longbench_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"nope\.jsonl: no such file"):
+        load_dataset(f"longbench:{tmp_path / 'nope.jsonl'}")
