@@ -1,8 +1,7 @@
 """The ``chainrag`` command line.
 
-Commands so far: ``validate``, ``recipe show``, ``components``, ``models fetch|list``,
-``serve-llm``, ``index``, ``experiment``, ``ask``. The run and report commands attach here
-when their issues land.
+Commands: ``validate``, ``recipe show``, ``components``, ``models fetch|list``, ``serve-llm``,
+``index``, ``experiment``, ``ask``, ``run``, ``report``.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import typer
 
 from chainrag import __version__
 from chainrag.cli_models import models_app, serve_llm
+from chainrag.cli_runs import report, run
 from chainrag.describe import REQUIRED, catalogue, params
 from chainrag.errors import ChainragError, RecipeError
 from chainrag.recipe import dump_recipe, load_recipe, recipe_files
@@ -33,6 +33,8 @@ recipe_app = typer.Typer(help="Inspect recipes.", no_args_is_help=True)
 app.add_typer(recipe_app, name="recipe")
 app.add_typer(models_app, name="models")
 app.command("serve-llm")(serve_llm)
+app.command("run")(run)
+app.command("report")(report)
 experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")
 

@@ -31,8 +31,11 @@ def completion_body(text: str = "ok") -> dict[str, Any]:
 
 
 class FakeOpenAI:
-    def __init__(self, script: list[str], *, reply: str = "ok", hang_s: float = 3.0) -> None:
+    def __init__(
+        self, script: list[str], *, reply: str = "ok", hang_s: float = 3.0, delay_s: float = 0.0
+    ) -> None:
         self.script = list(script)
+        self.delay_s = delay_s
         self.reply = reply
         self.hang_s = hang_s
         self.bodies: list[dict[str, Any]] = []
@@ -55,6 +58,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", 0))
             fake.bodies.append(json.loads(self.rfile.read(length)))
             behaviour = fake.next_behaviour()
+            time.sleep(fake.delay_s)
             if behaviour == "timeout":
                 time.sleep(fake.hang_s)
                 behaviour = "ok"

@@ -1,0 +1,216 @@
+"""The ``chainrag run`` and ``chainrag report`` commands (attached to :mod:`chainrag.cli`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from chainrag.errors import ChainragError
+
+DATASET_HELP = "musique, hotpotqa, 2wiki (dev sets), or longbench:PATH for a LongBench jsonl file."
+CONCURRENCY_HELP = (
+    "Questions in flight at once (default: the recipe's llm.concurrency); LLM requests stay "
+    "at 1 for the local server."
+)
+PLOTS_HELP = (
+    "Folder for the PNG plots (default: plots/ beside --out, else inside the first run "
+    "folder given)."
+)
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.secho(f"FAIL {message}", fg="red", err=True)
+    return typer.Exit(code)
+
+
+def dataset_slug(dataset: str) -> str:
+    """The run folder name of a dataset: its name, or ``longbench-<file stem>``."""
+    if dataset.startswith("longbench:"):
+        return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
+    return dataset
+
+
+class _Bar:
+    """A tqdm bar fed by :func:`chainrag.evaluate.run_recipe`'s progress callback."""
+
+    def __init__(self, desc: str) -> None:
+        from tqdm import tqdm
+
+        self._tqdm = tqdm
+        self._bar: Any = None
+        self._desc = desc
+
+    def __call__(self, done: int, total: int, tally: Any) -> None:
+        if self._bar is None:
+            self._bar = self._tqdm(total=total, initial=done, desc=self._desc, unit="q")
+        self._bar.n = done
+        self._bar.set_postfix(tally.postfix(), refresh=False)
+        self._bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def run(
+    recipes: Annotated[list[Path], typer.Argument(help="Method recipes to run, one run each.")],
+    dataset: Annotated[
+        str,
+        typer.Option(help=DATASET_HELP),
+    ],
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N questions (default: all).")
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help=CONCURRENCY_HELP),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Runs go to OUT/<dataset>/<recipe name>/.")] = Path(
+        "runs"
+    ),
+    cache_mode: Annotated[
+        str, typer.Option(help="LLM response cache: use, bypass or refresh.")
+    ] = "use",
+    report: Annotated[bool, typer.Option(help="Print the report of these runs at the end.")] = True,
+) -> None:
+    """Answer a dataset's questions with each recipe; one JSON line per question in a run
+    directory. Run the same command again to continue a stopped run: finished questions are
+    kept, a torn last line is repaired, only the rest is run."""
+    from chainrag.data import dataset_path, load_dataset
+    from chainrag.evaluate import run_recipe
+    from chainrag.index import IndexCache
+    from chainrag.llm import open_llm
+    from chainrag.paths import cache_root
+    from chainrag.recipe import load_recipe
+    from chainrag.report import find_runs, markdown
+    from chainrag.runner import check_runnable
+    from chainrag.runs import RunDir, locked
+
+    if cache_mode not in ("use", "bypass", "refresh"):
+        raise _fail(f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", 2)
+    try:
+        loaded = [(path, load_recipe(path)) for path in recipes]
+        for _, recipe in loaded:
+            check_runnable(recipe)
+        names = [r.name for _, r in loaded]
+        if len(set(names)) != len(names):
+            raise _fail(f"two recipes share a name ({', '.join(names)}); each run needs its own")
+        dataset_file, _ = dataset_path(dataset)
+        examples = load_dataset(dataset, limit)
+        _check_ids(examples, dataset)
+    except ChainragError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"{len(examples)} questions of {dataset}; {len(loaded)} recipe(s); runs in {out}/")
+    groups: dict[Any, list[tuple[Path, Any]]] = {}
+    for path, recipe in loaded:
+        groups.setdefault(recipe.llm, []).append((path, recipe))
+    folders, failed = [], 0
+    index_cache = IndexCache()
+    try:
+        for spec, members in groups.items():
+            managed = spec.kind == "local_gguf"
+            width = concurrency or spec.concurrency
+            slots = 1 if managed else width
+            if managed and width > 1:
+                typer.echo(f"note: {width} questions in flight, 1 LLM request at a time (local)")
+            if managed:
+                typer.echo(f"starting the local {spec.model} server…")
+            with open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite",
+                          cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
+                for path, recipe in members:
+                    folder = out / dataset_slug(dataset) / recipe.name
+                    folders.append(folder)
+                    with locked(folder):
+                        run_dir = RunDir(folder)
+                        run_dir.start(recipe, path, dataset, dataset_file)
+                        bar = _Bar(f"{dataset_slug(dataset)}/{recipe.name}")
+                        try:
+                            result = run_recipe(
+                                recipe, examples, run_dir, llm, concurrency=width,
+                                llm_slots=slots, cache=index_cache, progress=bar,
+                            )  # fmt: skip
+                        finally:
+                            bar.close()
+                        run_dir.finish_session(
+                            {"finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                             "answered": result.answered, "failed": result.failed,
+                             "resumed_from": result.skipped, "wall_s": round(result.seconds, 1),
+                             "torn_bytes_repaired": result.torn_bytes}
+                        )  # fmt: skip
+                    failed += result.failed
+                    _say_result(folder, result)
+    except ChainragError as exc:
+        raise _fail(
+            f"{exc}\n(finished questions are kept; run the same command to resume)"
+        ) from None
+    except KeyboardInterrupt:
+        typer.secho("\ninterrupted: finished questions are kept; run the same command to "
+                    "resume", fg="yellow", err=True)  # fmt: skip
+        raise typer.Exit(130) from None
+    if report:
+        typer.echo("")
+        typer.echo(markdown(find_runs(folders)))
+    if failed:
+        raise _fail(f"{failed} question(s) failed (see errors.jsonl in the run directories); "
+                    "run the same command again to retry them")  # fmt: skip
+
+
+def _check_ids(examples: Sequence[Any], dataset: str) -> None:
+    from chainrag.data import DatasetError
+
+    seen: set[str] = set()
+    if examples and not any(e.passages for e in examples):
+        raise DatasetError(
+            f"{dataset}: its questions carry no passages of their own (a shared-corpus set); "
+            "runs answer each question over its own passages"
+        )
+    for example in examples:
+        if example.qid in seen:
+            raise DatasetError(f"{dataset}: question id {example.qid!r} occurs twice; "
+                               "runs key their lines by question id")  # fmt: skip
+        seen.add(example.qid)
+
+
+def _say_result(folder: Path, result: Any) -> None:
+    parts = [f"{result.answered} answered"]
+    if result.skipped:
+        parts.append(f"{result.skipped} already done")
+    if result.failed:
+        parts.append(f"{result.failed} failed")
+    if result.torn_bytes:
+        parts.append(f"torn last line repaired ({result.torn_bytes} bytes)")
+    typer.echo(f"{folder}: {', '.join(parts)} in {result.seconds:.0f} s")
+
+
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
+    out: Annotated[Path | None, typer.Option(help="Also write the markdown to this file.")] = None,
+    plots: Annotated[
+        Path | None,
+        typer.Option(help=PLOTS_HELP),
+    ] = None,
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the plots.")] = False,
+) -> None:
+    """Tables per dataset comparing runs (F1, EM, Recall@k, calls, tokens, seconds per
+    question) beside the paper's Table 1, and PNG plots."""
+    from chainrag.report import find_runs, markdown
+    from chainrag.report import plots as draw
+
+    try:
+        found = find_runs(runs)
+    except ChainragError as exc:
+        raise _fail(str(exc)) from None
+    text = markdown(found)
+    typer.echo(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"written to {out}")
+    if not no_plots:
+        folder = plots or ((out.parent / "plots") if out is not None else runs[0] / "plots")
+        for path in draw(found, folder):
+            typer.echo(f"plot: {path}")

@@ -1,0 +1,248 @@
+"""Evaluating a recipe on a dataset: score each question, run many, resume, summarise.
+
+    chainrag run recipes/chainrag/ansint.yaml recipes/baselines/naive.yaml --dataset musique
+
+:func:`run_recipe` answers the questions a run directory does not have yet, through asyncio
+with a bounded number of questions in flight (each in a worker thread, since the methods are
+plain functions) and a bounded number of LLM requests in flight (1 for the managed local
+server, which answers one request at a time anyway). Each finished question is one line in
+the run's ``predictions.jsonl`` (see :mod:`chainrag.runs`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import attrs
+
+from chainrag.context import ModelStore
+from chainrag.errors import ChainragError
+from chainrag.index import IndexCache
+from chainrag.metrics import gold_items, qa_scores, retrieval_scores
+from chainrag.protocols.llm import LLM
+from chainrag.recipe import Recipe
+from chainrag.runner import answer_question, searchable_index
+from chainrag.runs import LineWriter, RunDir, done_ids
+from chainrag.structure import unstructure
+from chainrag.types import LLMRequest, LLMResponse, Prediction, QAExample
+
+RECALL_KS = (2, 5, 10)
+
+
+@attrs.define
+class LimitedLLM:
+    """At most ``slots`` requests of this LLM in flight at once, across threads."""
+
+    inner: LLM
+    slots: threading.BoundedSemaphore
+
+    @classmethod
+    def at_most(cls, inner: LLM, n: int) -> LimitedLLM:
+        return cls(inner, threading.BoundedSemaphore(n))
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        with self.slots:
+            return self.inner.complete(request)
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse:
+        await asyncio.to_thread(self.slots.acquire)
+        try:
+            return await self.inner.acomplete(request)
+        finally:
+            self.slots.release()
+
+
+def units_of(index: Any) -> Sequence[Any]:
+    """The retrievable units (sentences or chunks) of a built index, by unit index."""
+    graph = getattr(index, "graph", index)
+    units = getattr(graph, "sentences", None)
+    return units if units is not None else graph.chunks  # type: ignore[no-any-return]
+
+
+def retrieved_units(prediction: Prediction) -> list[int]:
+    """Every unit a method retrieved, in order of first retrieval across its steps."""
+    return list(dict.fromkeys(u for step in prediction.steps for u in step.retrieved))
+
+
+def score(
+    example: QAExample, prediction: Prediction, units: Sequence[Any], seconds: float
+) -> dict[str, Any]:
+    """The JSON line of one answered question (see :mod:`chainrag.runs`)."""
+    answers = {}
+    for named in prediction.answers:
+        em, f1 = qa_scores(named.answer.text, example.answers)
+        answers[named.name] = {"text": named.answer.text, "em": em, "f1": f1}
+    primary = prediction.answers[0].name if prediction.answers else ""
+    level, gold = gold_items(example)
+    retrieval = None
+    if gold:
+        ranked = [units[u] for u in retrieved_units(prediction)]
+        retrieval = {"level": level} | retrieval_scores(example, ranked, RECALL_KS).flat()
+    return {
+        "id": example.qid,
+        "dataset": example.dataset,
+        "question": example.question,
+        "question_type": example.question_type,
+        "gold": list(example.answers),
+        "primary": primary,
+        "answer": prediction.answer,
+        "em": answers[primary]["em"] if primary else 0.0,
+        "f1": answers[primary]["f1"] if primary else 0.0,
+        "answers": answers,
+        "retrieval": retrieval,
+        "usage": unstructure(prediction.usage),
+        "usage_by_prompt": {k: unstructure(v) for k, v in prediction.usage_by_prompt},
+        "seconds": round(seconds, 3),
+        "trace": unstructure(attrs.evolve(prediction, usage_by_prompt=())),
+    }
+
+
+def answer_and_score(
+    recipe: Recipe, example: QAExample, llm: LLM, models: ModelStore, cache: IndexCache | None
+) -> dict[str, Any]:
+    """Build (or load) the question's index, answer it, and score it."""
+    started = time.perf_counter()
+    index = searchable_index(recipe, example, models, cache)
+    prediction = answer_question(recipe, example, llm, models=models, index=index)
+    return score(example, prediction, units_of(index), time.perf_counter() - started)
+
+
+@attrs.define
+class Tally:
+    """Running figures for the progress bar: primary F1 and LLM calls per question."""
+
+    n: int = 0
+    f1: float = 0.0
+    calls: int = 0
+    failed: int = 0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.n += 1
+        self.f1 += float(record.get("f1", 0.0))
+        usage = record.get("usage", {})
+        self.calls += int(usage.get("calls", 0)) + int(usage.get("cache_hits", 0))
+
+    def postfix(self) -> dict[str, str]:
+        if not self.n:
+            return {}
+        out = {"F1": f"{100 * self.f1 / self.n:.1f}", "calls/q": f"{self.calls / self.n:.1f}"}
+        return out | ({"failed": str(self.failed)} if self.failed else {})
+
+
+def pending(examples: Sequence[QAExample], records: Iterable[Mapping[str, Any]]) -> list[QAExample]:
+    """The examples without a finished line, in dataset order."""
+    done = done_ids(list(records))
+    return [e for e in examples if e.qid not in done]
+
+
+async def _drive(
+    todo: Sequence[QAExample],
+    work: Callable[[QAExample], dict[str, Any]],
+    on_record: Callable[[dict[str, Any]], None],
+    on_error: Callable[[QAExample, ChainragError], None],
+    concurrency: int,
+) -> None:
+    loop = asyncio.get_running_loop()
+    queue = iter(todo)
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="question") as pool:
+
+        async def worker() -> None:
+            for example in queue:  # one iterator shared by the workers (one event loop)
+                try:
+                    record = await loop.run_in_executor(pool, work, example)
+                except ChainragError as exc:
+                    on_error(example, exc)
+                    continue
+                on_record(record)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, len(todo)) or 1):
+                group.create_task(worker())
+
+
+@attrs.frozen
+class SessionResult:
+    answered: int
+    failed: int
+    skipped: int
+    torn_bytes: int
+    seconds: float
+
+
+def run_recipe(
+    recipe: Recipe,
+    examples: Sequence[QAExample],
+    run: RunDir,
+    llm: LLM,
+    *,
+    concurrency: int = 1,
+    llm_slots: int = 1,
+    models: ModelStore | None = None,
+    cache: IndexCache | None = None,
+    progress: Callable[[int, int, Tally], None] | None = None,
+) -> SessionResult:
+    """Answer the questions of ``examples`` that ``run`` has no line for, appending a line each.
+
+    Args:
+        concurrency: Questions in flight at once.
+        llm_slots: LLM requests in flight at once (1 for the local server).
+        progress: Called as ``progress(done, total, tally)`` after every question.
+    """
+    started = time.perf_counter()
+    records, torn = run.records(repair=True)
+    todo = pending(examples, records)
+    wanted = {e.qid for e in examples}
+    tally = Tally()
+    for record in records:
+        if record["id"] in wanted:
+            tally.add(record)
+    total, done = len(examples), len(examples) - len(todo)
+    if progress:
+        progress(done, total, tally)
+    limited = LimitedLLM.at_most(llm, llm_slots)
+    models = models or ModelStore()
+    writer = LineWriter(run.predictions_path)
+    errors = LineWriter(run.folder / "errors.jsonl")
+
+    def on_record(record: dict[str, Any]) -> None:
+        nonlocal done
+        writer.append(record)
+        tally.add(record)
+        done += 1
+        if progress:
+            progress(done, total, tally)
+
+    def on_error(example: QAExample, exc: ChainragError) -> None:
+        tally.failed += 1
+        errors.append(
+            {"id": example.qid, "error": type(exc).__name__, "message": str(exc),
+             "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        )  # fmt: skip
+        if progress:
+            progress(done, total, tally)
+
+    try:
+        asyncio.run(
+            _drive(
+                todo,
+                lambda e: answer_and_score(recipe, e, limited, models, cache),
+                on_record,
+                on_error,
+                concurrency,
+            )
+        )
+    finally:
+        writer.close()
+        errors.close()
+    return SessionResult(
+        answered=tally.n - (len(examples) - len(todo)),
+        failed=tally.failed,
+        skipped=len(examples) - len(todo),
+        torn_bytes=torn,
+        seconds=time.perf_counter() - started,
+    )

@@ -1,0 +1,295 @@
+"""The run harness: one line per question, resume after a torn line and after kill -9,
+bounded concurrency, failures kept apart, and the report rendered from a stored run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chainrag.cli import app
+from chainrag.data import load_dataset
+from chainrag.errors import ChainragError
+from chainrag.evaluate import run_recipe
+from chainrag.llm.fake import ScriptedLLM
+from chainrag.recipe import Recipe, load_recipe
+from chainrag.report import find_runs, markdown, plots, rows_of
+from chainrag.runs import RunDir, RunError, locked, read_lines
+from chainrag.types import LLMRequest, LLMResponse, QAExample, Usage
+
+from .conftest import ROOT, SHARED
+from .fake_openai_server import FakeOpenAI, serve
+
+pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+
+DATA = SHARED / "data" / "musique_dev.jsonl"
+
+
+def naive_recipe(tmp_path: Path, extra: str = "", name: str = "naive") -> tuple[Path, Recipe]:
+    """NaiveRAG over chunks with a cheap hashed embedder (no model to load)."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        f"base: {ROOT / 'recipes' / 'baselines' / 'naive.yaml'}\n"
+        f"name: {name}\n"
+        "index: {embedder: {kind: hashed_bow, dim: 64}}\n" + extra
+    )
+    return path, load_recipe(path)
+
+
+def gold_replier(examples: list[QAExample]) -> ScriptedLLM:
+    """Answers the gold answer for even-numbered questions and "Paris" otherwise."""
+    right = {e.question: e.answers[0] for e in examples[::2]}
+
+    def reply(request: LLMRequest) -> str:
+        text = " ".join(m.content for m in request.messages)
+        return next((a for q, a in right.items() if q in text), "Paris")
+
+    return ScriptedLLM({"cxtint": reply})
+
+
+def start(tmp_path: Path, recipe_path: Path, recipe: Recipe, folder: str = "run") -> RunDir:
+    run = RunDir(tmp_path / folder)
+    run.folder.mkdir(parents=True, exist_ok=True)
+    run.start(recipe, recipe_path, "musique", DATA)
+    return run
+
+
+def test_one_line_per_question_with_scores_and_accounting(tmp_path: Path) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 4)
+    run = start(tmp_path, path, recipe)
+    result = run_recipe(recipe, examples, run, gold_replier(examples))
+    assert (result.answered, result.failed, result.skipped) == (4, 0, 0)
+    records, torn = run.records()
+    assert torn == 0
+    assert [r["id"] for r in records] == [e.qid for e in examples]
+    assert [r["f1"] for r in records] == [1.0, 0.0, 1.0, 0.0]
+    first = records[0]
+    assert first["answers"]["naive"]["em"] == 1.0
+    assert first["usage"]["calls"] == 1 and first["usage_by_prompt"]["cxtint"]["calls"] == 1
+    assert first["retrieval"]["level"] == "paragraph"
+    assert 0.0 <= first["retrieval"]["recall@5"] <= 1.0
+    assert first["trace"]["steps"][0]["retrieved"]
+    meta = run.meta()
+    assert meta["dataset"] == "musique" and meta["dataset_fingerprint"].startswith("sha256:")
+    assert meta["packages"]["chainrag"] and meta["models"]["llm"]["sha256"]
+    assert load_recipe(run.folder / "recipe.yaml") == recipe
+
+
+def test_resume_repairs_a_torn_last_line_and_runs_only_the_rest(tmp_path: Path) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 5)
+    run = start(tmp_path, path, recipe)
+    run_recipe(recipe, examples[:2], run, gold_replier(examples))
+    intact = run.predictions_path.read_bytes()
+    with run.predictions_path.open("ab") as fh:  # a crash in the middle of the third write
+        fh.write(b'{"id": "' + examples[2].qid.encode() + b'", "f1": 0.')
+    llm = gold_replier(examples)
+    result = run_recipe(recipe, examples, run, llm)
+    assert (result.answered, result.skipped) == (3, 2)
+    assert result.torn_bytes > 0
+    assert len(llm.requests) == 3  # nothing finished was asked again
+    data = run.predictions_path.read_bytes()
+    assert data.startswith(intact) and data.endswith(b"\n")
+    records, _ = read_lines(run.predictions_path, repair=False)
+    assert [r["id"] for r in records] == [e.qid for e in examples]  # none lost, none twice
+
+
+def test_a_broken_complete_line_is_an_error_and_changes_nothing(tmp_path: Path) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 2)
+    run = start(tmp_path, path, recipe)
+    run_recipe(recipe, examples[:1], run, gold_replier(examples))
+    with run.predictions_path.open("ab") as fh:
+        fh.write(b"this is not json\n")
+    before = run.predictions_path.read_bytes()
+    with pytest.raises(RunError, match=r"predictions.jsonl, line 2: not a JSON line"):
+        run_recipe(recipe, examples, run, gold_replier(examples))
+    assert run.predictions_path.read_bytes() == before
+
+
+def test_another_recipe_or_dataset_in_the_same_folder_is_refused(tmp_path: Path) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    start(tmp_path, path, recipe)
+    other_path, other = naive_recipe(tmp_path, "retrieval: {seed: {k: 2}}\n", name="naive_k2")
+    with pytest.raises(RunError, match="holds a run of another recipe"):
+        start(tmp_path, other_path, other)
+    changed = tmp_path / "musique_copy.jsonl"
+    changed.write_text(DATA.read_text()[:5000].rsplit("\n", 1)[0] + "\n")
+    with pytest.raises(RunError, match="the dataset file changed"):
+        RunDir(tmp_path / "run").start(recipe, path, "musique", changed)
+
+
+def test_a_second_writer_is_locked_out(tmp_path: Path) -> None:
+    with (
+        locked(tmp_path / "run"),
+        pytest.raises(RunError, match=r"another chainrag run \(pid"),
+        locked(tmp_path / "run"),
+    ):
+        pass
+    with locked(tmp_path / "run"):  # released again
+        pass
+
+
+class SlowLLM:
+    """Counts the requests in flight at once; every request takes ``delay`` seconds."""
+
+    def __init__(self, delay: float = 0.05) -> None:
+        self.delay = delay
+        self.now = self.peak = self.calls = 0
+        self.lock = threading.Lock()
+        self.threads: set[str] = set()
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        with self.lock:
+            self.now += 1
+            self.calls += 1
+            self.peak = max(self.peak, self.now)
+            self.threads.add(threading.current_thread().name)
+        time.sleep(self.delay)
+        with self.lock:
+            self.now -= 1
+        return LLMResponse("Paris", "slow", Usage(calls=1, prompt_tokens=5, completion_tokens=1))
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize(("concurrency", "slots"), [(1, 1), (4, 1), (4, 2), (6, 6)])
+def test_concurrency_bounds_llm_requests_in_flight(
+    tmp_path: Path, concurrency: int, slots: int
+) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 12)
+    run = start(tmp_path, path, recipe)
+    llm = SlowLLM()
+    result = run_recipe(recipe, examples, run, llm, concurrency=concurrency, llm_slots=slots)
+    assert result.answered == 12 and llm.calls == 12
+    assert llm.peak == min(slots, concurrency)
+    assert len(llm.threads) == concurrency  # the questions really ran in that many workers
+    ids = [r["id"] for r in run.records()[0]]
+    assert sorted(ids) == sorted(e.qid for e in examples) and len(set(ids)) == 12
+
+
+def test_failed_questions_go_to_errors_and_are_tried_again(tmp_path: Path) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 3)
+    run = start(tmp_path, path, recipe)
+    doomed = examples[1].question
+
+    def reply(request: LLMRequest) -> str:
+        if any(doomed in m.content for m in request.messages):
+            raise ChainragError("the LLM stayed down")
+        return "Paris"
+
+    result = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": reply}))
+    assert (result.answered, result.failed) == (2, 1)
+    errors, _ = read_lines(run.folder / "errors.jsonl", repair=False)
+    assert errors[0]["id"] == examples[1].qid and "stayed down" in errors[0]["message"]
+    assert find_runs([run.folder])[0].failed == 1
+    again = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": ["Paris"]}))
+    assert (again.answered, again.skipped, again.failed) == (1, 2, 0)
+    assert find_runs([run.folder])[0].failed == 0
+
+
+def test_report_from_a_stored_run(tmp_path: Path) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 4)
+    run = start(tmp_path, path, recipe, folder="runs/musique/naive")
+    run_recipe(recipe, examples, run, gold_replier(examples))
+    runs = find_runs([tmp_path / "runs"])
+    (row,) = rows_of(runs[0])
+    assert (row.label, row.n, row.f1, row.em, row.calls) == ("NaiveRAG", 4, 50.0, 50.0, 1.0)
+    text = markdown(runs)
+    assert "## musique" in text
+    assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 50.00 | 50.00 |" in text
+    assert "the paper's Table 1" in text and "| NaiveRAG | 29.82 / 19.00 |" in text
+    written = plots(runs, tmp_path / "plots")
+    assert {p.name for p in written} == {"f1_by_method.png", "f1_vs_calls.png"}
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+
+
+def test_report_command(tmp_path: Path) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 2)
+    run = start(tmp_path, path, recipe, folder="runs/musique/naive")
+    run_recipe(recipe, examples, run, gold_replier(examples))
+    runner = CliRunner()
+    out = tmp_path / "report.md"
+    result = runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "| NaiveRAG |" in out.read_text()
+    assert (tmp_path / "plots" / "f1_vs_calls.png").is_file()
+    missing = runner.invoke(app, ["report", str(tmp_path / "nothing")])
+    assert missing.exit_code == 1 and "no such run directory" in missing.output
+
+
+def _cli() -> list[str]:
+    return [str(Path(sys.executable).parent / "chainrag")]
+
+
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_run_command_resumes_after_kill_9(tmp_path: Path) -> None:
+    """kill -9 in the middle of a run, tear the last line too, and start again: every
+    question ends up with exactly one line."""
+    fake = FakeOpenAI([], reply="Paris", delay_s=0.15)
+    with serve(fake) as api_base:
+        path, _ = naive_recipe(
+            tmp_path,
+            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}', "
+            "max_retries: 0}\n",
+        )
+        args = [*_cli(), "run", str(path), "--dataset", "musique", "--limit", "12",
+                "--out", str(tmp_path / "runs"), "--no-report"]  # fmt: skip
+        predictions = tmp_path / "runs" / "musique" / "naive" / "predictions.jsonl"
+        env = os.environ | {"CHAINRAG_CACHE": str(tmp_path / "cache")}
+        process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while _lines(predictions) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        killed_at = _lines(predictions)
+        assert 3 <= killed_at < 12
+        with predictions.open("ab") as fh:
+            fh.write(b'{"id": "torn')
+        again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr
+        assert "torn last line repaired" in again.stdout
+        assert f"{killed_at} already done" in again.stdout
+    records, torn = read_lines(predictions, repair=False)
+    assert torn == 0
+    ids = [r["id"] for r in records]
+    assert len(ids) == 12 and set(ids) == {e.qid for e in load_dataset("musique", 12)}
+    meta = json.loads((predictions.parent / "run.json").read_text())
+    assert len(meta["sessions"]) == 2 and meta["sessions"][1]["resumed_from"] == killed_at
+
+
+def test_run_command_rejects_bad_input_before_running(tmp_path: Path) -> None:
+    runner = CliRunner()
+    path, _ = naive_recipe(tmp_path)
+    bad_dataset = runner.invoke(app, ["run", str(path), "--dataset", "squad"])
+    assert bad_dataset.exit_code == 1 and "unknown dataset 'squad'" in bad_dataset.output
+    index_only = tmp_path / "index_only.yaml"
+    index_only.write_text(f"base: {ROOT / 'recipes' / 'index' / 'chunks.yaml'}\n")
+    incomplete = runner.invoke(
+        app, ["run", str(index_only), "--dataset", "musique", "--out", str(tmp_path / "runs")]
+    )
+    assert incomplete.exit_code == 1 and "no retrieval, method section" in incomplete.output
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"input": "Who?", "context": "", "answers": ["x"]}) + "\n")
+    out = ["--out", str(tmp_path / "runs")]
+    no_passages = runner.invoke(app, ["run", str(path), "--dataset", f"longbench:{empty}", *out])
+    assert no_passages.exit_code == 1 and "carry no passages of their own" in no_passages.output
+    assert not (tmp_path / "runs").exists()
