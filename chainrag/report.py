@@ -1,0 +1,313 @@
+"""Reports from stored runs: markdown tables per dataset beside the paper's Table 1, and plots.
+
+    chainrag report runs/musique/ansint runs/musique/naive --plots docs/plots
+
+Every row is one answer of one run (a ChainRAG run gives an AnsInt and a CxtInt row), averaged
+over the questions the run answered: F1, EM (in %), Recall@k of the units the method retrieved
+(paragraph level on MuSiQue, sentence level on HotpotQA/2Wiki; see :mod:`chainrag.metrics`),
+LLM calls per question (requests the method made, answered by the model or by the response
+cache), tokens per question (of the requests the model answered) and seconds per question
+(wall time, index building included). The paper's Table 1 rows are
+printed below ours, labelled as the paper's, since they were measured with other LLMs, other
+contexts (LongBench's) and 200 questions per dataset.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from chainrag.runs import RunDir, RunError
+
+PRETTY = {
+    "ansint": "ChainRAG (AnsInt)",
+    "cxtint": "ChainRAG (CxtInt)",
+    "naive": "NaiveRAG",
+    "naive_qd": "NaiveRAG w/ QD",
+    "iter_retgen": "Iter-RetGen",
+}
+MAIN_RECIPES = {"ansint", "cxtint", "naive", "naive_qd", "iter_retgen"}
+
+# The ChainRAG paper's Table 1: F1 and EM (%) on MuSiQue, 2Wiki, HotpotQA (200 LongBench
+# questions each); the LongRAG and HippoRAG rows are left out (not implemented here).
+_TABLE_1 = """
+GPT-4o-mini|NaiveRAG|29.82 19.00 50.61 42.50 56.92 42.00
+GPT-4o-mini|NaiveRAG w/ QD|37.49 26.00 56.88 38.50 60.00 43.50
+GPT-4o-mini|Iter-RetGen|38.41 33.00 58.43 50.50 57.77 42.00
+GPT-4o-mini|ChainRAG (AnsInt)|50.54 37.00 62.55 52.00 60.73 46.00
+GPT-4o-mini|ChainRAG (CxtInt)|47.87 38.50 56.54 50.50 64.59 50.00
+Qwen2.5-72B|NaiveRAG|27.08 16.50 39.82 28.50 50.25 34.50
+Qwen2.5-72B|NaiveRAG w/ QD|33.91 20.50 53.84 37.00 52.14 34.50
+Qwen2.5-72B|Iter-RetGen|40.15 31.50 53.59 41.50 58.41 45.00
+Qwen2.5-72B|ChainRAG (AnsInt)|47.75 37.00 64.23 54.00 60.55 46.00
+Qwen2.5-72B|ChainRAG (CxtInt)|49.37 39.00 65.85 55.50 64.54 52.00
+GLM-4-Plus|NaiveRAG|37.86 28.00 57.78 45.50 58.42 44.00
+GLM-4-Plus|NaiveRAG w/ QD|30.33 22.50 60.93 48.00 59.05 44.00
+GLM-4-Plus|Iter-RetGen|52.57 44.50 66.56 56.50 61.03 48.50
+GLM-4-Plus|ChainRAG (AnsInt)|51.66 40.00 67.35 58.00 55.40 42.00
+GLM-4-Plus|ChainRAG (CxtInt)|49.40 38.00 70.58 61.50 64.22 50.00
+"""
+PAPER_TABLE_1: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
+for _line in _TABLE_1.strip().splitlines():
+    _llm, _method, _numbers = _line.split("|")
+    _v = [float(x) for x in _numbers.split()]
+    PAPER_TABLE_1.setdefault(_llm, {})[_method] = {
+        "musique": (_v[0], _v[1]),
+        "2wiki": (_v[2], _v[3]),
+        "hotpotqa": (_v[4], _v[5]),
+    }
+ABLATIONS = ("no_rewrite", "no_ec", "no_ss", "no_sa", "no_graph")
+K_SWEEP = ("k1", "k2", "k3", "k4", "k5")
+
+
+@attrs.frozen
+class Run:
+    """A stored run: its directory, description and finished records."""
+
+    folder: Path
+    meta: Mapping[str, Any]
+    records: tuple[Mapping[str, Any], ...]
+    failed: int
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("recipe_name", self.folder.name))
+
+    @property
+    def dataset(self) -> str:
+        return str(self.meta.get("dataset", "?"))
+
+    @property
+    def llm(self) -> str:
+        return str(self.meta.get("models", {}).get("llm", {}).get("model", "?"))
+
+
+def load_run(folder: Path) -> Run:
+    """Read a run directory without changing it (a torn last line is ignored, not cut)."""
+    run = RunDir(folder)
+    meta = run.meta()
+    records, _ = run.records(repair=False)
+    failed_ids = set()
+    errors = folder / "errors.jsonl"
+    if errors.exists():
+        from chainrag.runs import read_lines
+
+        failed_ids = {str(e.get("id")) for e in read_lines(errors, repair=False)[0]}
+    failed_ids -= {str(r.get("id")) for r in records}
+    return Run(folder, meta, tuple(records), len(failed_ids))
+
+
+def find_runs(paths: Iterable[Path]) -> list[Run]:
+    """Runs in the given folders: each folder is a run or holds runs below it."""
+    runs: list[Run] = []
+    for path in paths:
+        if not path.is_dir():
+            raise RunError(f"{path}: no such run directory")
+        found = (
+            [path]
+            if (path / "run.json").is_file()
+            else sorted(p.parent for p in path.rglob("run.json"))
+        )
+        if not found:
+            raise RunError(f"{path}: no run.json in it or below it")
+        runs.extend(load_run(p) for p in found)
+    return runs
+
+
+@attrs.frozen
+class Row:
+    """One answer variant of one run, averaged over its questions (rates in %)."""
+
+    label: str
+    run: str
+    variant: str
+    dataset: str
+    llm: str
+    n: int
+    failed: int
+    f1: float
+    em: float
+    recall: dict[str, float]
+    calls: float
+    tokens: float
+    seconds: float
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def rows_of(run: Run) -> list[Row]:
+    """The rows of a run: one per answer variant, the primary one first."""
+    records = run.records
+    if not records:
+        return []
+    variants = list(dict.fromkeys(v for r in records for v in r.get("answers", {})))
+    with_retrieval = [r["retrieval"] for r in records if r.get("retrieval")]
+    first = with_retrieval[0] if with_retrieval else {}
+    recall_keys = [k for k in first if k.startswith("recall@")]
+    recall = {k: 100 * _mean([float(r[k]) for r in with_retrieval]) for k in recall_keys}
+    usage = [r.get("usage", {}) for r in records]
+    calls = _mean([float(u.get("calls", 0) + u.get("cache_hits", 0)) for u in usage])
+    tokens = _mean([float(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0))
+                    for u in usage])  # fmt: skip
+    seconds = _mean([float(r.get("seconds", 0.0)) for r in records])
+    out = []
+    for variant in variants:
+        scored = [r["answers"][variant] for r in records if variant in r.get("answers", {})]
+        pretty = PRETTY.get(variant, variant)
+        label = pretty if run.name in MAIN_RECIPES else f"{pretty}, {run.name}"
+        out.append(
+            Row(label, run.name, variant, run.dataset, run.llm, len(scored), run.failed,
+                100 * _mean([s["f1"] for s in scored]), 100 * _mean([s["em"] for s in scored]),
+                recall, calls, tokens, seconds)
+        )  # fmt: skip
+    return out
+
+
+def _fmt(value: float, digits: int = 2) -> str:
+    return "–" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def dataset_table(rows: Sequence[Row]) -> str:
+    """Our rows for one dataset as a markdown table, then the paper's rows for it."""
+    recall_keys = list(dict.fromkeys(k for r in rows for k in r.recall))
+    head = ["method", "LLM", "n", "F1", "EM", *(k.replace("recall", "R") for k in recall_keys),
+            "calls/q", "tokens/q", "s/q"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    seen: set[str] = set()
+    for row in rows:
+        label = row.label if row.label not in seen else f"{row.label} ({row.run})"
+        seen.add(row.label)
+        n = f"{row.n}" + (f" (+{row.failed} failed)" if row.failed else "")
+        cells = [label, row.llm, n, _fmt(row.f1), _fmt(row.em),
+                 *(_fmt(row.recall.get(k, math.nan), 1) for k in recall_keys),
+                 _fmt(row.calls, 1), _fmt(row.tokens, 0), _fmt(row.seconds, 1)]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    dataset = rows[0].dataset if rows else ""
+    methods = list(dict.fromkeys(m for table in PAPER_TABLE_1.values() for m in table))
+    llms = list(PAPER_TABLE_1)
+    if any(dataset in PAPER_TABLE_1[llm].get(m, {}) for llm in llms for m in methods):
+        lines += ["", "For reference, **the paper's Table 1** (F1 / EM; not measured here: 200 "
+                  "LongBench questions, other LLMs and embedder, bge-reranker):", "",
+                  "| method (paper) | " + " | ".join(llms) + " |",
+                  "|---" * (len(llms) + 1) + "|"]  # fmt: skip
+        for method in methods:
+            cells = []
+            for llm in llms:
+                f1, em = PAPER_TABLE_1[llm].get(method, {}).get(dataset, (math.nan, math.nan))
+                cells.append(f"{_fmt(f1)} / {_fmt(em)}")
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown(runs: Sequence[Run]) -> str:
+    """The whole report: one section per dataset."""
+    by_dataset: dict[str, list[Row]] = {}
+    for run in runs:
+        for row in rows_of(run):
+            by_dataset.setdefault(row.dataset, []).append(row)
+    if not by_dataset:
+        return "No finished questions in these runs yet."
+    sections = [
+        "Rates in %; calls, tokens and seconds per question; R@k = recall of the gold evidence "
+        "in the first k units retrieved (paragraphs on MuSiQue, sentences on HotpotQA/2Wiki)."
+    ]
+    for dataset, rows in by_dataset.items():
+        sections.append(f"## {dataset}\n\n{dataset_table(rows)}")
+    return "\n\n".join(sections) + "\n"
+
+
+def plots(runs: Sequence[Run], folder: Path) -> list[Path]:
+    """PNG plots in ``folder``: F1 by method and dataset, F1 against LLM calls per question,
+    and — where ablation or k-sweep runs exist — bars like the paper's Figures 4–5 and a line
+    like its Figure 7. Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [row for run in runs for row in rows_of(run)]
+    if not rows:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    main = [r for r in rows if r.run in MAIN_RECIPES]
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
+
+    if main:
+        labels = list(dict.fromkeys(r.label for r in main))
+        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(datasets) * len(labels) / 2), 4))
+        width = 0.8 / len(labels)
+        for i, label in enumerate(labels):
+            values = [next((r.f1 for r in main if r.label == label and r.dataset == d), 0.0)
+                      for d in datasets]  # fmt: skip
+            ax.bar([x + i * width for x in range(len(datasets))], values, width, label=label)
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(datasets))], datasets)
+        ax.set_ylabel("F1 (%)")
+        ax.set_title("F1 by method and dataset")
+        ax.legend(fontsize=8)
+        written.append(_save(fig, folder / "f1_by_method.png"))
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for dataset, marker in zip(datasets, "osD^v<>", strict=False):
+        points = [r for r in rows if r.dataset == dataset]
+        ax.scatter([r.calls for r in points], [r.f1 for r in points], marker=marker, label=dataset)
+        for r in points:
+            ax.annotate(r.label, (r.calls, r.f1), fontsize=6, xytext=(3, 3),
+                        textcoords="offset points")  # fmt: skip
+    ax.set_xlabel("LLM calls per question")
+    ax.set_ylabel("F1 (%)")
+    ax.set_title("F1 against LLM calls")
+    ax.legend(fontsize=8)
+    written.append(_save(fig, folder / "f1_vs_calls.png"))
+
+    ablation = [r for r in rows if r.run in ABLATIONS or r.run in ("ansint", "cxtint")]
+    if any(r.run in ABLATIONS for r in rows):
+        names = ["full", *[a for a in ABLATIONS if any(r.run == a for r in ablation)]]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, metric in zip(axes, ("f1", "em"), strict=True):
+            groups = [(d, v) for d in datasets for v in ("ansint", "cxtint")]
+            width = 0.8 / len(names)
+            for i, name in enumerate(names):
+                runs_named = ("ansint", "cxtint") if name == "full" else (name,)
+                values = [
+                    next((getattr(r, metric) for r in ablation if r.run in runs_named
+                          and r.dataset == d and r.variant == v), 0.0)
+                    for d, v in groups
+                ]  # fmt: skip
+                ax.bar([x + i * width for x in range(len(groups))], values, width,
+                       label=name.replace("no_", "w/o "))  # fmt: skip
+            ax.set_xticks([x + 0.4 - width / 2 for x in range(len(groups))],
+                          [f"{d}\n{PRETTY[v][10:-1]}" for d, v in groups], fontsize=7)  # fmt: skip
+            ax.set_ylabel(f"{metric.upper()} (%)")
+            ax.set_title(f"Ablations, {metric.upper()} (cf. the paper's Figures 4–5)")
+        axes[0].legend(fontsize=7)
+        written.append(_save(fig, folder / "ablations.png"))
+
+    sweep = [r for r in rows if r.run in K_SWEEP]
+    if sweep:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for dataset, variant in dict.fromkeys((r.dataset, r.variant) for r in sweep):
+            curve = sorted((int(r.run[1:]), r.f1) for r in sweep
+                           if r.dataset == dataset and r.variant == variant)  # fmt: skip
+            ax.plot(*zip(*curve, strict=True), marker="o", label=f"{dataset} {variant}")
+        ax.set_xlabel("k seed sentences")
+        ax.set_ylabel("F1 (%)")
+        ax.set_title("F1 against k (cf. the paper's Figure 7)")
+        ax.legend(fontsize=8)
+        written.append(_save(fig, folder / "k_sweep.png"))
+    return written
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
