@@ -29,9 +29,15 @@ $(STAMP): requirements/lock.txt pyproject.toml
 	@$(BIN)/python scripts/check_site_packages.py
 	@touch $(STAMP)
 
+# The main job: the local 1.5B model answers the first DEMO_N MuSiQue dev questions with
+# ChainRAG (AnsInt and CxtInt from one run) and NaiveRAG, then the report is printed.
+# Stopped at any point, `make demo` again continues where it stopped.
+DEMO_N ?= 5
 demo: venv
-	$(BIN)/chainrag models fetch
-	$(BIN)/chainrag validate recipes
+	$(BIN)/chainrag models fetch --llm qwen2.5-coder-1.5b
+	$(BIN)/chainrag run recipes/chainrag/ansint.yaml recipes/baselines/naive.yaml \
+		--dataset musique --limit $(DEMO_N) --out runs/demo --no-report
+	$(BIN)/chainrag report runs/demo
 
 lint: venv
 	$(BIN)/ruff check chainrag tests bench scripts
