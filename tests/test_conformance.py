@@ -30,6 +30,7 @@ from chainrag.types import (
     GraphInputs,
     Hit,
     IntegrationInput,
+    KnowledgeItem,
     Passage,
     QAExample,
     ReservoirMatch,
@@ -80,11 +81,16 @@ def _reply(request: Any) -> str:
         "decompose": '["Who wrote X?", "Where was this author born?"]',
         "multi_hop": '{"is_multi_hop": true}',
         "sufficiency": "yes",
+        "supports": "No, they do not.",
+        "nli": "entailment" if "Paris" in str(request) else "neutral",
+        "query_plan": '{"Rewritten Question": ["Where is Paris?"], "Query": ["Paris city"]}',
+        "follow_up": "Where is France?",
     }.get(request.prompt_id, "Ann")
 
 
 PROMPTS = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
-           "ansint", "cxtint", "refers_back"]  # fmt: skip
+           "ansint", "cxtint", "refers_back", "supports", "nli", "query_plan",
+           "follow_up"]  # fmt: skip
 
 
 def _llm_context() -> Context:
@@ -163,6 +169,15 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
     "chunker": lambda: [
         ((Passage("0", "A", "one two three four five six seven"), Passage("1", "B", "")),),
         ((),),
+    ],
+    "follow_up_writer": lambda: [
+        ("Where was the author of X born?", ("X was written by Ann.",), _llm_context()),
+        ("q", (), _llm_context()),
+    ],
+    "query_rewriter": lambda: [("Where is Paris?", _llm_context())],
+    "knowledge_filter": lambda: [
+        ("Where is Paris?", (KnowledgeItem("Paris is."), KnowledgeItem("Rome.")), _llm_context()),
+        ("q", (), _llm_context()),
     ],
     "cache_trigger": lambda: [
         (ReservoirMatch((), np.array([0.9, 0.5, 0.41, 0.1], dtype=np.float32)),),

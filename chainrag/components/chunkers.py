@@ -48,3 +48,20 @@ class WordChunks:
                     Chunk(len(chunks), text, p_index, passage.title, position, start, end)
                 )
         return tuple(chunks)
+
+
+@CHUNKERS.register("passages")
+@attrs.frozen
+class WholePassages:
+    """One unit per passage (seed 002 retrieves whole paragraphs), its text led by the
+    title ("Title: text") when ``with_title``. Recipe: ``{kind: passages, with_title: true}``.
+    """
+
+    with_title: bool = True
+
+    def __call__(self, passages: Sequence[Passage]) -> tuple[Chunk, ...]:
+        out = []
+        for i, p in enumerate(passages):
+            text = f"{p.title}: {p.text}" if self.with_title and p.title else p.text
+            out.append(Chunk(i, text, i, p.title, 0, 0, len(p.text)))
+        return tuple(out)

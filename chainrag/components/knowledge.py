@@ -1,0 +1,185 @@
+"""Seed 002's follow-up writer and seed 004's Query Rewriter+ and knowledge filters.
+
+* ``follow_up_writer: llm`` — the question and what was found → one follow-up search question
+  (seed 002's naive/guided iteration and tree retrieval).
+* ``query_rewriter: llm_json`` — Query Rewriter+: one call → ``{"Rewritten Question": [...],
+  "Query": [...]}``; unusable output (after one repair) falls back to the question itself.
+* ``knowledge_filter: llm_nli`` — a few-shot LLM NLI judge per item (premise = the item,
+  hypothesis = "it clearly answers the question"); only ``entailment`` is kept. Seed 004 uses a
+  LoRA-tuned Gemma-2B as its judge; no NLI model ships offline here, so this is the default.
+* ``knowledge_filter: nli_cross_encoder`` — a local NLI cross-encoder folder (e.g. an MNLI
+  model), premise = the item, hypothesis = the question turned into a claim of answerability.
+* ``knowledge_filter: keep_all`` — no filter (the "w/o filter" ablation).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from chainrag.components.judges import numbered
+from chainrag.components.reasoning import clean_answer
+from chainrag.components.rerankers import _existing, _minilm_example
+from chainrag.context import Context
+from chainrag.errors import LLMOutputError
+from chainrag.llm.prompts import load_prompt
+from chainrag.llm.structured import complete_json
+from chainrag.registry import FOLLOW_UP_WRITERS, KNOWLEDGE_FILTERS, QUERY_REWRITERS
+from chainrag.types import KnowledgeItem, QueryPlan
+
+
+@FOLLOW_UP_WRITERS.register("llm")
+@attrs.frozen
+class LLMFollowUp:
+    """One follow-up search question for the missing information (seed 002).
+
+    An empty reply falls back to the question itself. Recipe: ``{kind: llm}``.
+    """
+
+    prompt_version: int = 1
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> str:
+        llm = ctx.require_llm("llm follow-up writer")
+        prompt = load_prompt("follow_up", self.prompt_version)
+        reply = llm.complete(prompt.request(question=question, evidence=numbered(evidence)))
+        return clean_answer(reply.text) or question
+
+
+def _plan(value: Any) -> QueryPlan:
+    if not isinstance(value, dict):
+        raise ValueError('expected {"Rewritten Question": [...], "Query": [...]}')
+
+    def strings(key: str) -> tuple[str, ...]:
+        items = value.get(key)
+        if not isinstance(items, list):
+            raise ValueError(f"{key!r} must be a list of strings")
+        return tuple(dict.fromkeys(str(i).strip() for i in items if str(i).strip()))
+
+    questions, queries = strings("Rewritten Question"), strings("Query")
+    if not queries:
+        raise ValueError("'Query' must hold at least one search query")
+    return QueryPlan(questions, queries)
+
+
+@QUERY_REWRITERS.register("llm_json")
+@attrs.frozen
+class QueryRewriterPlus:
+    """Query Rewriter+ (seed 004): rewritten questions and up to ``max_queries`` search
+    queries from one LLM call; the original question always leads the queries when
+    ``keep_question``. Unusable output falls back to the question alone.
+    Recipe: ``{kind: llm_json, max_queries: 4, keep_question: true}``.
+    """
+
+    max_queries: int = attrs.field(default=4, validator=attrs.validators.ge(1))
+    keep_question: bool = True
+    prompt_version: int = 1
+
+    def __call__(self, question: str, ctx: Context) -> QueryPlan:
+        llm = ctx.require_llm("llm_json query rewriter")
+        request = load_prompt("query_plan", self.prompt_version).request(question=question)
+        try:
+            plan, _ = complete_json(llm, request, _plan)
+        except LLMOutputError:
+            return QueryPlan((question,), (question,))
+        queries = ((question,) if self.keep_question else ()) + plan.queries
+        return QueryPlan(plan.questions, tuple(dict.fromkeys(queries))[: self.max_queries])
+
+
+_LABEL = re.compile(r"\b(entailment|entails|neutral|neural|contradiction)\b", re.IGNORECASE)
+
+
+def nli_label(text: str) -> str:
+    """The first NLI label in a reply (``neural`` read as neutral); ``unreadable`` if none."""
+    match = _LABEL.search(text)
+    if match is None:
+        return "unreadable"
+    word = match.group(1).lower()
+    return {"entails": "entailment", "neural": "neutral"}.get(word, word)
+
+
+@KNOWLEDGE_FILTERS.register("llm_nli")
+@attrs.frozen
+class LLMNLIFilter:
+    """Few-shot LLM NLI judge, one call per item; keeps items judged ``entailment`` (an
+    unreadable reply counts as not entailed). Recipe: ``{kind: llm_nli}``.
+    """
+
+    prompt_version: int = 1
+
+    def __call__(
+        self, question: str, items: Sequence[KnowledgeItem], ctx: Context
+    ) -> tuple[KnowledgeItem, ...]:
+        llm = ctx.require_llm("llm_nli knowledge filter")
+        prompt = load_prompt("nli", self.prompt_version)
+        kept = []
+        for item in items:
+            reply = llm.complete(prompt.request(question=question, knowledge=item.text))
+            if nli_label(reply.text) == "entailment":
+                kept.append(item)
+        return tuple(kept)
+
+
+def _nli_example() -> dict[str, str]:
+    """The offline MiniLM folder (one untrained output; label index 0): for conformance."""
+    return {**_minilm_example(), "entailment": "0"}
+
+
+@KNOWLEDGE_FILTERS.register("nli_cross_encoder", example=_nli_example)
+@attrs.frozen
+class NLICrossEncoderFilter:
+    """An NLI cross-encoder from a local folder: premise = the item, hypothesis = "This
+    answers: <question>"; keeps items whose most likely label is ``entailment`` (a label name
+    from the model's config, or its index as digits, e.g. "0"). Recipe:
+    ``{kind: nli_cross_encoder, model_path: /models/nli-deberta-v3-small}``.
+    """
+
+    model_path: str = attrs.field(validator=_existing)
+    entailment: str = "entailment"
+    batch_size: int = attrs.field(default=16, validator=attrs.validators.ge(1))
+
+    def __call__(
+        self, question: str, items: Sequence[KnowledgeItem], ctx: Context
+    ) -> tuple[KnowledgeItem, ...]:
+        if not items:
+            return ()
+
+        def load() -> Any:
+            from sentence_transformers import CrossEncoder
+
+            return CrossEncoder(self.model_path, device="cpu")
+
+        model = ctx.models.get(("nli_cross_encoder", self.model_path), load)
+        target = self._label_index(model)
+        pairs = [[item.text, f"This answers the question: {question}"] for item in items]
+        scores = np.asarray(
+            model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
+        )
+        best = scores.argmax(axis=-1) if scores.ndim == 2 else np.zeros(len(items), dtype=int)
+        return tuple(item for item, label in zip(items, best, strict=True) if label == target)
+
+    def _label_index(self, model: Any) -> int:
+        if self.entailment.isdigit():
+            return int(self.entailment)
+        labels = {str(v).lower(): int(k) for k, v in model.config.id2label.items()}
+        if self.entailment.lower() not in labels:
+            raise ValueError(
+                f"nli_cross_encoder {self.model_path}: no label {self.entailment!r} among "
+                f"{sorted(labels)}; set 'entailment' to the right label name or index"
+            )
+        return labels[self.entailment.lower()]
+
+
+@KNOWLEDGE_FILTERS.register("keep_all")
+@attrs.frozen
+class KeepAll:
+    """No filtering: every retrieved item is kept (the "w/o filter" ablation).
+    Recipe: ``{kind: keep_all}``."""
+
+    def __call__(
+        self, question: str, items: Sequence[KnowledgeItem], ctx: Context
+    ) -> tuple[KnowledgeItem, ...]:
+        return tuple(items)

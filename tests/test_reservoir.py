@@ -1,0 +1,76 @@
+"""The knowledge reservoir: persistence across restarts, concurrent writers, matching."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chainrag.reservoir import Reservoir, ReservoirError
+from chainrag.types import KnowledgeItem
+
+
+def _vec(*values: float) -> np.ndarray:
+    return np.asarray(values, dtype=np.float32)
+
+
+def test_matches_best_first_and_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite"
+    first = Reservoir(path)
+    items = (KnowledgeItem("Paris is in France.", "Paris"), KnowledgeItem("It is big.", "Paris"))
+    assert first.add("Where is Paris?", items, _vec(1, 0, 0), embedder="e") == 2
+    assert first.add("Where is Paris?", items, _vec(1, 0, 0), embedder="e") == 0  # no duplicates
+    first.add("Who is Ann?", (KnowledgeItem("Ann is a poet.", "Ann"),), _vec(0, 1, 0), embedder="e")
+    first.close()
+    again = Reservoir(path)
+    assert len(again) == 3
+    match = again.match(_vec(0.9, 0.1, 0), embedder="e")
+    assert [i.text for i in match.items] == ["Paris is in France.", "It is big.", "Ann is a poet."]
+    assert match.similarities[0] == pytest.approx(0.9 / np.hypot(0.9, 0.1), abs=1e-6)
+    assert np.all(np.diff(match.similarities) <= 0)
+    assert again.match(_vec(1, 0, 0), embedder="other").items == ()  # other embedder: unseen
+    assert again.match(_vec(1, 0), embedder="e").items == ()  # other dimension: unseen
+    assert len(again.match(_vec(1, 0, 0), embedder="e", limit=1).items) == 1
+
+
+def _writer(path: str, worker: int) -> None:
+    reservoir = Reservoir(path)
+    for i in range(25):
+        item = KnowledgeItem(f"fact {worker}-{i}", f"t{worker}")
+        reservoir.add(f"q{worker}-{i}", (item,), _vec(worker + 1, i, 1), embedder="e")
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite"
+    Reservoir(path).close()
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_writer, args=(str(path), w)) for w in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    assert len(Reservoir(path)) == 100
+
+
+def test_not_a_reservoir_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(ReservoirError, match=r"bad\.sqlite: not a usable reservoir"):
+        Reservoir(bad)
+
+
+@given(st.lists(st.lists(st.floats(-1, 1, width=32), min_size=3, max_size=3), max_size=12))
+def test_similarities_are_cosines_sorted(tmp_path_factory: pytest.TempPathFactory,
+                                         keys: list[list[float]]) -> None:  # fmt: skip
+    reservoir = Reservoir(tmp_path_factory.mktemp("r") / "m.sqlite")
+    for i, key in enumerate(keys):
+        reservoir.add(f"q{i}", (KnowledgeItem(f"t{i}"),), _vec(*key), embedder="e")
+    match = reservoir.match(_vec(1, 2, 3), embedder="e")
+    assert len(match.items) == len(match.similarities) <= 20
+    assert np.all(match.similarities <= 1 + 1e-5) and np.all(match.similarities >= -1 - 1e-5)
+    assert np.all(np.diff(match.similarities) <= 1e-7)

@@ -1,0 +1,181 @@
+"""Seed 002's guided and tree retrieval and seed 004's four modules, with a scripted LLM on a
+real MuSiQue question (the hashed embedder keeps them fast; retrieval quality is not the
+point here, the flows are)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chainrag.components.chunkers import WholePassages
+from chainrag.components.knowledge import LLMNLIFilter, QueryRewriterPlus, nli_label
+from chainrag.components.methods_seeds import MEMORY, last_yes_no
+from chainrag.context import Context
+from chainrag.data import load_dataset
+from chainrag.llm.fake import ScriptedLLM
+from chainrag.recipe import Recipe, load_recipe
+from chainrag.runner import answer_question
+from chainrag.types import KnowledgeItem, LLMRequest, Passage, QAExample
+
+from .conftest import ROOT, SHARED
+
+pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+
+
+def seed_recipe(tmp_path: Path, name: str, extra: str = "") -> Recipe:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        f"base: {ROOT / 'recipes' / 'seeds' / f'{name}.yaml'}\n"
+        "index: {embedder: {kind: hashed_bow, dim: 256}}\n" + extra
+    )
+    return load_recipe(path)
+
+
+@pytest.fixture(scope="module")
+def example() -> QAExample:
+    return load_dataset("musique", 1)[0]
+
+
+def prompts(llm: ScriptedLLM) -> list[str]:
+    return [r.prompt_id for r in llm.requests]
+
+
+def test_whole_passages_keep_titles_and_offsets() -> None:
+    chunks = WholePassages()((Passage("a", "Paris", "Capital of France."), Passage("b", "", "x")))
+    assert [c.text for c in chunks] == ["Paris: Capital of France.", "x"]
+    assert [(c.passage, c.start, c.end) for c in chunks] == [(0, 0, 18), (1, 0, 1)]
+    assert WholePassages(with_title=False)((Passage("a", "P", "t"),))[0].text == "t"
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [("Yes", True), ("no.", False), ("The passages say so. Yes", True),
+     ("Yes, they mention it, but no", False), ("Verdict: NO", False), ("unclear", None),
+     ("Nobody knows; yesterday", None)],
+)  # fmt: skip
+def test_support_verdict_is_the_last_yes_or_no(reply: str, verdict: bool | None) -> None:
+    assert last_yes_no(reply) is verdict
+
+
+@given(st.text())
+def test_last_yes_no_never_fails(text: str) -> None:
+    assert last_yes_no(text) in (True, False, None)
+
+
+def test_naive_iteration_answers_from_two_plus_two(tmp_path: Path, example: QAExample) -> None:
+    recipe = seed_recipe(tmp_path, "naive_iteration")
+    llm = ScriptedLLM({"follow_up": ["Who founded Pacific Electric?"], "cxtint": ["Henry"]})
+    prediction = answer_question(recipe, example, llm)
+    assert prompts(llm) == ["follow_up", "cxtint"]
+    first, second = prediction.steps
+    assert len(first.retrieved) == 2 and len(second.retrieved) == 2
+    assert not set(first.retrieved) & set(second.retrieved)
+    assert second.question == "Who founded Pacific Electric?"
+    follow_up_prompt = llm.requests[0].messages[-1].content
+    assert example.question in follow_up_prompt
+    assert prediction.answer == "Henry" and prediction.usage.calls == 2
+
+
+def test_guided_iteration_keeps_a_supported_answer(tmp_path: Path, example: QAExample) -> None:
+    recipe = seed_recipe(tmp_path, "guided_iteration")
+    llm = ScriptedLLM({"cxtint": ["Henry"], "supports": ["Yes."]})
+    prediction = answer_question(recipe, example, llm)
+    assert prompts(llm) == ["cxtint", "supports"]
+    (step,) = prediction.steps
+    assert len(step.retrieved) == 4 and prediction.answer == "Henry"
+
+
+def test_guided_iteration_iterates_when_unsupported(tmp_path: Path, example: QAExample) -> None:
+    recipe = seed_recipe(tmp_path, "guided_iteration")
+    llm = ScriptedLLM({
+        "cxtint": ["Henry", "Edith"],
+        "supports": ["Yes, Henry is named, but no passage says he founded it. No"],
+        "follow_up": ["Who founded it?"],
+    })  # fmt: skip
+    prediction = answer_question(recipe, example, llm)
+    assert prompts(llm) == ["cxtint", "supports", "follow_up", "cxtint"]
+    first, second = prediction.steps
+    assert first.answer is not None and not first.answer.answered
+    assert first.answer.answer == "Henry" and prediction.answer == "Edith"
+    assert len(first.retrieved) == 2 and len(second.retrieved) == 2
+
+
+def test_tree_grows_three_branches(tmp_path: Path, example: QAExample) -> None:
+    recipe = seed_recipe(tmp_path, "tree")
+    llm = ScriptedLLM({"follow_up": ["q1", "q2", "q3"], "cxtint": ["Henry"]})
+    prediction = answer_question(recipe, example, llm)
+    assert prompts(llm) == ["follow_up"] * 3 + ["cxtint"]
+    assert [s.question for s in prediction.steps] == ["q1", "q2", "q3"]
+    assert all(len(s.retrieved) == 3 and len(set(s.retrieved)) == 3 for s in prediction.steps)
+    roots = [s.retrieved[0] for s in prediction.steps]
+    assert len(set(roots)) == 3
+    context = llm.requests[-1].messages[-1].content
+    assert context.count("[1]") == 1  # one numbered context, de-duplicated
+
+
+def test_query_rewriter_plus_and_its_fallback() -> None:
+    reply = '{"Rewritten Question": ["Q1?"], "Query": ["a", "b", "a"]}'
+    good = ScriptedLLM({"query_plan": [reply]})
+    plan = QueryRewriterPlus(max_queries=3)("Q?", Context(llm=good))
+    assert plan.questions == ("Q1?",) and plan.queries == ("Q?", "a", "b")
+    bad = ScriptedLLM({"query_plan": ["no json"], "query_plan/repair": ['{"Query": 3}']})
+    fallback = QueryRewriterPlus()("Q?", Context(llm=bad))
+    assert fallback.questions == ("Q?",) and fallback.queries == ("Q?",)
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [("entailment", "entailment"), ("Label: Entails.", "entailment"), ("neural", "neutral"),
+     ("CONTRADICTION", "contradiction"), ("I am not sure", "unreadable")],
+)  # fmt: skip
+def test_nli_labels(reply: str, label: str) -> None:
+    assert nli_label(reply) == label
+
+
+def test_llm_nli_keeps_only_entailment() -> None:
+    llm = ScriptedLLM({"nli": ["entailment", "neutral", "contradiction", "???"]})
+    items = tuple(KnowledgeItem(f"fact {i}") for i in range(4))
+    assert LLMNLIFilter()("q", items, Context(llm=llm)) == (items[0],)
+
+
+def four_module_llm(example: QAExample) -> ScriptedLLM:
+    judged: list[str] = []
+
+    def nli(request: LLMRequest) -> str:  # the first three items judged are kept
+        judged.append(request.messages[-1].content)
+        return "entailment" if len(judged) <= 3 else "neutral"
+
+    plan = '{"Rewritten Question": ["Who founded it?"], "Query": ["founder", "company"]}'
+    return ScriptedLLM({"query_plan": lambda r: plan, "nli": nli, "cxtint": lambda r: "Henry"})
+
+
+def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExample) -> None:
+    memory = tmp_path / "memory.sqlite"
+    recipe = seed_recipe(tmp_path, "four_module", f"method: {{reservoir: '{memory}'}}\n")
+    llm = four_module_llm(example)
+    first = answer_question(recipe, example, llm)
+    assert [s.question for s in first.steps] == [example.question, "founder", "company"]
+    assert all(len(s.retrieved) == 3 for s in first.steps)
+    asked = prompts(llm)
+    assert asked[0] == "query_plan" and asked[-1] == "cxtint"
+    judged = asked.count("nli")
+    assert 3 <= judged <= 9  # each distinct retrieved unit judged once
+    answer_prompt = llm.requests[-1].messages[-1].content
+    assert "[3]" in answer_prompt and "[4]" not in answer_prompt  # only what was entailed
+
+    llm.requests.clear()
+    again = answer_question(recipe, example, llm)  # the same question: from memory
+    assert [s.question for s in again.steps] == [MEMORY + example.question]
+    assert prompts(llm) == ["query_plan", "cxtint"]  # no retrieval, no filtering
+    assert again.answer == "Henry"
+
+
+def test_four_module_without_memory_always_retrieves(tmp_path: Path, example: QAExample) -> None:
+    recipe = seed_recipe(tmp_path, "four_module", "method: {reservoir: null}\n")
+    llm = four_module_llm(example)
+    for _ in range(2):
+        prediction = answer_question(recipe, example, llm)
+        assert not prediction.steps[0].question.startswith(MEMORY)
