@@ -1,7 +1,7 @@
 """The ``chainrag`` command line.
 
 Commands: ``validate``, ``recipe show``, ``components``, ``models fetch|list``, ``serve-llm``,
-``index``, ``experiment``, ``ask``, ``run``, ``report``.
+``index``, ``experiment``, ``ask``, ``run``, ``report``, ``train adapter|reranker``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import typer
 from chainrag import __version__
 from chainrag.cli_models import models_app, serve_llm
 from chainrag.cli_runs import report, run
+from chainrag.cli_train import train_app
 from chainrag.describe import REQUIRED, catalogue, params
 from chainrag.errors import ChainragError, RecipeError
 from chainrag.recipe import dump_recipe, load_recipe, recipe_files
@@ -35,6 +36,7 @@ app.add_typer(models_app, name="models")
 app.command("serve-llm")(serve_llm)
 app.command("run")(run)
 app.command("report")(report)
+app.add_typer(train_app, name="train")
 experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")
 

@@ -63,6 +63,22 @@ def digest(payload: object) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def file_identities(component: object) -> list[str]:
+    """The ``cache_identity()`` of every component inside ``component`` that has one: the
+    content hash of a file it reads (a trained adapter), so that retraining it into the same
+    path invalidates the cached embeddings and indexes built with it."""
+    found: list[str] = []
+    if hasattr(component, "cache_identity"):
+        found.append(str(component.cache_identity()))
+    if attrs.has(type(component)):
+        for field in attrs.fields(type(component)):  # type: ignore[arg-type]
+            found.extend(file_identities(getattr(component, field.name)))
+    elif isinstance(component, tuple | list):
+        for item in component:
+            found.extend(file_identities(item))
+    return found
+
+
 class EmbeddingCache:
     """Embeddings on disk as ``.npy`` files named by the hash of embedder, role and texts."""
 
@@ -72,7 +88,10 @@ class EmbeddingCache:
     def embed(
         self, embedder: Embedder, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
     ) -> FloatArray:
-        key = digest({"embedder": unstructure(embedder), "role": role, "texts": list(texts)})
+        payload = {"embedder": unstructure(embedder), "role": role, "texts": list(texts)}
+        if files := file_identities(embedder):  # only then: older keys stay valid
+            payload["files"] = files
+        key = digest(payload)
         path = self.folder / f"{key[:32]}.npy"
         if path.is_file():
             try:
@@ -98,13 +117,14 @@ class IndexCache:
         self.embeddings = embeddings or EmbeddingCache(self.folder.parent / "embeddings")
 
     def path_for(self, passages: Sequence[Passage], spec: IndexSpec) -> Path:
-        key = digest(
-            {
-                "format": FORMAT_VERSION,
-                "index": unstructure(spec),
-                "passages": [[p.pid, p.title, p.text] for p in passages],
-            }
-        )
+        payload = {
+            "format": FORMAT_VERSION,
+            "index": unstructure(spec),
+            "passages": [[p.pid, p.title, p.text] for p in passages],
+        }
+        if files := file_identities(spec):  # only then: older keys stay valid
+            payload["files"] = files
+        key = digest(payload)
         return self.folder / key[:32]
 
 

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import io
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -20,8 +21,9 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 
+from chainrag.adapter import LinearAdapter, file_sha256
 from chainrag.context import Context
-from chainrag.protocols.index import EmbedRole
+from chainrag.protocols.index import Embedder, EmbedRole
 from chainrag.registry import EMBEDDERS
 from chainrag.types import FloatArray
 
@@ -141,3 +143,41 @@ class HashedBagOfWords:
         self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
     ) -> FloatArray:
         return hashed_bag_of_words(texts, self.dim)
+
+
+def _identity_example() -> dict[str, Any]:
+    """An identity adapter over a 16-dimensional hashed embedder: for conformance checks."""
+    path = Path(tempfile.gettempdir()) / "chainrag-identity-adapter-16.npz"
+    if not path.is_file():
+        LinearAdapter.identity(16, "hashed_bow").save(path)
+    return {"base": {"kind": "hashed_bow", "dim": 16}, "path": str(path)}
+
+
+def _existing_file(_: object, a: attrs.Attribute[str], value: str) -> None:
+    if not Path(value).expanduser().is_file():
+        raise ValueError(f"'{a.name}' {value!r} is not a file (train one: chainrag train adapter)")
+
+
+@EMBEDDERS.register("linear_adapter", example=_identity_example)
+@attrs.frozen
+class AdaptedEmbedder:
+    """A base embedder followed by a trained linear adapter (seed 002), queries and passages
+    through their own maps. Recipe:
+    ``{kind: linear_adapter, base: {kind: flag_model}, path: adapters/minilm.npz}``.
+    """
+
+    base: Embedder
+    path: str = attrs.field(validator=_existing_file)
+
+    def cache_identity(self) -> str:
+        """The adapter file's sha256: cached embeddings and indexes follow its content."""
+        return file_sha256(Path(self.path).expanduser())
+
+    def __call__(
+        self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+    ) -> FloatArray:
+        path = Path(self.path).expanduser()
+        adapter = ctx.models.get(
+            ("linear_adapter", str(path), self.cache_identity()), lambda: LinearAdapter.load(path)
+        )
+        return adapter.apply(self.base(texts, ctx, role), role)

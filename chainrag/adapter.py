@@ -1,0 +1,325 @@
+"""Seed 002's linear embedding adapter: trained contrastively, used as an embedder wrapper.
+
+Two D×D linear maps with biases, one for queries and one for passages, initialised to the
+identity plus small noise; outputs are L2-normalised. Training (method.md §2; the paper's loss
+as printed is garbled, the authors' code fills in the rest): for each (query, gold passage,
+negative passage) triplet, a hinge ``max(0, margin − cos(q, pos) + cos(q, neg))``; plus
+``penalty · (‖C − C₀‖² + query_weight · ‖Q − Q₀‖²)``, the squared change from the base
+embeddings (the seed found this essential against over-fitting; its code weights the queries'
+change 8×). Adam, lr 5e-4 decayed ×0.95 per epoch. Negatives are the question's distractor
+paragraphs and a gold paragraph of another question. Questions are split into train and
+validation sets, never their pairs.
+
+Reported: separation accuracy (does cos(q, p) above a threshold tell gold from negative? the
+threshold is chosen on the training pairs and applied to the validation pairs; the oracle
+accuracy on validation, as the seed's code computes it, is reported beside it), Pearson r
+between cosine and label, and strict Hit@K (all gold paragraphs in the top K of the question's
+own paragraphs) before and after, on the dev sets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from chainrag.errors import ChainragError
+from chainrag.protocols.index import EmbedRole
+from chainrag.types import FloatArray, QAExample
+
+FORMAT = "chainrag-linear-adapter/1"
+
+
+class AdapterError(ChainragError):
+    """An adapter file is missing, malformed or does not fit the embeddings."""
+
+
+@attrs.frozen
+class LinearAdapter:
+    """The trained maps: ``q' = norm(W_q q + b_q)``, ``p' = norm(W_p p + b_p)``."""
+
+    wq: FloatArray
+    bq: FloatArray
+    wp: FloatArray
+    bp: FloatArray
+    base: str = ""
+
+    @classmethod
+    def identity(cls, dim: int, base: str = "") -> LinearAdapter:
+        eye = np.eye(dim, dtype=np.float32)
+        zero = np.zeros(dim, dtype=np.float32)
+        return cls(eye, zero, eye.copy(), zero.copy(), base)
+
+    @property
+    def dim(self) -> int:
+        return int(self.wq.shape[0])
+
+    def apply(self, vectors: FloatArray, role: EmbedRole) -> FloatArray:
+        from chainrag.components.embedders import l2_normalise
+
+        x = np.asarray(vectors, dtype=np.float32)
+        if x.size == 0:
+            return x
+        if x.shape[1] != self.dim:
+            raise AdapterError(f"adapter is {self.dim}-dimensional, embeddings are {x.shape[1]}")
+        w, b = (self.wq, self.bq) if role == "query" else (self.wp, self.bp)
+        return l2_normalise(x @ w.T + b)
+
+    def save(self, path: Path, meta: dict[str, Any] | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        header = json.dumps({"format": FORMAT, "base": self.base, **(meta or {})})
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("wb") as fh:
+            np.savez(fh, wq=self.wq, bq=self.bq, wp=self.wp, bp=self.bp, header=np.array(header))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> LinearAdapter:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                header = json.loads(str(data["header"]))
+                if header.get("format") != FORMAT:
+                    raise AdapterError(f"{path}: not a {FORMAT} file")
+                arrays = [np.asarray(data[k], dtype=np.float32) for k in ("wq", "bq", "wp", "bp")]
+        except (OSError, ValueError, KeyError) as exc:
+            raise AdapterError(f"{path}: not a readable adapter file ({exc})") from None
+        dim = arrays[0].shape[0]
+        shapes = [(dim, dim), (dim,), (dim, dim), (dim,)]
+        if [a.shape for a in arrays] != shapes:
+            raise AdapterError(f"{path}: inconsistent shapes {[a.shape for a in arrays]}")
+        wq, bq, wp, bp = arrays
+        return cls(wq, bq, wp, bp, base=str(header.get("base", "")))
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --------------------------------------------------------------------------- data
+
+
+def passage_text(title: str, text: str) -> str:
+    return f"{title}: {text}" if title else text
+
+
+@attrs.frozen
+class PairSet:
+    """Questions and passages as rows of embedding matrices, with training triplets.
+
+    ``positives[i]`` / ``negatives[i]`` are the passage rows labelled 1 / 0 for question i:
+    its distractors in a random order, then one gold paragraph of another question.
+    """
+
+    questions: tuple[str, ...]
+    passages: tuple[str, ...]
+    positives: tuple[tuple[int, ...], ...]
+    negatives: tuple[tuple[int, ...], ...]
+
+
+def pair_set(examples: Sequence[QAExample], rng: random.Random) -> PairSet:
+    """Gold paragraphs are positive; the question's other paragraphs and one gold paragraph
+    of a random other question are negative. Questions without gold paragraphs are skipped."""
+    rows: dict[str, int] = {}
+
+    def row(text: str) -> int:
+        return rows.setdefault(text, len(rows))
+
+    kept = [e for e in examples if e.supporting_passages]
+    golds = [
+        [row(passage_text(e.passages[i].title, e.passages[i].text)) for i in e.supporting_passages]
+        for e in kept
+    ]
+    positives, negatives = [], []
+    for n, example in enumerate(kept):
+        gold = set(example.supporting_passages)
+        distractors = [
+            row(passage_text(p.title, p.text))
+            for i, p in enumerate(example.passages)
+            if i not in gold
+        ]
+        rng.shuffle(distractors)
+        other = [g for j, g in enumerate(golds) if j != n]
+        synthetic = [rng.choice(rng.choice(other))] if other else []
+        positives.append(tuple(golds[n]))
+        negatives.append(tuple(dict.fromkeys(d for d in distractors + synthetic
+                                             if d not in golds[n])))  # fmt: skip
+    return PairSet(tuple(e.question for e in kept), tuple(rows), tuple(positives),
+                   tuple(negatives))  # fmt: skip
+
+
+def split_questions(n: int, validation: float, seed: int) -> tuple[list[int], list[int]]:
+    """Question indexes for training and validation (by question, never by pair)."""
+    order = list(range(n))
+    random.Random(seed).shuffle(order)  # noqa: S311 (a reproducible split, not security)
+    cut = max(1, round(n * validation)) if n > 1 else 0
+    return sorted(order[cut:]), sorted(order[:cut])
+
+
+# --------------------------------------------------------------------------- training
+
+
+@attrs.frozen
+class TrainConfig:
+    """Training settings (defaults: method.md §2 and the seed's code where the paper is silent)."""
+
+    epochs: int = 30
+    batch_size: int = 16
+    lr: float = 5e-4
+    decay: float = 0.95
+    margin: float = 0.2
+    penalty: float = 1.0
+    query_weight: float = 8.0
+    noise: float = 0.01
+    validation: float = 0.3
+    seed: int = 0
+
+
+def triplets(pairs: PairSet, questions: Sequence[int]) -> list[tuple[int, int, int]]:
+    return [(q, p, n) for q in questions for p in pairs.positives[q] for n in pairs.negatives[q]]
+
+
+def train(
+    query_vectors: FloatArray,
+    passage_vectors: FloatArray,
+    pairs: PairSet,
+    train_questions: Sequence[int],
+    config: TrainConfig,
+    base: str = "",
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[LinearAdapter, list[float]]:
+    """Fit the adapter on the triplets of ``train_questions``; returns it and the mean loss
+    of every epoch. Deterministic for a given seed."""
+    import torch
+
+    torch.manual_seed(config.seed)
+    dim = query_vectors.shape[1]
+    q0 = torch.from_numpy(np.asarray(query_vectors, dtype=np.float32))
+    p0 = torch.from_numpy(np.asarray(passage_vectors, dtype=np.float32))
+
+    def near_identity() -> torch.Tensor:
+        return torch.eye(dim) + config.noise * torch.randn(dim, dim)
+
+    wq = torch.nn.Parameter(near_identity())
+    wp = torch.nn.Parameter(near_identity())
+    bq = torch.nn.Parameter(config.noise * torch.randn(dim))
+    bp = torch.nn.Parameter(config.noise * torch.randn(dim))
+    optimiser = torch.optim.Adam([wq, wp, bq, bp], lr=config.lr)
+    schedule = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.decay)
+    data = triplets(pairs, train_questions)
+    rng = random.Random(config.seed)  # noqa: S311 (reproducible shuffling)
+    history = []
+    for epoch in range(config.epochs):
+        rng.shuffle(data)
+        total = 0.0
+        for start in range(0, len(data), config.batch_size):
+            batch = torch.tensor(data[start : start + config.batch_size])
+            qi, pi, ni = batch[:, 0], batch[:, 1], batch[:, 2]
+            q = torch.nn.functional.normalize(q0[qi] @ wq.T + bq, dim=1)
+            pos = torch.nn.functional.normalize(p0[pi] @ wp.T + bp, dim=1)
+            neg = torch.nn.functional.normalize(p0[ni] @ wp.T + bp, dim=1)
+            hinge = torch.relu(config.margin - (q * pos).sum(1) + (q * neg).sum(1)).mean()
+            change = ((pos - p0[pi]) ** 2).sum(1).mean() + ((neg - p0[ni]) ** 2).sum(1).mean()
+            change = change / 2 + config.query_weight * ((q - q0[qi]) ** 2).sum(1).mean()
+            loss = hinge + config.penalty * change
+            optimiser.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            optimiser.step()
+            total += float(loss.detach()) * len(batch)
+        schedule.step()
+        history.append(total / max(len(data), 1))
+        if progress:
+            progress(epoch + 1, history[-1])
+
+    def out(t: torch.Tensor) -> FloatArray:
+        return t.detach().numpy().astype(np.float32)
+
+    return LinearAdapter(out(wq), out(bq), out(wp), out(bp), base=base), history
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+EVAL_NEGATIVES = 3
+"""Negatives per question in the separation test: 2 distractors and the other question's
+gold paragraph, the seed's 2-positive/3-negative composition (all 18 MuSiQue distractors
+would make "always negative" score 85%)."""
+
+
+def labelled_cosines(
+    queries: FloatArray, passages: FloatArray, pairs: PairSet, questions: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cosines of the (question, positive|negative) pairs of ``questions`` and their labels:
+    every positive, and :data:`EVAL_NEGATIVES` negatives (the last is the synthetic one)."""
+    cos, labels = [], []
+    for q in questions:
+        negatives = pairs.negatives[q]
+        sampled = (*negatives[: EVAL_NEGATIVES - 1], *negatives[-1:]) if negatives else ()
+        for rows, label in ((pairs.positives[q], 1.0), (tuple(dict.fromkeys(sampled)), 0.0)):
+            for p in rows:
+                cos.append(float(queries[q] @ passages[p]))
+                labels.append(label)
+    return np.asarray(cos), np.asarray(labels)
+
+
+def best_threshold(cos: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(threshold, accuracy) maximising accuracy of ``cos ≥ threshold`` ⇔ label 1."""
+    if cos.size == 0:
+        return 0.0, 0.0
+    candidates = np.unique(np.concatenate([cos, [cos.max() + 1e-6]]))
+    accuracy = [float(np.mean((cos >= t) == (labels == 1))) for t in candidates]
+    best = int(np.argmax(accuracy))
+    return float(candidates[best]), accuracy[best]
+
+
+def separation(
+    queries: FloatArray,
+    passages: FloatArray,
+    pairs: PairSet,
+    train_questions: Sequence[int],
+    validation_questions: Sequence[int],
+) -> dict[str, float]:
+    """Separation accuracy on validation with the training threshold, the oracle one, and r."""
+    threshold, train_accuracy = best_threshold(
+        *labelled_cosines(queries, passages, pairs, train_questions)
+    )
+    cos, labels = labelled_cosines(queries, passages, pairs, validation_questions)
+    accuracy = float(np.mean((cos >= threshold) == (labels == 1))) if cos.size else 0.0
+    r = float(np.corrcoef(cos, labels)[0, 1]) if cos.size > 1 and cos.std() > 0 else 0.0
+    return {
+        "accuracy": accuracy,
+        "oracle_accuracy": best_threshold(cos, labels)[1],
+        "pearson_r": r,
+        "threshold": threshold,
+        "train_accuracy": train_accuracy,
+    }
+
+
+def strict_hits(
+    examples: Sequence[QAExample],
+    embed: Callable[[Sequence[str], EmbedRole], FloatArray],
+    ks: Sequence[int] = (2, 3, 4, 5),
+) -> dict[int, float]:
+    """Strict Hit@K: share of questions whose gold paragraphs are all in the top K of their
+    own paragraphs ranked by cosine."""
+    kept = [e for e in examples if e.supporting_passages]
+    if not kept:
+        return dict.fromkeys(ks, 0.0)
+    texts = [passage_text(p.title, p.text) for e in kept for p in e.passages]
+    vectors = embed(texts, "passage")
+    queries = embed([e.question for e in kept], "query")
+    hits = dict.fromkeys(ks, 0)
+    start = 0
+    for n, example in enumerate(kept):
+        block = vectors[start : start + len(example.passages)]
+        start += len(example.passages)
+        order = np.lexsort((np.arange(len(block)), -(block @ queries[n])))
+        gold = set(example.supporting_passages)
+        for k in ks:
+            hits[k] += gold <= {int(i) for i in order[:k]}
+    return {k: hits[k] / len(kept) for k in ks}
