@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import time
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +17,9 @@ train_app = typer.Typer(help="Train seed 002's adapter and reranker.", no_args_i
 
 TRAIN_SETS = ("musique_train", "hotpotqa_train")
 EVAL_SETS = ("musique", "hotpotqa", "2wiki")
+TEACHER_HELP = (
+    "auto (a --teacher-path, else the LLM of --llm-recipe, else gold labels), path, llm or gold."
+)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -138,3 +143,133 @@ def train_adapter(
     typer.echo(_table(rows, ("metric", "base", "adapted")))
     typer.echo(f"\nsaved {out} and {out.with_suffix('.json')} in {report['seconds']} s")
     typer.echo(f"use it: embedder: {{kind: linear_adapter, base: {embedder}, path: {out}}}")
+
+
+@train_app.command("reranker")
+def train_reranker(
+    out: Annotated[Path, typer.Option(help="Folder for the student (a cross_encoder path).")],
+    teacher: Annotated[
+        str,
+        typer.Option(help=TEACHER_HELP),
+    ] = "auto",
+    teacher_path: Annotated[
+        str | None, typer.Option(help="A local FlagReranker/CrossEncoder folder.")
+    ] = None,
+    llm_recipe: Annotated[
+        Path | None, typer.Option(help="A recipe whose llm: judges relevance 0-10.")
+    ] = None,
+    train: Annotated[
+        list[str] | None, typer.Option(help="Training question sets (default: both).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=2, help="Questions per set.")] = None,
+    epochs: Annotated[int, typer.Option(min=1)] = 2,
+    max_length: Annotated[int, typer.Option(min=16, help="Tokens per pair.")] = 256,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Distil a teacher's relevance scores into a small cross-encoder initialised from the
+    offline MiniLM; report NDCG@10 against the teacher, strict Hit@K, MRR and milliseconds
+    per question against no reranker (the dense order), on held-out questions."""
+    import attrs
+    from tqdm import tqdm
+
+    from chainrag import distill as ds
+    from chainrag.adapter import split_questions
+    from chainrag.components.embedders import FlagModelEmbedder, offline_minilm_path
+    from chainrag.context import Context
+    from chainrag.data import load_dataset
+    from chainrag.index import EmbeddingCache
+
+    started = time.perf_counter()
+    if teacher not in ("auto", "path", "llm", "gold"):
+        raise _fail(f"--teacher must be auto, path, llm or gold, not {teacher!r}")
+    kind = teacher
+    if kind == "auto":
+        kind = "path" if teacher_path else "llm" if llm_recipe else "gold"
+    if kind == "path" and not (teacher_path and Path(teacher_path).exists()):
+        raise _fail(f"--teacher-path {teacher_path!r} does not exist (a local reranker folder)")
+    if kind == "llm" and llm_recipe is None:
+        raise _fail("--teacher llm needs --llm-recipe (a recipe whose llm: judges relevance)")
+    try:
+        examples = [e for name in (train or TRAIN_SETS) for e in load_dataset(name, limit)]
+    except ChainragError as exc:
+        raise _fail(str(exc)) from None
+    config = ds.DistillConfig(epochs=epochs, max_length=max_length, seed=seed)
+    pairs = ds.pairs_of(examples)
+    n_questions = len({p.question for p in pairs})
+    fit_q, held_q = split_questions(n_questions, config.validation, seed)
+    held = set(held_q)
+    typer.echo(f"{n_questions} questions ({len(fit_q)} train / {len(held_q)} held out), "
+               f"{len(pairs)} pairs; teacher: {kind}")  # fmt: skip
+    unreadable = 0
+    if kind == "path":
+        assert teacher_path is not None
+        scores = ds.cross_encoder_teacher(teacher_path, pairs)
+    elif kind == "llm":
+        from chainrag.llm import open_llm
+        from chainrag.paths import cache_root
+        from chainrag.recipe import load_recipe
+
+        try:
+            spec = load_recipe(llm_recipe).llm  # type: ignore[arg-type]
+            with (
+                open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite") as llm,
+                tqdm(total=len(pairs), desc="teacher (LLM)", unit="pair") as bar,
+            ):
+                scores, unreadable = ds.llm_teacher(llm, pairs, lambda i: bar.update(1))
+        except ChainragError as exc:
+            raise _fail(str(exc)) from None
+    else:
+        scores = ds.gold_teacher(pairs)
+    fit_pairs = [i for i, p in enumerate(pairs) if p.question not in held]
+    total_steps = epochs * math.ceil(len(fit_pairs) / config.batch_size)
+    with tqdm(total=total_steps, desc="training the student", unit="batch") as bar:
+
+        def progress(step: int, loss: float) -> None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}")
+
+        model, tokenizer, history = ds.train_student(
+            offline_minilm_path(), [pairs[i] for i in fit_pairs], scores[fit_pairs], config,
+            progress,
+        )  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    dense, ctx, cache = FlagModelEmbedder(), Context(), EmbeddingCache()
+    orders: dict[str, list[list[int]]] = {"none (dense order)": [], "teacher": [], "student": []}
+    golds, gains, seconds = [], [], {"none (dense order)": 0.0, "student": 0.0}
+    for q in held_q:
+        rows = [i for i, p in enumerate(pairs) if p.question == q]
+        group = [pairs[i] for i in rows]
+        passages = cache.embed(dense, [p.passage for p in group], ctx, role="passage")
+        query, spent = ds.timed(partial(dense, [group[0].query], ctx, role="query"))
+        orders["none (dense order)"].append(ds.by_score(passages @ query[0]))
+        seconds["none (dense order)"] += spent
+        student, spent = ds.timed(
+            partial(ds.student_scores, model, tokenizer, group, config.max_length)
+        )
+        seconds["student"] += spent
+        orders["student"].append(ds.by_score(student))
+        orders["teacher"].append(ds.by_score(scores[rows]))
+        golds.append({j for j, p in enumerate(group) if p.gold})
+        gains.append(scores[rows])
+    metrics = {name: ds.ranking_metrics(o, golds, gains) for name, o in orders.items()}
+    for name, spent in seconds.items():
+        metrics[name]["ms_per_question"] = 1000 * spent / max(len(held_q), 1)
+    report = {
+        "teacher": kind, "teacher_path": teacher_path, "train_sets": list(train or TRAIN_SETS),
+        "questions": {"train": len(fit_q), "held_out": len(held_q)}, "pairs": len(pairs),
+        "unreadable_llm_scores": unreadable, "config": attrs.asdict(config), "loss": history,
+        "metrics": metrics, "seconds": round(time.perf_counter() - started, 1),
+    }  # fmt: skip
+    (out / "distill_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    keys = list(metrics["student"])
+    lines = ["| ranking | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    for name, values in metrics.items():
+        cells = ["–" if k not in values else f"{values[k]:.1f}" if k.startswith("ms") else
+                 f"{100 * values[k]:.1f}" if k.startswith("hit") else f"{values[k]:.3f}"
+                 for k in keys]  # fmt: skip
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    typer.echo("\n".join(lines))
+    typer.echo(f"\nsaved the student to {out} ({report['seconds']} s); use it: "
+               f"reranker: {{kind: cross_encoder, model_path: {out}}}")  # fmt: skip
