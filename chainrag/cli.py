@@ -259,6 +259,62 @@ def lost_in_retrieval(
     typer.echo(f"saved to {folder}")
 
 
+@experiment_app.command("recurring")
+def recurring(
+    recipe: Annotated[Path, typer.Option(help="A four_module recipe.")] = Path(
+        "recipes/seeds/four_module.yaml"
+    ),
+    dataset: Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")] = "musique",
+    limit: Annotated[int, typer.Option(min=1, help="Questions asked (then asked again).")] = 10,
+    out: Annotated[Path, typer.Option(help="Folder for the run's results.")] = Path("runs"),
+    cache_mode: Annotated[
+        str, typer.Option(help="LLM response cache (refresh: every call is made and timed).")
+    ] = "refresh",
+) -> None:
+    """Seed 004: ask questions, then again (same words and paraphrased) with and without the
+    knowledge reservoir; time, external retrievals and F1 per phase."""
+    from tqdm import tqdm
+
+    from chainrag.data import load_dataset
+    from chainrag.experiments import recurring as rec
+    from chainrag.llm import open_llm
+    from chainrag.paths import cache_root
+
+    if cache_mode not in ("use", "bypass", "refresh"):
+        typer.secho("FAIL --cache-mode must be use, bypass or refresh", fg="red", err=True)
+        raise typer.Exit(2)
+    folder = out / f"recurring-{dataset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        resolved = load_recipe(recipe)
+        rec.with_reservoir(resolved, None)  # checks the method
+        examples = load_dataset(dataset, limit)
+        folder.mkdir(parents=True, exist_ok=True)
+        bar = tqdm(total=len(examples) * len(rec.PHASES), desc="recurring", unit="q")
+        with (
+            open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
+                     cache_mode=cache_mode) as llm,  # type: ignore[arg-type]
+            (folder / "outcomes.jsonl").open("w", encoding="utf-8") as fh,
+        ):  # fmt: skip
+
+            def record(outcome: rec.Outcome) -> None:
+                fh.write(json.dumps(attrs.asdict(outcome), ensure_ascii=False) + "\n")
+                fh.flush()
+                bar.update(1)
+                bar.set_postfix(phase=outcome.phase[:24])
+
+            outcomes = rec.run(resolved, examples, llm, folder / "reservoir.sqlite",
+                               on_outcome=record)  # fmt: skip
+        bar.close()
+    except ChainragError as exc:
+        typer.secho(f"FAIL {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    text = rec.table(outcomes, dataset)
+    (folder / "table.md").write_text(text + "\n", encoding="utf-8")
+    (folder / "recipe.yaml").write_text(dump_recipe(resolved), encoding="utf-8")
+    typer.echo(text)
+    typer.echo(f"saved to {folder}")
+
+
 # --------------------------------------------------------------------------- ask
 
 

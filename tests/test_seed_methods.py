@@ -179,3 +179,38 @@ def test_four_module_without_memory_always_retrieves(tmp_path: Path, example: QA
     for _ in range(2):
         prediction = answer_question(recipe, example, llm)
         assert not prediction.steps[0].question.startswith(MEMORY)
+
+
+def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
+    from chainrag.experiments import recurring as rec
+
+    recipe = seed_recipe(tmp_path, "four_module")
+    examples = load_dataset("musique", 2)
+    llm = ScriptedLLM({
+        "paraphrase": lambda r: "Tell me: " + r.messages[-1].content.split("Question: ")[1]
+        .split("\n")[0],
+        "query_plan": lambda r: '{"Rewritten Question": ["q"], "Query": ["a query"]}',
+        "nli": lambda r: "entailment",
+        "cxtint": lambda r: "Henry",
+    })  # fmt: skip
+    outcomes = rec.run(recipe, examples, llm, tmp_path / "memory.sqlite")
+    by_phase: dict[str, list[rec.Outcome]] = {}
+    for outcome in outcomes:
+        by_phase.setdefault(outcome.phase, []).append(outcome)
+    assert list(by_phase) == [p.name for p in rec.PHASES]
+    assert all(len(v) == 2 for v in by_phase.values())
+    assert not any(o.from_memory for o in by_phase["first ask (fills the reservoir)"])
+    again = by_phase["asked again, with the reservoir"]
+    assert all(o.from_memory and o.retrievals == 0 for o in again)
+    assert all(o.retrievals == 2 and not o.from_memory
+               for o in by_phase["asked again, no reservoir"])  # fmt: skip
+    reworded = by_phase["paraphrased, with the reservoir"]
+    assert all(o.question.startswith("Tell me: ") for o in reworded)
+    assert all(o.from_memory for o in reworded)  # near-identical words: found in memory
+    text = rec.table(outcomes, "musique")
+    assert "| asked again, with the reservoir |" in text and "external retrievals saved" in text
+    assert "−" in text or "-" in text
+    with pytest.raises(rec.RecurringError, match="starts from an empty reservoir"):
+        rec.run(recipe, examples, llm, tmp_path / "memory.sqlite")
+    with pytest.raises(rec.RecurringError, match="needs four_module"):
+        rec.with_reservoir(seed_recipe(tmp_path, "tree"), None)
