@@ -149,7 +149,7 @@ def rows_of(run: Run) -> list[Row]:
     variants = list(dict.fromkeys(v for r in records for v in r.get("answers", {})))
     with_retrieval = [r["retrieval"] for r in records if r.get("retrieval")]
     first = with_retrieval[0] if with_retrieval else {}
-    recall_keys = [k for k in first if k.startswith("recall@")]
+    recall_keys = [k for k in first if k.startswith("recall@") or k == "hit@4"]
     recall = {k: 100 * _mean([float(r[k]) for r in with_retrieval]) for k in recall_keys}
     usage = [r.get("usage", {}) for r in records]
     calls = _mean([float(u.get("calls", 0) + u.get("cache_hits", 0)) for u in usage])
@@ -176,7 +176,8 @@ def _fmt(value: float, digits: int = 2) -> str:
 def dataset_table(rows: Sequence[Row]) -> str:
     """Our rows for one dataset as a markdown table, then the paper's rows for it."""
     recall_keys = list(dict.fromkeys(k for r in rows for k in r.recall))
-    head = ["method", "LLM", "n", "F1", "EM", *(k.replace("recall", "R") for k in recall_keys),
+    head = ["method", "LLM", "n", "F1", "EM",
+            *(k.replace("recall", "R").replace("hit", "Hit") for k in recall_keys),
             "calls/q", "tokens/q", "s/q"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     seen: set[str] = set()
@@ -215,7 +216,8 @@ def markdown(runs: Sequence[Run]) -> str:
         return "No finished questions in these runs yet."
     sections = [
         "Rates in %; calls, tokens and seconds per question; R@k = recall of the gold evidence "
-        "in the first k units retrieved (paragraphs on MuSiQue, sentences on HotpotQA/2Wiki)."
+        "in the first k units retrieved (paragraphs on MuSiQue, sentences on HotpotQA/2Wiki); "
+        "Hit@4 = all of it in the first 4 (strict, as seed 002)."
     ]
     for dataset, rows in by_dataset.items():
         sections.append(f"## {dataset}\n\n{dataset_table(rows)}")
@@ -254,8 +256,9 @@ def plots(runs: Sequence[Run], folder: Path) -> list[Path]:
         written.append(_save(fig, folder / "f1_by_method.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
+    shown = main or rows  # the ablations have their own plot
     for dataset, marker in zip(datasets, "osD^v<>", strict=False):
-        points = [r for r in rows if r.dataset == dataset]
+        points = [r for r in shown if r.dataset == dataset]
         ax.scatter([r.calls for r in points], [r.f1 for r in points], marker=marker, label=dataset)
         for r in points:
             ax.annotate(r.label, (r.calls, r.f1), fontsize=6, xytext=(3, 3),

@@ -293,3 +293,41 @@ def test_run_command_rejects_bad_input_before_running(tmp_path: Path) -> None:
     no_passages = runner.invoke(app, ["run", str(path), "--dataset", f"longbench:{empty}", *out])
     assert no_passages.exit_code == 1 and "carry no passages of their own" in no_passages.output
     assert not (tmp_path / "runs").exists()
+
+
+def _stored_run(root: Path, dataset: str, name: str, f1s: dict[str, list[float]]) -> None:
+    """A run directory written by hand: answers with the given F1 (EM = F1 here)."""
+    folder = root / dataset / name
+    folder.mkdir(parents=True)
+    meta = {"recipe_name": name, "dataset": dataset,
+            "models": {"llm": {"model": "qwen2.5-coder-1.5b"}}}  # fmt: skip
+    (folder / "run.json").write_text(json.dumps(meta))
+    n = len(next(iter(f1s.values())))
+    lines = []
+    for i in range(n):
+        answers = {v: {"text": "x", "em": f[i], "f1": f[i]} for v, f in f1s.items()}
+        primary = next(iter(f1s))
+        lines.append(json.dumps({
+            "id": f"q{i}", "f1": answers[primary]["f1"], "em": answers[primary]["em"],
+            "answers": answers, "retrieval": {"level": "paragraph", "recall@2": 0.5},
+            "usage": {"calls": 3, "cache_hits": 1, "prompt_tokens": 90, "completion_tokens": 10},
+            "seconds": 2.0,
+        }))  # fmt: skip
+    (folder / "predictions.jsonl").write_text("\n".join(lines) + "\n" + '{"id": "torn')
+
+
+def test_report_of_ablations_and_the_k_sweep(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    _stored_run(root, "musique", "ansint", {"ansint": [1, 0, 1, 1], "cxtint": [0, 0, 1, 1]})
+    _stored_run(root, "musique", "no_ec", {"ansint": [1, 0, 0, 1], "cxtint": [0, 0, 0, 1]})
+    _stored_run(root, "musique", "no_rewrite", {"ansint": [0, 0, 0, 1], "cxtint": [0, 0, 1, 1]})
+    for k in (1, 3):
+        _stored_run(root, "musique", f"k{k}", {"ansint": [k / 3] * 4, "cxtint": [0.5] * 4})
+    runs = find_runs([root])
+    text = markdown(runs)
+    row = "| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 4 | 75.00 | 75.00 | 50.0 | 4.0 | 100 | 2.0 |"
+    assert row in text  # calls/q counts cache hits; the torn last line is ignored
+    assert "| ChainRAG (AnsInt), no_ec | qwen2.5-coder-1.5b | 4 | 50.00 |" in text
+    assert "| ChainRAG (CxtInt), k1 |" in text
+    written = {p.name for p in plots(runs, tmp_path / "plots")}
+    assert written == {"f1_by_method.png", "f1_vs_calls.png", "ablations.png", "k_sweep.png"}
