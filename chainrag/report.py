@@ -6,10 +6,11 @@ Every row is one answer of one run (a ChainRAG run gives an AnsInt and a CxtInt 
 over the questions the run answered: F1, EM (in %), Recall@k of the units the method retrieved
 (paragraph level on MuSiQue, sentence level on HotpotQA/2Wiki; see :mod:`chainrag.metrics`),
 LLM calls per question (requests the method made, answered by the model or by the response
-cache), tokens per question (of the requests the model answered) and seconds per question
-(wall time, index building included). The paper's Table 1 rows are
-printed below ours, labelled as the paper's, since they were measured with other LLMs, other
-contexts (LongBench's) and 200 questions per dataset.
+cache), tokens per question (of the requests the model answered), USD per question when the
+LLM is priced (litellm's price map; local models are free and show no column), and seconds
+per question (wall time, index building included). The paper's Table 1 rows are printed below
+ours, labelled as the paper's, since they were measured with other LLMs, other contexts
+(LongBench's) and 200 questions per dataset.
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ class Row:
     recall: dict[str, float]
     calls: float
     tokens: float
+    cost: float | None
     seconds: float
 
 
@@ -156,6 +158,8 @@ def rows_of(run: Run) -> list[Row]:
     tokens = _mean([float(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0))
                     for u in usage])  # fmt: skip
     seconds = _mean([float(r.get("seconds", 0.0)) for r in records])
+    costs = [u.get("cost_usd") for u in usage]
+    cost = _mean([float(c or 0.0) for c in costs]) if any(c is not None for c in costs) else None
     out = []
     for variant in variants:
         scored = [r["answers"][variant] for r in records if variant in r.get("answers", {})]
@@ -164,7 +168,7 @@ def rows_of(run: Run) -> list[Row]:
         out.append(
             Row(label, run.name, variant, run.dataset, run.llm, len(scored), run.failed,
                 100 * _mean([s["f1"] for s in scored]), 100 * _mean([s["em"] for s in scored]),
-                recall, calls, tokens, seconds)
+                recall, calls, tokens, cost, seconds)
         )  # fmt: skip
     return out
 
@@ -179,6 +183,9 @@ def dataset_table(rows: Sequence[Row]) -> str:
     head = ["method", "LLM", "n", "F1", "EM",
             *(k.replace("recall", "R").replace("hit", "Hit") for k in recall_keys),
             "calls/q", "tokens/q", "s/q"]  # fmt: skip
+    priced = any(r.cost is not None for r in rows)
+    if priced:
+        head.insert(-1, "USD/q")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     seen: set[str] = set()
     for row in rows:
@@ -188,6 +195,8 @@ def dataset_table(rows: Sequence[Row]) -> str:
         cells = [label, row.llm, n, _fmt(row.f1), _fmt(row.em),
                  *(_fmt(row.recall.get(k, math.nan), 1) for k in recall_keys),
                  _fmt(row.calls, 1), _fmt(row.tokens, 0), _fmt(row.seconds, 1)]  # fmt: skip
+        if priced:
+            cells.insert(-1, "–" if row.cost is None else f"{row.cost:.5f}")
         lines.append("| " + " | ".join(cells) + " |")
     dataset = rows[0].dataset if rows else ""
     methods = list(dict.fromkeys(m for table in PAPER_TABLE_1.values() for m in table))

@@ -331,3 +331,18 @@ def test_report_of_ablations_and_the_k_sweep(tmp_path: Path) -> None:
     assert "| ChainRAG (CxtInt), k1 |" in text
     written = {p.name for p in plots(runs, tmp_path / "plots")}
     assert written == {"f1_by_method.png", "f1_vs_calls.png", "ablations.png", "k_sweep.png"}
+
+
+def test_priced_runs_get_a_cost_column(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    _stored_run(root, "musique", "naive", {"naive": [1.0, 0.0]})
+    predictions = root / "musique" / "naive" / "predictions.jsonl"
+    lines = predictions.read_text().splitlines()[:2]
+    priced = []
+    for line, cost in zip(lines, (0.001, 0.003), strict=True):
+        record = json.loads(line)
+        record["usage"]["cost_usd"] = cost
+        priced.append(json.dumps(record))
+    predictions.write_text("\n".join(priced) + "\n")
+    text = markdown(find_runs([root]))
+    assert "| USD/q |" in text and "| 0.00200 |" in text
