@@ -30,8 +30,15 @@ PRETTY = {
     "naive": "NaiveRAG",
     "naive_qd": "NaiveRAG w/ QD",
     "iter_retgen": "Iter-RetGen",
+    "naive_iteration": "Naive iteration (seed 002)",
+    "guided_iteration": "Guided iteration (seed 002)",
+    "tree": "Tree retrieval (seed 002)",
+    "four_module": "Four modules (seed 004)",
 }
-MAIN_RECIPES = {"ansint", "cxtint", "naive", "naive_qd", "iter_retgen"}
+MAIN_RECIPES = {"ansint", "cxtint", "naive", "naive_qd", "iter_retgen", "naive_iteration",
+                "guided_iteration", "tree", "four_module"}  # fmt: skip
+SEED_LABELS = {"vanilla": "Vanilla RAG, 4 passages (seed 002)",
+               "three_module": "Three modules, no reservoir (seed 004)"}  # fmt: skip
 
 # The ChainRAG paper's Table 1: F1 and EM (%) on MuSiQue, 2Wiki, HotpotQA (200 LongBench
 # questions each); the LongRAG and HippoRAG rows are left out (not implemented here).
@@ -164,7 +171,9 @@ def rows_of(run: Run) -> list[Row]:
     for variant in variants:
         scored = [r["answers"][variant] for r in records if variant in r.get("answers", {})]
         pretty = PRETTY.get(variant, variant)
-        label = pretty if run.name in MAIN_RECIPES else f"{pretty}, {run.name}"
+        label = SEED_LABELS.get(run.name) or (
+            pretty if run.name in MAIN_RECIPES else f"{pretty}, {run.name}"
+        )
         out.append(
             Row(label, run.name, variant, run.dataset, run.llm, len(scored), run.failed,
                 100 * _mean([s["f1"] for s in scored]), 100 * _mean([s["em"] for s in scored]),
@@ -247,7 +256,7 @@ def plots(runs: Sequence[Run], folder: Path) -> list[Path]:
         return []
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    main = [r for r in rows if r.run in MAIN_RECIPES]
+    main = [r for r in rows if r.run in MAIN_RECIPES or r.run in SEED_LABELS]
     datasets = list(dict.fromkeys(r.dataset for r in rows))
 
     if main:

@@ -3,6 +3,7 @@
 # stopped at any time and started again; it continues where each run stopped.
 #   bash scripts/results.sh            # all of it (many hours on 2 CPU cores)
 #   bash scripts/results.sh musique    # one dataset's main table only
+#   bash scripts/results.sh seeds      # seed 002 and 004 methods on the three dev sets
 # --cache-mode refresh: every LLM call is made anew (and its time and tokens counted), even
 # where another method made the same request before.
 set -euo pipefail
@@ -12,12 +13,21 @@ OUT=docs/runs
 N=30
 MAIN=(recipes/chainrag/ansint.yaml recipes/baselines/naive.yaml recipes/baselines/naive_qd.yaml
       recipes/baselines/iter_retgen.yaml)
+SEEDS=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
+       recipes/seeds/guided_iteration.yaml recipes/seeds/tree.yaml
+       recipes/seeds/three_module.yaml)
 ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
            recipes/ablations/no_ss.yaml recipes/ablations/no_sa.yaml
            recipes/ablations/no_graph.yaml)
-datasets=("${@:-musique 2wiki hotpotqa ablations}")
+datasets=("${@:-musique 2wiki hotpotqa ablations seeds}")
 for what in ${datasets[@]}; do
-  if [[ $what == ablations ]]; then
+  if [[ $what == seeds ]]; then
+    for dataset in musique 2wiki hotpotqa; do
+      $BIN/chainrag run "${SEEDS[@]}" --dataset $dataset --limit $N --out $OUT \
+        --cache-mode refresh --no-report
+    done
+    $BIN/chainrag experiment recurring --dataset musique --limit 10 --out docs/runs
+  elif [[ $what == ablations ]]; then
     $BIN/chainrag run "${ABLATIONS[@]}" --dataset musique --limit $N --out $OUT \
       --cache-mode refresh --no-report
   else
