@@ -16,6 +16,9 @@ CONCURRENCY_HELP = (
     "Questions in flight at once (default: the recipe's llm.concurrency); LLM requests stay "
     "at 1 for the local server."
 )
+ALL_QUESTIONS_HELP = (
+    "Score each run on all of its questions, not only on those every run of the dataset answered."
+)
 PLOTS_HELP = (
     "Folder for the PNG plots (default: plots/ beside --out, else inside the first run "
     "folder given)."
@@ -194,17 +197,23 @@ def report(
         typer.Option(help=PLOTS_HELP),
     ] = None,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the plots.")] = False,
+    all_questions: Annotated[
+        bool,
+        typer.Option("--all-questions", help=ALL_QUESTIONS_HELP),
+    ] = False,
 ) -> None:
     """Tables per dataset comparing runs (F1, EM, Recall@k, calls, tokens, seconds per
     question) beside the paper's Table 1, and PNG plots."""
-    from chainrag.report import find_runs, markdown
+    from chainrag.report import find_runs, markdown, on_common_questions
     from chainrag.report import plots as draw
 
     try:
         found = find_runs(runs)
     except ChainragError as exc:
         raise _fail(str(exc)) from None
-    text = markdown(found)
+    text = markdown(found, common=not all_questions)
+    if not all_questions:
+        found, _ = on_common_questions(found)
     typer.echo(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -224,8 +224,29 @@ def dataset_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def markdown(runs: Sequence[Run]) -> str:
-    """The whole report: one section per dataset."""
+def on_common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, tuple[int, ...]]]:
+    """Each run restricted to the questions every run of its dataset answered, so that rows
+    compare like with like; and, per dataset where that dropped questions, the runs' sizes."""
+    ids: dict[str, set[str]] = {}
+    for run in runs:
+        mine = {str(r.get("id")) for r in run.records}
+        ids[run.dataset] = ids[run.dataset] & mine if run.dataset in ids else mine
+    trimmed: dict[str, tuple[int, ...]] = {}
+    out = []
+    for run in runs:
+        kept = tuple(r for r in run.records if str(r.get("id")) in ids[run.dataset])
+        if len(kept) != len(run.records):
+            trimmed[run.dataset] = tuple(len(r.records) for r in runs if r.dataset == run.dataset)
+        out.append(attrs.evolve(run, records=kept))
+    return out, trimmed
+
+
+def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
+    """The whole report: one section per dataset. With ``common``, every row of a dataset is
+    scored on the questions all its runs answered (a note says when that drops some)."""
+    trimmed: dict[str, tuple[int, ...]] = {}
+    if common:
+        runs, trimmed = on_common_questions(runs)
     by_dataset: dict[str, list[Row]] = {}
     for run in runs:
         for row in rows_of(run):
@@ -238,7 +259,14 @@ def markdown(runs: Sequence[Run]) -> str:
         "Hit@4 = all of it in the first 4 (strict, as seed 002)."
     ]
     for dataset, rows in by_dataset.items():
-        sections.append(f"## {dataset}\n\n{dataset_table(rows)}")
+        note = ""
+        if dataset in trimmed:
+            sizes = ", ".join(map(str, trimmed[dataset]))
+            note = (
+                f"Scored on the {rows[0].n} questions every run below answered (the runs hold "
+                f"{sizes}; `--all-questions` scores each on all of its own).\n\n"
+            )
+        sections.append(f"## {dataset}\n\n{note}{dataset_table(rows)}")
     return "\n\n".join(sections) + "\n"
 
 

@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 BIN=.venv/bin
 OUT=docs/runs
 N=30
-MAIN=(recipes/chainrag/ansint.yaml recipes/baselines/naive.yaml recipes/baselines/naive_qd.yaml
-      recipes/baselines/iter_retgen.yaml)
+# Cheapest first, so that a stopped script leaves complete baselines to compare against.
+MAIN=(recipes/baselines/naive.yaml recipes/baselines/iter_retgen.yaml
+      recipes/baselines/naive_qd.yaml recipes/chainrag/ansint.yaml)
 SEEDS=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
        recipes/seeds/guided_iteration.yaml recipes/seeds/tree.yaml
        recipes/seeds/three_module.yaml)

@@ -346,3 +346,15 @@ def test_priced_runs_get_a_cost_column(tmp_path: Path) -> None:
     predictions.write_text("\n".join(priced) + "\n")
     text = markdown(find_runs([root]))
     assert "| USD/q |" in text and "| 0.00200 |" in text
+
+
+def test_rows_compare_the_same_questions(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    _stored_run(root, "musique", "naive", {"naive": [1.0, 0.0, 1.0, 1.0]})
+    _stored_run(root, "musique", "ansint", {"ansint": [1.0, 1.0], "cxtint": [0.0, 0.0]})
+    runs = find_runs([root])
+    text = markdown(runs)
+    assert "Scored on the 2 questions every run below answered (the runs hold 2, 4;" in text
+    assert "| NaiveRAG | qwen2.5-coder-1.5b | 2 | 50.00 |" in text
+    own = markdown(runs, common=False)
+    assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 75.00 |" in own and "Scored on" not in own
