@@ -150,10 +150,11 @@ def run(
         raise _fail(
             f"{exc}\n(finished questions are kept; run the same command to resume)"
         ) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, or SIGTERM via the server guard
         typer.secho("\ninterrupted: finished questions are kept; run the same command to "
                     "resume", fg="yellow", err=True)  # fmt: skip
-        raise typer.Exit(130) from None
+        code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 130
+        raise typer.Exit(code) from None
     if report:
         typer.echo("")
         typer.echo(markdown(find_runs(folders)))
