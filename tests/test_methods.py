@@ -119,6 +119,10 @@ def universal(request: LLMRequest) -> str:
         "rewrite": "Where did Ingmar Bergman die?",
         "summarize": "Nothing relevant.",
         "refers_back": "yes",
+        "supports": "yes",
+        "nli": "entailment",
+        "query_plan": '{"Rewritten Question": ["Where did Bergman die?"], "Query": ["Bergman"]}',
+        "follow_up": "Where did Ingmar Bergman die?",
     }.get(request.prompt_id, "Fårö")
 
 
@@ -129,7 +133,9 @@ def test_every_method_recipe_is_covered() -> None:
     names = {p.relative_to(ROOT / "recipes").as_posix() for p in METHOD_RECIPES}
     expected = {"chainrag/ansint.yaml", "chainrag/cxtint.yaml", "baselines/naive.yaml",
                 "baselines/naive_qd.yaml", "baselines/iter_retgen.yaml",
-                "reproduce/authors_code.yaml"} | {
+                "reproduce/authors_code.yaml", "seeds/vanilla.yaml", "seeds/naive_iteration.yaml",
+                "seeds/guided_iteration.yaml", "seeds/tree.yaml", "seeds/four_module.yaml",
+                "seeds/three_module.yaml"} | {
         f"ablations/{a}.yaml" for a in ["no_rewrite", "no_ec", "no_ss", "no_sa", "no_graph",
                                          "k1", "k2", "k3", "k4", "k5"]}  # fmt: skip
     assert expected <= names
@@ -141,7 +147,8 @@ def test_every_method_recipe_is_covered() -> None:
 def test_every_recipe_runs_one_question(path: Path, bergman: QAExample) -> None:
     recipe = load_recipe(path)
     prompts = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
-               "ansint", "cxtint", "refers_back"]  # fmt: skip
+               "ansint", "cxtint", "refers_back", "supports", "nli", "query_plan",
+               "follow_up"]  # fmt: skip
     llm = ScriptedLLM(dict.fromkeys(prompts, universal))
     prediction = answer_question(recipe, bergman, llm, cache=IndexCache())
     assert prediction.answer == "Fårö"
