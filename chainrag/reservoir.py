@@ -18,7 +18,6 @@ and filtered, which is what makes its recurring-question saving possible.
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from chainrag.errors import ChainragError
+from chainrag.sqlite_file import SQLiteFile
 from chainrag.types import FloatArray, KnowledgeItem, ReservoirMatch
 
 _SCHEMA = """
@@ -48,27 +48,14 @@ class ReservoirError(ChainragError):
     """The reservoir file cannot be used; the message names it."""
 
 
-class Reservoir:
+class Reservoir(SQLiteFile):
     """A persistent store of knowledge items keyed by the embedding of what they answered."""
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 60.0) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._busy_timeout_s = busy_timeout_s
-        self._local = threading.local()
         try:
-            self._connect().executescript(_SCHEMA)
+            super().__init__(path, _SCHEMA, busy_timeout_s=busy_timeout_s)
         except sqlite3.DatabaseError as exc:
-            raise ReservoirError(f"{self.path}: not a usable reservoir ({exc})") from None
-
-    def _connect(self) -> sqlite3.Connection:
-        con: sqlite3.Connection | None = getattr(self._local, "con", None)
-        if con is None:
-            con = sqlite3.connect(self.path, timeout=self._busy_timeout_s, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            self._local.con = con
-        return con
+            raise ReservoirError(f"{path}: not a usable reservoir ({exc})") from None
 
     def add(
         self, key: str, items: Sequence[KnowledgeItem], embedding: FloatArray, *, embedder: str
@@ -120,14 +107,7 @@ class Reservoir:
         return ReservoirMatch(items, cosines[order].astype(np.float32))
 
     def __len__(self) -> int:
-        row = self._connect().execute("SELECT COUNT(*) FROM knowledge").fetchone()
-        return int(row[0])
-
-    def close(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
+        return self._count("knowledge")
 
 
 def _unit(vector: FloatArray) -> FloatArray:

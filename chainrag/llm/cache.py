@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
 import time
 from pathlib import Path
 from typing import Literal
@@ -20,6 +18,7 @@ from typing import Literal
 import attrs
 
 from chainrag.protocols.llm import LLM
+from chainrag.sqlite_file import SQLiteFile
 from chainrag.structure import unstructure
 from chainrag.types import LLMRequest, LLMResponse, Usage
 
@@ -33,7 +32,7 @@ CREATE TABLE IF NOT EXISTS responses (
     model TEXT NOT NULL,
     value TEXT NOT NULL,
     created REAL NOT NULL
-)
+);
 """
 
 
@@ -43,25 +42,11 @@ def request_key(request: LLMRequest) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class ResponseCache:
+class ResponseCache(SQLiteFile):
     """A SQLite file of responses; one connection per thread, shared safely between processes."""
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 60.0) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._busy_timeout_s = busy_timeout_s
-        self._local = threading.local()
-        with self._connect() as con:
-            con.execute(_SCHEMA)
-
-    def _connect(self) -> sqlite3.Connection:
-        con: sqlite3.Connection | None = getattr(self._local, "con", None)
-        if con is None:
-            con = sqlite3.connect(self.path, timeout=self._busy_timeout_s, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            self._local.con = con
-        return con
+        super().__init__(path, _SCHEMA, busy_timeout_s=busy_timeout_s)
 
     def get(self, request: LLMRequest) -> LLMResponse | None:
         row = (
@@ -96,14 +81,7 @@ class ResponseCache:
         )
 
     def __len__(self) -> int:
-        row = self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()
-        return int(row[0])
-
-    def close(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
+        return self._count("responses")
 
 
 @attrs.define
