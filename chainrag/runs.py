@@ -106,7 +106,8 @@ def _paths_in(value: Any) -> Iterator[Path]:
 
 def model_identities(recipe: Recipe) -> dict[str, Any]:
     """What answered: the LLM (with the pinned sha256 of a local GGUF) and every model file or
-    folder the recipe names (embedders, rerankers, NLI models), by a content identity."""
+    folder the recipe names or defaults to (embedders, rerankers, NLI models), by a content
+    identity."""
     from chainrag.models import get_model
     from chainrag.structure import unstructure
 
@@ -116,8 +117,25 @@ def model_identities(recipe: Recipe) -> dict[str, Any]:
     if recipe.llm.kind == "local_gguf":
         local = get_model(recipe.llm.model)
         llm |= {"file": local.filename, "sha256": local.sha256}
-    paths = {str(p): _path_identity(p) for p in _paths_in(unstructure(recipe))}
+    data = unstructure(recipe)
+    found = list(_paths_in(data))
+    if _uses_default_embedder(data):
+        from chainrag.components.embedders import offline_minilm_path
+
+        found.append(Path(offline_minilm_path()))
+    paths = {str(p): _path_identity(p) for p in dict.fromkeys(found)}
     return {"llm": llm, "files": paths}
+
+
+def _uses_default_embedder(value: Any) -> bool:
+    """Whether a ``flag_model`` embedder without ``model_path`` (the offline MiniLM) is used."""
+    if isinstance(value, Mapping):
+        if value.get("kind") == "flag_model" and value.get("model_path") is None:
+            return True
+        return any(_uses_default_embedder(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_uses_default_embedder(v) for v in value)
+    return False
 
 
 # --------------------------------------------------------------------------- the JSONL file

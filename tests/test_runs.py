@@ -358,3 +358,12 @@ def test_rows_compare_the_same_questions(tmp_path: Path) -> None:
     assert "| NaiveRAG | qwen2.5-coder-1.5b | 2 | 50.00 |" in text
     own = markdown(runs, common=False)
     assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 75.00 |" in own and "Scored on" not in own
+
+
+def test_model_identities_name_the_default_embedder() -> None:
+    from chainrag.runs import model_identities
+
+    identities = model_identities(load_recipe(ROOT / "recipes" / "baselines" / "naive.yaml"))
+    assert identities["llm"]["file"].endswith(".gguf") and len(identities["llm"]["sha256"]) == 64
+    ((path, identity),) = identities["files"].items()
+    assert "minilm" in path.lower() and identity.startswith("files-sha256:")
