@@ -31,7 +31,7 @@ from chainrag.runs import LineWriter, RunDir, done_ids
 from chainrag.structure import unstructure
 from chainrag.types import LLMRequest, LLMResponse, Prediction, QAExample
 
-RECALL_KS = (2, 5, 10)
+RECALL_KS = (2, 4, 5, 10)
 
 
 @attrs.define
