@@ -192,7 +192,7 @@ def dataset_table(rows: Sequence[Row]) -> str:
     head = ["method", "LLM", "n", "F1", "EM",
             *(k.replace("recall", "R").replace("hit", "Hit") for k in recall_keys),
             "calls/q", "tokens/q", "s/q"]  # fmt: skip
-    priced = any(r.cost is not None for r in rows)
+    priced = any(r.cost for r in rows)  # local models cost 0: no column for them
     if priced:
         head.insert(-1, "USD/q")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
