@@ -93,7 +93,9 @@ def test_silent_server_times_out_and_is_stopped(tmp_path: Path) -> None:
 
 PARENT = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
+    # A parent started from a background job inherits SIGINT ignored; Ctrl-C is what is tested.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {root!r})
     from pathlib import Path
     from chainrag.llm.server import LocalServer
