@@ -238,8 +238,11 @@ def train_reranker(
     dense, ctx, cache = FlagModelEmbedder(), Context(), EmbeddingCache()
     orders: dict[str, list[list[int]]] = {"none (dense order)": [], "teacher": [], "student": []}
     golds, gains, seconds = [], [], {"none (dense order)": 0.0, "student": 0.0}
+    rows_of_question: dict[int, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        rows_of_question.setdefault(pair.question, []).append(i)
     for q in held_q:
-        rows = [i for i, p in enumerate(pairs) if p.question == q]
+        rows = rows_of_question[q]
         group = [pairs[i] for i in rows]
         passages = cache.embed(dense, [p.passage for p in group], ctx, role="passage")
         query, spent = ds.timed(partial(dense, [group[0].query], ctx, role="query"))

@@ -22,6 +22,7 @@ import attrs
 
 from chainrag.context import ModelStore
 from chainrag.errors import ChainragError
+from chainrag.graph import units_of
 from chainrag.index import IndexCache
 from chainrag.metrics import gold_items, qa_scores, retrieval_scores
 from chainrag.protocols.llm import LLM
@@ -55,13 +56,6 @@ class LimitedLLM:
             return await self.inner.acomplete(request)
         finally:
             self.slots.release()
-
-
-def units_of(index: Any) -> Sequence[Any]:
-    """The retrievable units (sentences or chunks) of a built index, by unit index."""
-    graph = getattr(index, "graph", index)
-    units = getattr(graph, "sentences", None)
-    return units if units is not None else graph.chunks  # type: ignore[no-any-return]
 
 
 def retrieved_units(prediction: Prediction) -> list[int]:
@@ -141,14 +135,14 @@ def pending(examples: Sequence[QAExample], records: Iterable[Mapping[str, Any]])
 
 
 async def _drive(
-    todo: Sequence[QAExample],
+    remaining: Sequence[QAExample],
     work: Callable[[QAExample], dict[str, Any]],
     on_record: Callable[[dict[str, Any]], None],
     on_error: Callable[[QAExample, ChainragError], None],
     concurrency: int,
 ) -> None:
     loop = asyncio.get_running_loop()
-    queue = iter(todo)
+    queue = iter(remaining)
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="question") as pool:
 
         async def worker() -> None:
@@ -161,7 +155,7 @@ async def _drive(
                 on_record(record)
 
         async with asyncio.TaskGroup() as group:
-            for _ in range(min(concurrency, len(todo)) or 1):
+            for _ in range(min(concurrency, len(remaining)) or 1):
                 group.create_task(worker())
 
 
@@ -195,13 +189,14 @@ def run_recipe(
     """
     started = time.perf_counter()
     records, torn = run.records(repair=True)
-    todo = pending(examples, records)
+    remaining = pending(examples, records)
+    skipped = len(examples) - len(remaining)
     wanted = {e.qid for e in examples}
     tally = Tally()
     for record in records:
         if record["id"] in wanted:
             tally.add(record)
-    total, done = len(examples), len(examples) - len(todo)
+    total, done = len(examples), skipped
     if progress:
         progress(done, total, tally)
     limited = LimitedLLM.at_most(llm, llm_slots)
@@ -229,7 +224,7 @@ def run_recipe(
     try:
         asyncio.run(
             _drive(
-                todo,
+                remaining,
                 lambda e: answer_and_score(recipe, e, limited, models, cache),
                 on_record,
                 on_error,
@@ -240,9 +235,9 @@ def run_recipe(
         writer.close()
         errors.close()
     return SessionResult(
-        answered=tally.n - (len(examples) - len(todo)),
+        answered=done - skipped,
         failed=tally.failed,
-        skipped=len(examples) - len(todo),
+        skipped=skipped,
         torn_bytes=torn,
         seconds=time.perf_counter() - started,
     )

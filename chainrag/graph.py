@@ -288,3 +288,11 @@ def _read_folder(folder: Path, kind: str) -> tuple[dict[str, Any], dict[str, np.
             f"this chainrag reads {kind!r} format {FORMAT_VERSION}"
         )
     return meta, arrays
+
+
+def units_of(index: object) -> Sequence[Any]:
+    """The retrievable units of a built index (a graph's sentences, or chunks), by unit index;
+    a :class:`GraphView` answers for its graph."""
+    inner = getattr(index, "graph", index)
+    units = getattr(inner, "sentences", None)
+    return units if units is not None else inner.chunks  # type: ignore[attr-defined,no-any-return]

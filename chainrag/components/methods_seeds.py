@@ -33,6 +33,7 @@ from chainrag.components.knowledge import LLMFollowUp, LLMNLIFilter, QueryRewrit
 from chainrag.components.methods import minus, retrieve, texts_of, used
 from chainrag.components.reasoning import LLMShortAnswer
 from chainrag.context import Context
+from chainrag.graph import units_of
 from chainrag.llm.prompts import load_prompt
 from chainrag.paths import cache_root
 from chainrag.protocols.knowledge import CacheTrigger, KnowledgeFilter, QueryRewriter
@@ -225,14 +226,12 @@ class FourModule:
         self, plan: QueryPlan, steps: list[StepTrace], ctx: Context
     ) -> list[KnowledgeItem]:
         items: dict[int, KnowledgeItem] = {}
-        index = getattr(ctx.index, "graph", ctx.index)
-        units = getattr(index, "chunks", None) or getattr(index, "sentences", None)
+        units = units_of(ctx.index)
         for query in plan.queries:
             found = retrieve(query, ctx).units[: self.per_query]
             steps.append(StepTrace(query, None, found))
             for u in found:
-                title = units[u].title if units is not None else ""
-                items.setdefault(u, KnowledgeItem(ctx.index.texts[u], title, source=u))
+                items.setdefault(u, KnowledgeItem(ctx.index.texts[u], units[u].title, source=u))
         return list(items.values())
 
     def _answer(
