@@ -1,13 +1,17 @@
 """Speed of the LLM layer: the managed local server, and what caching and accounting add.
 
     .venv/bin/python bench/llm_speed.py [--models qwen2.5-coder-0.5b qwen2.5-coder-1.5b]
-                                         [--repeats 3] [--calls 2000]
+                                         [--repeats 3] [--calls 2000] [--evidence-words 1500]
 
 Table 1, per local model: prompt processing in tokens/s (a ~400-token prompt, one output token)
 and generation in tokens/s (a short prompt, up to 128 output tokens, prompt time subtracted),
 median of the repeats; each repeat's prompt starts differently so llama.cpp's prompt cache
-cannot help. Table 2: microseconds per call that each layer adds around a free, instant fake
-LLM (binding, metering, and the SQLite cache on a miss and on a hit).
+cannot help. Table 2, per local model: seconds of ChainRAG's last sufficiency check and the
+sub-answer that follows it over the same evidence (about --evidence-words words), with the
+v1 prompts (different system texts) and the v2 prompts (the same text up to the question, so
+llama.cpp's prompt cache serves the second call). Table 3: microseconds per call that each
+layer adds around a free, instant fake LLM (binding, metering, and the SQLite cache on a miss
+and on a hit).
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from chainrag.components.judges import numbered
 from chainrag.llm import open_llm
 from chainrag.llm.cache import CachedLLM, ResponseCache
 from chainrag.llm.fake import ScriptedLLM
+from chainrag.llm.prompts import load_prompt
 from chainrag.llm.stack import BoundLLM, MeteredLLM
 from chainrag.protocols.llm import LLM
 from chainrag.recipe import LLMSpec
@@ -61,6 +67,27 @@ def server_speed(model: str, repeats: int) -> tuple[float, float, float]:
     return statistics.median(prompt_rates), statistics.median(gen_rates), start_s
 
 
+def prefix_reuse(model: str, evidence_words: int) -> list[tuple[int, float, float, int]]:
+    """(version, check s, sub-answer s, prompt tokens of each) for the v1 and v2 prompt pairs."""
+    rows = []
+    with open_llm(LLMSpec(model=model, temperature=0.0)) as llm:
+        llm.complete(_request("Say hi.", 4))  # warm-up
+        for version in (1, 2):
+            # each version its own sentences, so neither finds the other's prefix cached
+            sentences = [
+                f"Sentence {i} of version {version}: " + FILLER.split(",")[0] + "."
+                for i in range(evidence_words // 20)
+            ]
+            values = {"evidence": numbered(sentences), "question": "Who counts the grain sacks?"}
+            check = llm.complete(load_prompt("sufficiency", version).request(**values))
+            answer = llm.complete(load_prompt("answer_sub", version).request(**values))
+            rows.append(
+                (version, check.usage.latency_s, answer.usage.latency_s, check.usage.prompt_tokens)
+            )
+            print(f"  {model} prompts v{version} done", file=sys.stderr)
+    return rows
+
+
 def per_call_us(llm: LLM, requests: list[LLMRequest]) -> float:
     started = time.perf_counter()
     for r in requests:
@@ -95,6 +122,7 @@ def main() -> int:
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--evidence-words", type=int, default=1500)
     args = parser.parse_args()
 
     print("| model | server start (s) | prompt tokens/s | generation tokens/s |")
@@ -102,6 +130,13 @@ def main() -> int:
     for model in args.models:
         prompt, gen, start = server_speed(model, args.repeats)
         print(f"| {model} | {start:.1f} | {prompt:.0f} | {gen:.1f} |", flush=True)
+    print()
+    print("| model | prompts | prompt tokens | sufficiency check (s) | sub-answer after it (s) |")
+    print("|---|---|---|---|---|")
+    for model in args.models:
+        for version, check_s, answer_s, tokens in prefix_reuse(model, args.evidence_words):
+            row = f"| {model} | v{version} | {tokens} | {check_s:.1f} | {answer_s:.1f} |"
+            print(row, flush=True)
     print()
     print("| layers around an instant fake LLM | µs per call |")
     print("|---|---|")

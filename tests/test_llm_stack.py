@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 from pathlib import Path
 
 import attrs
@@ -147,6 +148,21 @@ def test_prompts_are_versioned_files() -> None:
     assert [m.role for m in request.messages] == ["system", "user"]
     assert "Paris is in France." in request.messages[1].content
     assert request.prompt_id == "answer_short" and request.model == ""
+
+
+def test_sub_answer_prompt_starts_as_the_sufficiency_check() -> None:
+    """answer_sub@v2 repeats sufficiency@v2 up to the question, so that a server's prompt cache
+    (llama.cpp keeps the previous request's prefix) reads the evidence once for both."""
+    values = {"evidence": "[1] Ingmar Bergman died on Fårö.\n[2] He directed films.",
+              "question": "Where did Ingmar Bergman die?"}  # fmt: skip
+    check = load_prompt("sufficiency", 2).render(**values)
+    answer = load_prompt("answer_sub", 2).render(**values)
+    assert check[0] == answer[0] and check[0].role == "system"
+    shared = os.path.commonprefix([check[1].content, answer[1].content])  # noqa: RUF071 (text)
+    assert shared.endswith("Question: Where did Ingmar Bergman die?\n")
+    assert "Ingmar Bergman died on Fårö." in shared
+    # the earlier versions do not share it: their system texts differ
+    assert load_prompt("sufficiency", 1).system != load_prompt("answer_sub", 1).system
 
 
 def test_prompt_schema_is_canonical_json() -> None:

@@ -31,11 +31,13 @@ def numbered(evidence: Sequence[str]) -> str:
 class LLMYesNo:
     """Asks the LLM yes/no; reads the first standalone yes or no; anything else is "no".
 
-    An unreadable reply keeps its raw text in the verdict, so a trace shows it.
-    Recipe: ``{kind: llm_yes_no, prompt_version: 1}``.
+    An unreadable reply keeps its raw text in the verdict, so a trace shows it. Version 2
+    (the default) begins exactly as ``answer_sub@v2``, so a local server's prompt cache reads
+    the evidence once for the last check and the sub-answer; version 1 is the earlier wording.
+    Recipe: ``{kind: llm_yes_no, prompt_version: 2}``.
     """
 
-    prompt_version: int = 1
+    prompt_version: int = 2
 
     def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> Verdict:
         llm = ctx.require_llm("llm_yes_no sufficiency judge")

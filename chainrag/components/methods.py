@@ -111,7 +111,7 @@ class ChainRAG:
     rewrite_trigger: RewriteTrigger = attrs.field(factory=PronounWords)
     rewriter: Rewriter = attrs.field(factory=LLMRewriter)
     summarizer: Summarizer | None = attrs.field(factory=LLMSummarizer)
-    answerer: Answerer = attrs.field(factory=LLMShortAnswer)
+    answerer: Answerer = attrs.field(factory=lambda: LLMShortAnswer(prompt_version=2))
     integrators: tuple[Integrator, ...] = attrs.field(factory=lambda: (AnsInt(), CxtInt()))
     rewrite: bool = True
     confirm_rewrite: bool = False
@@ -134,7 +134,9 @@ class ChainRAG:
             query = rewritten or sub_question
             expansion = retrieve(query, ctx)
             found = texts_of(expansion.units, ctx)
-            context = ([carried] if carried else []) + found
+            # The summary goes after the sentences, so the request starts as the judge's did
+            # and the server's prompt cache still holds the evidence (answer_sub@v2).
+            context = found + ([carried] if carried else [])
             answer = self.answerer(query, context, ctx)
             carried = None
             if not answer.answered and self.summarizer is not None:
