@@ -15,7 +15,7 @@ import numpy as np
 from scipy import sparse
 
 from chainrag.registry import EDGE_BUILDERS
-from chainrag.types import GraphInputs
+from chainrag.types import GraphInputs, ScoredEntity
 
 Weighting = Literal["inverse_distance", "binary"]
 
@@ -88,21 +88,27 @@ EntityWeighting = Literal["binary", "count", "score_sum"]
 
 
 def key_incidence(
-    key_entities: Sequence[Sequence[tuple[str, float]]],
+    key_entities: Sequence[Sequence[ScoredEntity]], n: int
 ) -> tuple[sparse.csr_matrix, np.ndarray]:
-    """(n × E) 0/1 incidence of sentences and key entities, and each entity's score."""
-    names = sorted({name for row in key_entities for name, _ in row})
+    """(n × E) 0/1 incidence of sentences and key entities, and each entity's score.
+
+    Sentences past the end of ``key_entities`` have none.
+    """
+    if len(key_entities) > n:
+        raise ValueError(f"key entities for {len(key_entities)} sentences, but n = {n}")
+    score_of = {e.name: e.score for row in key_entities for e in row}  # the last wins
+    names = sorted(score_of)
     column = {name: j for j, name in enumerate(names)}
-    scores = np.zeros(len(names), dtype=np.float64)
-    rows, cols = [], []
-    for i, row in enumerate(key_entities):
-        for name, score in row:
-            rows.append(i)
-            cols.append(column[name])
-            scores[column[name]] = score
-    data = np.ones(len(rows), dtype=np.float32)
-    incidence = sparse.csr_matrix((data, (rows, cols)), shape=(len(key_entities), len(names)))
+    cols = np.fromiter((column[e.name] for row in key_entities for e in row), dtype=np.int64)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    sizes = np.fromiter(map(len, key_entities), dtype=np.int64, count=len(key_entities))
+    np.cumsum(sizes, out=indptr[1 : len(key_entities) + 1])
+    indptr[len(key_entities) + 1 :] = indptr[len(key_entities)]
+    data = np.ones(cols.size, dtype=np.float32)
+    incidence = sparse.csr_matrix((data, cols, indptr), shape=(n, len(names)))
+    incidence.sum_duplicates()
     incidence.data[:] = 1.0  # a name listed twice in one sentence still counts once
+    scores = np.fromiter(map(score_of.__getitem__, names), dtype=np.float64, count=len(names))
     return incidence, scores
 
 
@@ -141,9 +147,7 @@ class EntityCooccurrence:
     weighting: EntityWeighting = "binary"
 
     def __call__(self, inputs: GraphInputs) -> sparse.csr_matrix:
-        keys = [[(e.name, e.score) for e in row] for row in inputs.key_entities]
-        keys += [[] for _ in range(len(inputs.sentences) - len(keys))]
-        incidence, scores = key_incidence(keys)
+        incidence, scores = key_incidence(inputs.key_entities, len(inputs.sentences))
         return cooccurrence_edges(incidence, scores, self.weighting)
 
 
@@ -187,22 +191,27 @@ def topk_similarity_edges(
 def _top_k_lowest_index(sim: np.ndarray, k: int) -> np.ndarray:
     """Column indexes of the k largest values per row; among equals, the lower index first."""
     extra = 1 if k < sim.shape[1] else 0  # one more than needed reveals a tie at the boundary
-    values, chosen = _top_k(sim, k + extra)
-    values = -np.sort(-values, axis=1)
-    best_first = np.argsort(-np.take_along_axis(sim, chosen, axis=1), axis=1, kind="stable")
-    chosen = np.take_along_axis(chosen, best_first, axis=1)[:, :k]
-    tied = np.nonzero(values[:, k - 1] == values[:, k])[0] if extra else np.zeros(0, np.int64)
-    for row in tied:  # ties at the boundary (rare): keep the lowest indexes among them
+    values, chosen = _top_k(sim, k + extra)  # best first; equal values in any order
+    # rows holding equal values (rare) are put in (value descending, index ascending) order
+    tied_rows = np.nonzero((values[:, 1:] == values[:, :-1]).any(axis=1))[0]
+    if tied_rows.size:
+        order = np.lexsort((chosen[tied_rows], -values[tied_rows]), axis=1)
+        chosen[tied_rows] = np.take_along_axis(chosen[tied_rows], order, axis=1)
+        values[tied_rows] = np.take_along_axis(values[tied_rows], order, axis=1)
+    boundary = np.nonzero(values[:, k - 1] == values[:, k])[0] if extra else tied_rows[:0]
+    chosen = chosen[:, :k]
+    for row in boundary:  # a tie at the boundary: keep the lowest indexes among the equals
         threshold = values[row, k - 1]
         above = np.nonzero(sim[row] > threshold)[0]
         equal = np.nonzero(sim[row] == threshold)[0][: k - above.size]
-        chosen[row] = np.concatenate([above, equal])
-    order = np.lexsort((chosen, -np.take_along_axis(sim, chosen, axis=1)), axis=1)
-    return np.take_along_axis(chosen, order, axis=1)
+        picked = np.concatenate([above, equal])
+        order = np.lexsort((picked, -sim[row, picked]))
+        chosen[row] = picked[order]
+    return chosen
 
 
 def _top_k(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(values, indexes) of k largest per row, in no particular order among equals.
+    """(values, indexes) of the k largest per row, largest first, in no order among equals.
 
     Uses ``torch.topk`` when torch is installed (5× faster than a numpy partition on 2 cores),
     else ``np.argpartition``.
@@ -211,8 +220,10 @@ def _top_k(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         import torch
     except ImportError:
         part = np.argpartition(sim, sim.shape[1] - k, axis=1)[:, -k:]
-        return np.take_along_axis(sim, part, axis=1), part
-    top = torch.topk(torch.from_numpy(np.ascontiguousarray(sim)), k, dim=1)
+        values = np.take_along_axis(sim, part, axis=1)
+        order = np.argsort(-values, axis=1)
+        return np.take_along_axis(values, order, axis=1), np.take_along_axis(part, order, axis=1)
+    top = torch.topk(torch.from_numpy(np.ascontiguousarray(sim)), k, dim=1, sorted=True)
     return top.values.numpy(), top.indices.numpy().astype(np.int64)
 
 

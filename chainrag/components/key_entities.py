@@ -21,12 +21,14 @@ from chainrag.types import FloatArray, ScoredEntity
 
 def entity_vocabulary(entities: Sequence[Sequence[str]]) -> tuple[list[str], sparse.csr_matrix]:
     """Sorted entity names and the (n sentences × n entities) count matrix."""
-    names = sorted({e for row in entities for e in row})
+    flat = [e for row in entities for e in row]
+    names = sorted(set(flat))
     column = {name: j for j, name in enumerate(names)}
-    rows = [i for i, row in enumerate(entities) for _ in row]
-    cols = [column[e] for row in entities for e in row]
+    cols = np.fromiter(map(column.__getitem__, flat), dtype=np.int64, count=len(flat))
+    indptr = np.zeros(len(entities) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, entities), dtype=np.int64, count=len(entities)), out=indptr[1:])
     counts = sparse.csr_matrix(
-        (np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(len(entities), len(names))
+        (np.ones(len(flat), dtype=np.float64), cols, indptr), shape=(len(entities), len(names))
     )
     counts.sum_duplicates()
     return names, counts
@@ -85,9 +87,14 @@ class BM25KeyEntities:
         names, counts = entity_vocabulary(entities)
         scores = bm25_importance(counts, self.k1, self.b, self.epsilon)
         kept = key_columns(counts, scores, self.alpha)
-        rows = np.split(kept, counts.indptr[1:-1]) if len(entities) else []
-        made = {j: ScoredEntity(names[j], float(scores[j])) for j in np.unique(kept).tolist()}
-        return tuple(tuple(made[j] for j in row.tolist() if j >= 0) for row in rows)
+        is_kept = kept >= 0
+        made = {
+            j: ScoredEntity(names[j], float(scores[j])) for j in np.unique(kept[is_kept]).tolist()
+        }
+        flat = list(map(made.__getitem__, kept[is_kept].tolist()))  # sentence by sentence
+        sentence = np.repeat(np.arange(len(entities)), np.diff(counts.indptr))
+        ends = np.cumsum(np.bincount(sentence[is_kept], minlength=len(entities))).tolist()
+        return tuple(tuple(flat[a:b]) for a, b in zip([0, *ends], ends, strict=False))
 
 
 def key_columns(counts: sparse.csr_matrix, scores: np.ndarray, alpha: float) -> np.ndarray:
