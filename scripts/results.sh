@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The measured results of docs/results.md: every run is resumable, so this script can be
 # stopped at any time and started again; it continues where each run stopped.
-#   bash scripts/results.sh            # all of it (many hours on 2 CPU cores)
-#   bash scripts/results.sh musique    # one dataset's main table only
-#   bash scripts/results.sh seeds      # seed 002 and 004 methods on the three dev sets
+#   bash scripts/results.sh                 # all of it (many hours on 2 CPU cores)
+#   bash scripts/results.sh musique         # one dataset's main table only
+#   bash scripts/results.sh seeds-musique   # seed 002 and 004 methods on one dev set
+#   bash scripts/results.sh seeds           # ... on the three dev sets
+#   bash scripts/results.sh ablations recurring
+# By default each dataset's seed methods follow its main table, so a stopped script leaves
+# both papers' tables on the datasets it reached.
 # --cache-mode refresh: every LLM call is made anew (and its time and tokens counted), even
 # where another method made the same request before.
 set -euo pipefail
@@ -21,13 +25,18 @@ SEEDS=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
 ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
            recipes/ablations/no_ss.yaml recipes/ablations/no_sa.yaml
            recipes/ablations/no_graph.yaml)
-datasets=("${@:-musique 2wiki hotpotqa ablations seeds}")
-for what in ${datasets[@]}; do
+DEFAULT="musique seeds-musique 2wiki seeds-2wiki hotpotqa seeds-hotpotqa ablations recurring"
+targets=("${@:-$DEFAULT}")
+for what in ${targets[@]}; do
   if [[ $what == seeds ]]; then
     for dataset in musique 2wiki hotpotqa; do
       $BIN/chainrag run "${SEEDS[@]}" --dataset $dataset --limit $N --out $OUT \
         --cache-mode refresh --no-report
     done
+  elif [[ $what == seeds-* ]]; then
+    $BIN/chainrag run "${SEEDS[@]}" --dataset "${what#seeds-}" --limit $N --out $OUT \
+      --cache-mode refresh --no-report
+  elif [[ $what == recurring ]]; then
     $BIN/chainrag experiment recurring --dataset musique --limit 10 --out docs/runs
   elif [[ $what == ablations ]]; then
     $BIN/chainrag run "${ABLATIONS[@]}" --dataset musique --limit $N --out $OUT \
