@@ -272,7 +272,7 @@ def recurring(
     ] = "refresh",
 ) -> None:
     """Seed 004: ask questions, then again (same words and paraphrased) with and without the
-    knowledge reservoir; time, external retrievals and F1 per phase."""
+    knowledge reservoir; time, external knowledge items and F1 per phase."""
     from tqdm import tqdm
 
     from chainrag.data import load_dataset

@@ -158,7 +158,7 @@ def rows_of(run: Run) -> list[Row]:
     variants = list(dict.fromkeys(v for r in records for v in r.get("answers", {})))
     with_retrieval = [r["retrieval"] for r in records if r.get("retrieval")]
     first = with_retrieval[0] if with_retrieval else {}
-    recall_keys = [k for k in first if k.startswith("recall@") or k == "hit@4"]
+    recall_keys = [k for k in first if k.startswith("recall@") or k in ("hit@4", "hit@10")]
     recall = {k: 100 * _mean([float(r[k]) for r in with_retrieval]) for k in recall_keys}
     usage = [r.get("usage", {}) for r in records]
     calls = _mean([float(u.get("calls", 0) + u.get("cache_hits", 0)) for u in usage])
@@ -256,7 +256,8 @@ def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
     sections = [
         "Rates in %; calls, tokens and seconds per question; R@k = recall of the gold evidence "
         "in the first k units retrieved (paragraphs on MuSiQue, sentences on HotpotQA/2Wiki); "
-        "Hit@4 = all of it in the first 4 (strict, as seed 002)."
+        "Hit@4 = all of it in the first 4 (strict, as seed 002); Hit@10 the same in the first 10 "
+        "(read tree retrieval, whose context holds up to 9 passages, there)."
     ]
     for dataset, rows in by_dataset.items():
         note = ""

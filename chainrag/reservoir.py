@@ -1,14 +1,13 @@
 """Seed 004's Memory Knowledge Reservoir: filtered knowledge kept across questions and runs.
 
-A SQLite file (WAL mode, so several processes may read and write at once) of knowledge items,
-each with the embedding of its *key* — seed 004 compares a new query with the stored titles,
-and its code stores ``title → content``; here the key is the question or search query the
-item was found for, so a recurring (or paraphrased) question finds what was kept for it.
-Embeddings are stored as float32 bytes with their dimension and the embedder's name, and a
-query is only compared with entries of the same embedder and dimension.
+A SQLite file (WAL mode, so several processes may read and write at once) of knowledge items
+stored as ``title → content``, each with the embedding of its title: method.md §3 — "embed the
+new query, compare with the stored titles". Embeddings are stored as float32 bytes with their
+dimension and the embedder's name, and a query is only compared with entries of the same
+embedder and dimension. An item (title, content) is stored once, whichever question found it.
 
     reservoir = Reservoir(path)
-    reservoir.add("Who wrote X?", items, key_embedding, embedder="flag_model:...")
+    reservoir.add(items, title_embeddings, embedder="flag_model:...")
     match = reservoir.match(query_embedding, embedder="flag_model:...")  # ReservoirMatch
 
 Seed 004's code never writes the reservoir; method.md decides to write back what was retrieved
@@ -29,19 +28,20 @@ from chainrag.sqlite_file import SQLiteFile
 from chainrag.types import FloatArray, KnowledgeItem, ReservoirMatch
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS knowledge (
+CREATE TABLE IF NOT EXISTS titled_knowledge (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    key TEXT NOT NULL,
     title TEXT NOT NULL,
     content TEXT NOT NULL,
     embedder TEXT NOT NULL,
     dim INTEGER NOT NULL,
     embedding BLOB NOT NULL,
     created REAL NOT NULL,
-    UNIQUE (key, title, content, embedder)
+    UNIQUE (title, content, embedder)
 );
-CREATE INDEX IF NOT EXISTS knowledge_embedder ON knowledge (embedder, dim);
+CREATE INDEX IF NOT EXISTS titled_knowledge_embedder ON titled_knowledge (embedder, dim);
 """
+"""Version 2 of the file (title keys). Version 1's ``knowledge`` table, keyed by the question
+an item was found for, is left untouched and unread."""
 
 
 class ReservoirError(ChainragError):
@@ -49,7 +49,7 @@ class ReservoirError(ChainragError):
 
 
 class Reservoir(SQLiteFile):
-    """A persistent store of knowledge items keyed by the embedding of what they answered."""
+    """A persistent store of knowledge items keyed by the embeddings of their titles."""
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 60.0) -> None:
         try:
@@ -58,23 +58,28 @@ class Reservoir(SQLiteFile):
             raise ReservoirError(f"{path}: not a usable reservoir ({exc})") from None
 
     def add(
-        self, key: str, items: Sequence[KnowledgeItem], embedding: FloatArray, *, embedder: str
+        self, items: Sequence[KnowledgeItem], title_embeddings: FloatArray, *, embedder: str
     ) -> int:
-        """Store ``items`` under ``key`` (whose embedding is ``embedding``) in one transaction;
-        items already stored under the same key are skipped. Returns how many were new."""
-        vector = _unit(np.asarray(embedding, dtype=np.float32).ravel())
+        """Store ``items`` (row i of ``title_embeddings`` embeds item i's title) in one
+        transaction; items already stored are skipped. Returns how many were new."""
+        vectors = np.asarray(title_embeddings, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(items):
+            raise ValueError(
+                f"{len(items)} items need one title embedding each (a {len(items)} × d array); "
+                f"got shape {vectors.shape}"
+            )
         now = time.time()
         rows = [
-            (key, item.title, item.text, embedder, vector.size, vector.tobytes(), now)
-            for item in items
+            (item.title, item.text, embedder, vector.size, _unit(vector).tobytes(), now)
+            for item, vector in zip(items, vectors, strict=True)
         ]
         con = self._connect()
         con.execute("BEGIN IMMEDIATE")
         try:
             before = con.total_changes
             con.executemany(
-                "INSERT OR IGNORE INTO knowledge (key, title, content, embedder, dim, embedding,"
-                " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO titled_knowledge (title, content, embedder, dim, embedding,"
+                " created) VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
             )
             added = con.total_changes - before
@@ -85,13 +90,14 @@ class Reservoir(SQLiteFile):
         return added
 
     def match(self, embedding: FloatArray, *, embedder: str, limit: int = 20) -> ReservoirMatch:
-        """Stored items by cosine between their key and ``embedding``, best first (at most
+        """Stored items by cosine between their title and ``embedding``, best first (at most
         ``limit``), with those cosines."""
         query = _unit(np.asarray(embedding, dtype=np.float32).ravel())
         rows = (
             self._connect()
             .execute(
-                "SELECT title, content, embedding FROM knowledge WHERE embedder = ? AND dim = ?",
+                "SELECT title, content, embedding FROM titled_knowledge"
+                " WHERE embedder = ? AND dim = ?",
                 (embedder, query.size),
             )
             .fetchall()
@@ -107,7 +113,7 @@ class Reservoir(SQLiteFile):
         return ReservoirMatch(items, cosines[order].astype(np.float32))
 
     def __len__(self) -> int:
-        return self._count("knowledge")
+        return self._count("titled_knowledge")
 
 
 def _unit(vector: FloatArray) -> FloatArray:

@@ -22,9 +22,12 @@ def test_matches_best_first_and_survives_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite"
     first = Reservoir(path)
     items = (KnowledgeItem("Paris is in France.", "Paris"), KnowledgeItem("It is big.", "Paris"))
-    assert first.add("Where is Paris?", items, _vec(1, 0, 0), embedder="e") == 2
-    assert first.add("Where is Paris?", items, _vec(1, 0, 0), embedder="e") == 0  # no duplicates
-    first.add("Who is Ann?", (KnowledgeItem("Ann is a poet.", "Ann"),), _vec(0, 1, 0), embedder="e")
+    paris = np.stack([_vec(1, 0, 0), _vec(1, 0, 0)])  # each item's title embedding
+    assert first.add(items, paris, embedder="e") == 2
+    assert first.add(items, paris, embedder="e") == 0  # stored once, whoever finds it again
+    first.add((KnowledgeItem("Ann is a poet.", "Ann"),), _vec(0, 1, 0)[None], embedder="e")
+    with pytest.raises(ValueError, match=r"2 items need one title embedding each"):
+        first.add(items, _vec(1, 0, 0)[None], embedder="e")  # one embedding for two items
     first.close()
     again = Reservoir(path)
     assert len(again) == 3
@@ -41,7 +44,7 @@ def _writer(path: str, worker: int) -> None:
     reservoir = Reservoir(path)
     for i in range(25):
         item = KnowledgeItem(f"fact {worker}-{i}", f"t{worker}")
-        reservoir.add(f"q{worker}-{i}", (item,), _vec(worker + 1, i, 1), embedder="e")
+        reservoir.add((item,), _vec(worker + 1, i, 1)[None], embedder="e")
 
 
 def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
@@ -69,7 +72,7 @@ def test_similarities_are_cosines_sorted(tmp_path_factory: pytest.TempPathFactor
                                          keys: list[list[float]]) -> None:  # fmt: skip
     reservoir = Reservoir(tmp_path_factory.mktemp("r") / "m.sqlite")
     for i, key in enumerate(keys):
-        reservoir.add(f"q{i}", (KnowledgeItem(f"t{i}"),), _vec(*key), embedder="e")
+        reservoir.add((KnowledgeItem(f"t{i}", f"title {i}"),), _vec(*key)[None], embedder="e")
     match = reservoir.match(_vec(1, 2, 3), embedder="e")
     assert len(match.items) == len(match.similarities) <= 20
     assert np.all(match.similarities <= 1 + 1e-5) and np.all(match.similarities >= -1 - 1e-5)

@@ -4,8 +4,11 @@ point here, the flows are)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import attrs
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +20,7 @@ from chainrag.context import Context
 from chainrag.data import load_dataset
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipe import Recipe, load_recipe
+from chainrag.reservoir import Reservoir
 from chainrag.runner import answer_question
 from chainrag.types import KnowledgeItem, LLMRequest, Passage, QAExample
 
@@ -86,6 +90,21 @@ def test_guided_iteration_keeps_a_supported_answer(tmp_path: Path, example: QAEx
     assert prompts(llm) == ["cxtint", "supports"]
     (step,) = prediction.steps
     assert len(step.retrieved) == 4 and prediction.answer == "Henry"
+    check = llm.requests[1].messages[-1].content  # the top 2 passages only, as the seed's code
+    assert "[2]" in check and "[3]" not in check and "Proposed answer: Henry" in check
+
+
+def test_guided_iteration_without_a_verdict(tmp_path: Path, example: QAExample) -> None:
+    """A reply with neither yes nor no keeps the answer (the authors' code did), unless the
+    recipe says to iterate."""
+    unsure = "The passages mention Henry Huntington."
+    recipe = seed_recipe(tmp_path, "guided_iteration")
+    llm = ScriptedLLM({"cxtint": ["Henry"], "supports": [unsure]})
+    assert answer_question(recipe, example, llm).answer == "Henry"
+    assert prompts(llm) == ["cxtint", "supports"]
+    method = attrs.evolve(recipe.method, unreadable="iterate")
+    llm = ScriptedLLM({"cxtint": ["Henry", "Edith"], "supports": [unsure], "follow_up": ["q"]})
+    assert answer_question(attrs.evolve(recipe, method=method), example, llm).answer == "Edith"
 
 
 def test_guided_iteration_iterates_when_unsupported(tmp_path: Path, example: QAExample) -> None:
@@ -141,55 +160,87 @@ def test_llm_nli_keeps_only_entailment() -> None:
     assert LLMNLIFilter()("q", items, Context(llm=llm)) == (items[0],)
 
 
-def four_module_llm(example: QAExample) -> ScriptedLLM:
-    judged: list[str] = []
+def four_module_llm(keep: str) -> ScriptedLLM:
+    """Rewrites to two title-like queries; the NLI judge keeps items that mention ``keep``."""
 
-    def nli(request: LLMRequest) -> str:  # the first three items judged are kept
-        judged.append(request.messages[-1].content)
-        return "entailment" if len(judged) <= 3 else "neutral"
+    def nli(request: LLMRequest) -> str:
+        knowledge = request.messages[-1].content.rsplit("Knowledge:", 1)[1]
+        return "entailment" if keep in knowledge else "neutral"
 
-    plan = '{"Rewritten Question": ["Who founded it?"], "Query": ["founder", "company"]}'
+    plan = '{"Rewritten Question": ["Which county borders it?"], "Query": ["Namangan", "Minsk Region"]}'  # noqa: E501
     return ScriptedLLM({"query_plan": lambda r: plan, "nli": nli, "cxtint": lambda r: "Henry"})
+
+
+ONE_ENOUGH = "  trigger: {kind: popularity, threshold: 0.4, popularity: 1}\n"
 
 
 def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExample) -> None:
     memory = tmp_path / "memory.sqlite"
-    recipe = seed_recipe(tmp_path, "four_module", f"method: {{reservoir: '{memory}'}}\n")
-    llm = four_module_llm(example)
+    recipe = seed_recipe(
+        tmp_path, "four_module", f"method:\n  reservoir: '{memory}'\n" + ONE_ENOUGH
+    )
+    llm = four_module_llm(keep="Namangan")
     first = answer_question(recipe, example, llm)
-    assert [s.question for s in first.steps] == [example.question, "founder", "company"]
-    assert all(len(s.retrieved) == 3 for s in first.steps)
+    assert [s.question for s in first.steps] == ["Namangan", "Minsk Region"]
+    assert all(len(s.retrieved) == 5 for s in first.steps)  # 5 per query, as the paper's n = 5
     asked = prompts(llm)
     assert asked[0] == "query_plan" and asked[-1] == "cxtint"
-    judged = asked.count("nli")
-    assert 3 <= judged <= 9  # each distinct retrieved unit judged once
-    answer_prompt = llm.requests[-1].messages[-1].content
-    assert "[3]" in answer_prompt and "[4]" not in answer_prompt  # only what was entailed
+    assert asked.count("nli") == len({u for s in first.steps for u in s.retrieved})
+    reader = llm.requests[-1].messages[-1].content
+    assert "Question: Which county borders it?" in reader  # the rewritten question is read
+    stored = Reservoir(memory)
+    kept = stored.match(np.ones(256, np.float32), embedder=repr(recipe.index.embedder), limit=99)
+    assert kept.items and all("Namangan" in i.text for i in kept.items)  # only what was kept
+    assert reader.count("Namangan") >= len(kept.items)
 
     llm.requests.clear()
-    again = answer_question(recipe, example, llm)  # the same question: from memory
-    assert [s.question for s in again.steps] == [MEMORY + example.question]
-    assert prompts(llm) == ["query_plan", "cxtint"]  # no retrieval, no filtering
+    again = answer_question(recipe, example, llm)  # the same question, query by query
+    assert [s.question for s in again.steps] == [MEMORY + "Namangan", "Minsk Region"]
+    assert again.steps[0].retrieved == () and len(again.steps[1].retrieved) == 5
+    assert prompts(llm).count("nli") == 5  # only the retrieved query's items are judged
     assert again.answer == "Henry"
+
+
+def test_four_module_never_stores_unfiltered_items(tmp_path: Path, example: QAExample) -> None:
+    memory = tmp_path / "memory.sqlite"
+    extra = f"method:\n  reservoir: '{memory}'\n  fallback_unfiltered: true\n"
+    recipe = seed_recipe(tmp_path, "four_module", extra)
+    llm = four_module_llm(keep="no passage says this")
+    answer_question(recipe, example, llm)
+    assert "[1]" in llm.requests[-1].messages[-1].content  # the reader got the fallback
+    assert len(Reservoir(memory)) == 0  # but nothing unfiltered was written back
+    strict = seed_recipe(tmp_path, "four_module", f"method:\n  reservoir: '{memory}'\n")
+    llm = four_module_llm(keep="no passage says this")
+    answer_question(strict, example, llm)
+    assert "[1]" not in llm.requests[-1].messages[-1].content  # by default: no knowledge
 
 
 def test_four_module_without_memory_always_retrieves(tmp_path: Path, example: QAExample) -> None:
     recipe = seed_recipe(tmp_path, "four_module", "method: {reservoir: null}\n")
-    llm = four_module_llm(example)
+    llm = four_module_llm(keep="Namangan")
     for _ in range(2):
         prediction = answer_question(recipe, example, llm)
-        assert not prediction.steps[0].question.startswith(MEMORY)
+        assert not any(s.question.startswith(MEMORY) for s in prediction.steps)
 
 
 def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
     from chainrag.experiments import recurring as rec
 
-    recipe = seed_recipe(tmp_path, "four_module")
+    recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
     examples = load_dataset("musique", 2)
+    # each question's search query: the title of one of its passages that names itself, so
+    # that this passage is retrieved for it and stored under that title
+    title = {e.question: next(p.title for p in e.passages if p.title in p.text) for e in examples}
+
+    def plan(request: LLMRequest) -> str:
+        asked = request.messages[-1].content.rsplit("Question: ", 1)[1].split("\n")[0]
+        return json.dumps({"Rewritten Question": ["q"],
+                           "Query": [title[asked.removeprefix("Tell me: ")]]})  # fmt: skip
+
     llm = ScriptedLLM({
         "paraphrase": lambda r: "Tell me: " + r.messages[-1].content.split("Question: ")[1]
         .split("\n")[0],
-        "query_plan": lambda r: '{"Rewritten Question": ["q"], "Query": ["a query"]}',
+        "query_plan": plan,
         "nli": lambda r: "entailment",
         "cxtint": lambda r: "Henry",
     })  # fmt: skip
@@ -202,13 +253,15 @@ def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
     assert not any(o.from_memory for o in by_phase["first ask (fills the reservoir)"])
     again = by_phase["asked again, with the reservoir"]
     assert all(o.from_memory and o.retrievals == 0 for o in again)
-    assert all(o.retrievals == 2 and not o.from_memory
+    assert all(o.retrievals == 5 and not o.from_memory
                for o in by_phase["asked again, no reservoir"])  # fmt: skip
     reworded = by_phase["paraphrased, with the reservoir"]
     assert all(o.question.startswith("Tell me: ") for o in reworded)
     assert all(o.from_memory for o in reworded)  # near-identical words: found in memory
     text = rec.table(outcomes, "musique")
-    assert "| asked again, with the reservoir |" in text and "external retrievals saved" in text
+    assert (
+        "| asked again, with the reservoir |" in text and "external knowledge items saved" in text
+    )
     assert "−" in text or "-" in text
     with pytest.raises(rec.RecurringError, match="starts from an empty reservoir"):
         rec.run(recipe, examples, llm, tmp_path / "memory.sqlite")

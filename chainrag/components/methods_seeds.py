@@ -4,18 +4,20 @@ Seed 002 (LM-guided retrieval; passages as units, ``recipes/index/passages.yaml`
 
 * ``naive_iteration`` — retrieve 4; from the question and the top passage the LLM writes one
   follow-up question; retrieve 4 for it; answer from the top 2 of each round.
-* ``guided_iteration`` — retrieve 4 and answer; ask whether the passages support that answer
-  (verdict = the last standalone yes/no of the reply); if not, do the follow-up round and
-  answer again from 2 + 2; else keep the first answer and its context.
+* ``guided_iteration`` — retrieve 4 and answer; ask whether the top 2 passages support that
+  answer (the LLM reasons, then ends with yes or no; verdict = the last standalone yes/no); if
+  not, do the follow-up round and answer again from 2 + 2; else (or when the reply has no
+  verdict, as the authors' code keeps the answer then) keep the first answer and its context.
 * ``tree`` — retrieve; for each of the top 3 passages a one-hop follow-up question; retrieve 2
   new passages for each; a branch = the passage + its 2; answer from the 3 branches.
 
 Each step's ``retrieved`` is the units the method put into its final context, so Hit@4 and
 Recall@k score the context the answer was read from.
 
-Seed 004 (``four_module``): Query Rewriter+ → retrieval trigger over the knowledge reservoir →
-(memory, or retrieval for every query, merged) → knowledge filter → reader; what was retrieved
-and kept is written back to the reservoir (method.md; the authors' code never writes).
+Seed 004 (``four_module``): Query Rewriter+ → for each search query, the retrieval trigger
+over the knowledge reservoir (stored titles) → memory, or retrieval → the knowledge filter on
+what was retrieved → the reader; what the filter kept is written back, title → content
+(method.md; the authors' code never writes).
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import attrs
-import numpy as np
 
 from chainrag.components.cache_triggers import Popularity
 from chainrag.components.judges import numbered
@@ -108,15 +110,19 @@ class NaiveIteration:
 @METHODS.register("guided_iteration")
 @attrs.frozen
 class GuidedIteration:
-    """Seed 002's guided iteration: answer from the first retrieval; if the LLM says the
-    passages do not support that answer, do naive iteration's follow-up round and answer
-    again. Recipe: ``{kind: guided_iteration, keep: 2}``.
+    """Seed 002's guided iteration: answer from the first retrieval; if the LLM says the top
+    ``check_with`` passages do not support that answer, do naive iteration's follow-up round
+    and answer again. A reply without a verdict keeps the answer (``unreadable: iterate``
+    iterates instead). ``prompt_version: 1`` asks for one word, without reasoning.
+    Recipe: ``{kind: guided_iteration, keep: 2, check_with: 2}``.
     """
 
     follow_up: FollowUpWriter = attrs.field(factory=LLMFollowUp)
     answerer: Answerer = attrs.field(factory=_cxtint)
     keep: int = attrs.field(default=2, validator=attrs.validators.ge(1))
-    prompt_version: int = 1
+    check_with: int = attrs.field(default=2, validator=attrs.validators.ge(1))
+    unreadable: Literal["keep", "iterate"] = "keep"
+    prompt_version: int = 2
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
         question = example.question
@@ -125,10 +131,14 @@ class GuidedIteration:
         answer = self.answerer(question, evidence, ctx)
         llm = ctx.require_llm("guided_iteration support check")
         prompt = load_prompt("supports", self.prompt_version)
+        checked = numbered(evidence[: self.check_with])
         reply = llm.complete(
-            prompt.request(question=question, answer=answer.answer, evidence=numbered(evidence))
+            prompt.request(question=question, answer=answer.answer, evidence=checked)
         )
-        if answer.answered and last_yes_no(reply.text) is True:
+        verdict = last_yes_no(reply.text)
+        if verdict is None:
+            verdict = self.unreadable == "keep"
+        if answer.answered and verdict:
             step = StepTrace(question, None, tuple(first), answer=answer, usage=used(ctx))
             return Prediction((NamedAnswer("guided_iteration", Answer(answer.answer)),), (step,))
         iteration = NaiveIteration(self.follow_up, self.answerer, self.keep)
@@ -176,12 +186,19 @@ MEMORY = "memory: "
 @attrs.frozen
 class FourModule:
     """Seed 004: Query Rewriter+, a retrieval trigger over a knowledge reservoir, a knowledge
-    filter, a reader. ``reservoir`` is a SQLite file (relative paths are under
-    ``$CHAINRAG_CACHE``), or null for no memory (three modules). When the trigger fires, the
-    stored items with cosine ≥ the trigger's threshold are the knowledge and nothing is
-    retrieved; otherwise the top ``per_query`` units of every query are merged, filtered and
-    written back. ``fallback_unfiltered`` answers from the unfiltered items when the filter
-    keeps none. Recipe: ``{kind: four_module, reservoir: reservoir/four_module.sqlite}``.
+    filter, a reader.
+
+    For every search query of the rewriter: if at least ``popularity`` stored items have a
+    title with cosine ≥ τ to the query (the trigger), those items are its knowledge and
+    nothing is retrieved for it; otherwise its top ``per_query`` units are retrieved. The
+    retrieved items (merged over queries) go through the filter, and only what it keeps is
+    written back, title → content. The reader answers the first rewritten question
+    (``read: rewritten``, the seed's) or the original one (``read: original``) from the
+    memory items and the kept items. When the filter keeps nothing, the reader gets no
+    retrieved text (``fallback_unfiltered: true`` gives it the unfiltered items instead,
+    which are still never stored). ``reservoir`` is a SQLite file (relative paths are under
+    ``$CHAINRAG_CACHE``), or null for no memory (three modules).
+    Recipe: ``{kind: four_module, reservoir: reservoir/four_module.sqlite, per_query: 5}``.
     """
 
     query_rewriter: QueryRewriter | None = attrs.field(factory=QueryRewriterPlus)
@@ -189,8 +206,9 @@ class FourModule:
     trigger: CacheTrigger = attrs.field(factory=Popularity)
     reservoir: str | None = None
     answerer: Answerer = attrs.field(factory=_cxtint)
-    per_query: int = attrs.field(default=3, validator=attrs.validators.ge(1))
-    fallback_unfiltered: bool = True
+    per_query: int = attrs.field(default=5, validator=attrs.validators.ge(1))
+    read: Literal["rewritten", "original"] = "rewritten"
+    fallback_unfiltered: bool = False
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
         question = example.question
@@ -201,44 +219,46 @@ class FourModule:
         )
         steps: list[StepTrace] = []
         memory = self._reservoir(ctx)
-        key: np.ndarray | None = None
         embedder = repr(ctx.index.embedder)
+        remembered: list[KnowledgeItem] = []
+        to_retrieve = list(plan.queries)
         if memory is not None:
-            key = ctx.index.embedder([question], ctx, role="query")[0]
-            match = memory.match(key, embedder=embedder)
-            if self.trigger(match):
-                floor = float(getattr(self.trigger, "threshold", -1.0))
-                items = [i for i, s in zip(match.items, match.similarities, strict=True)
-                         if s >= floor]  # fmt: skip
-                steps.append(StepTrace(MEMORY + question))
-                return self._answer(question, items, steps, ctx)
-        items = self._retrieve(plan, steps, ctx)
-        kept = list(items)
-        if self.knowledge_filter is not None:
-            kept = list(self.knowledge_filter(question, items, ctx))
-            if not kept and self.fallback_unfiltered:
-                kept = list(items)
-        if memory is not None and key is not None and kept:
-            memory.add(question, kept, key, embedder=embedder)
-        return self._answer(question, kept, steps, ctx)
+            vectors = ctx.index.embedder(list(plan.queries), ctx, role="query")
+            to_retrieve = []
+            floor = float(getattr(self.trigger, "threshold", -1.0))
+            for query, vector in zip(plan.queries, vectors, strict=True):
+                match = memory.match(vector, embedder=embedder)
+                if self.trigger(match):
+                    remembered += [i for i, s in zip(match.items, match.similarities, strict=True)
+                                   if s >= floor]  # fmt: skip
+                    steps.append(StepTrace(MEMORY + query))
+                else:
+                    to_retrieve.append(query)
+        retrieved = self._retrieve(to_retrieve, steps, ctx)
+        kept = list(retrieved)
+        if self.knowledge_filter is not None and retrieved:
+            kept = list(self.knowledge_filter(question, retrieved, ctx))
+        if memory is not None and kept:  # what the filter kept; never the fallback below
+            titles = [i.title or i.text for i in kept]
+            memory.add(kept, ctx.index.embedder(titles, ctx, role="passage"), embedder=embedder)
+        if not kept and self.fallback_unfiltered:
+            kept = list(retrieved)
+        reader = plan.questions[0] if self.read == "rewritten" and plan.questions else question
+        knowledge = list({i.text: i for i in [*remembered, *kept]}.values())
+        answer = self.answerer(reader, [i.text for i in knowledge], ctx)
+        return Prediction((NamedAnswer("four_module", Answer(answer.answer)),), tuple(steps))
 
     def _retrieve(
-        self, plan: QueryPlan, steps: list[StepTrace], ctx: Context
+        self, queries: Sequence[str], steps: list[StepTrace], ctx: Context
     ) -> list[KnowledgeItem]:
         items: dict[int, KnowledgeItem] = {}
         units = units_of(ctx.index)
-        for query in plan.queries:
+        for query in queries:
             found = retrieve(query, ctx).units[: self.per_query]
             steps.append(StepTrace(query, None, found))
             for u in found:
                 items.setdefault(u, KnowledgeItem(ctx.index.texts[u], units[u].title, source=u))
         return list(items.values())
-
-    def _answer(
-        self, question: str, items: Sequence[KnowledgeItem], steps: list[StepTrace], ctx: Context
-    ) -> Prediction:
-        answer = self.answerer(question, [i.text for i in items], ctx)
-        return Prediction((NamedAnswer("four_module", Answer(answer.answer)),), tuple(steps))
 
     def _reservoir(self, ctx: Context) -> Reservoir | None:
         if self.reservoir is None:
