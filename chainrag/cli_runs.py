@@ -9,9 +9,13 @@ from typing import Annotated, Any
 
 import typer
 
+from chainrag.data import POOLED
 from chainrag.errors import ChainragError
 
-DATASET_HELP = "musique, hotpotqa, 2wiki (dev sets), or longbench:PATH for a LongBench jsonl file."
+DATASET_HELP = (
+    "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
+    "questions' passages (seed 002's shared store); or longbench:PATH for a LongBench jsonl file."
+)
 CONCURRENCY_HELP = (
     "Questions in flight at once (default: the recipe's llm.concurrency); LLM requests stay "
     "at 1 for the local server."
@@ -31,7 +35,9 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def dataset_slug(dataset: str) -> str:
-    """The run folder name of a dataset: its name, or ``longbench-<file stem>``."""
+    """The run folder name of a dataset: its name, ``pooled-<name>`` or ``longbench-<stem>``."""
+    if dataset.startswith(POOLED):
+        return "pooled-" + dataset.removeprefix(POOLED)
     if dataset.startswith("longbench:"):
         return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
     return dataset

@@ -9,13 +9,18 @@ sentence spans, since gold supporting facts point at them. LongBench's JSON Line
 any file named as ``longbench:PATH``; it has no gold evidence, so retrieval is not scored on
 it. A malformed file is an error that names the file and the line (JSON Lines) or the record
 (JSON).
+
+``pooled:NAME`` (e.g. ``pooled:hotpotqa``) is the dev set NAME in a shared-corpus setting, as
+seed 002 evaluates (one vector store of every question's passages): every question gets the
+same context, all the file's passages once each, so retrieval ranks ~1,000–2,000 passages
+instead of a question's own 10–20.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -168,8 +173,53 @@ def _longbench(record: Mapping[str, Any], dataset: str) -> QAExample:
     )
 
 
+POOLED = "pooled:"
+"""Prefix of a dev set in the shared-corpus setting (:func:`pool`)."""
+
+
+def pool(examples: Sequence[QAExample]) -> list[QAExample]:
+    """The examples with one shared context: every example's passages, each (title, text) once,
+    in first-seen order (``pid`` = the position in the pool).
+
+    MuSiQue's gold paragraph indexes are re-pointed into the pool. HotpotQA/2Wiki gold sentences
+    name a title; a title pooled with two different texts would make that ambiguous, so it is an
+    error that names the title.
+    """
+    passages: list[Passage] = []
+    where: dict[tuple[str, str], int] = {}
+    first_text: dict[str, str] = {}
+    mappings = []
+    for example in examples:
+        mapping = []
+        for passage in example.passages:
+            key = (passage.title, passage.text)
+            if key not in where:
+                seen = first_text.setdefault(passage.title, passage.text)
+                if seen != passage.text and example.supporting_sentences:
+                    raise DatasetError(
+                        f"{example.dataset}, question {example.qid}: title {passage.title!r} "
+                        "comes with two different texts, so its gold sentences cannot be pooled"
+                    )
+                where[key] = len(passages)
+                passages.append(attrs.evolve(passage, pid=str(len(passages))))
+            mapping.append(where[key])
+        mappings.append(mapping)
+    shared = tuple(passages)
+    return [
+        attrs.evolve(
+            example,
+            passages=shared,
+            supporting_passages=tuple(mapping[i] for i in example.supporting_passages),
+        )
+        for example, mapping in zip(examples, mappings, strict=True)
+    ]
+
+
 def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
-    """The file and record format of a dataset name (``musique``, … or ``longbench:PATH``)."""
+    """The file and record format of a dataset name (``musique``, ``pooled:musique``, … or
+    ``longbench:PATH``)."""
+    if name.startswith(POOLED):
+        return dataset_path(name.removeprefix(POOLED), root)
     if name.startswith("longbench:"):
         return Path(name.removeprefix("longbench:")), "longbench"
     if name not in DATASETS:
@@ -181,7 +231,17 @@ def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
 
 
 def load_dataset(name: str, limit: int | None = None, root: Path | None = None) -> list[QAExample]:
-    """The first ``limit`` questions (all if None) of the dataset called ``name``."""
+    """The first ``limit`` questions (all if None) of the dataset called ``name``.
+
+    ``pooled:NAME``: the questions of NAME over the pool of all its questions' passages (the
+    pool does not depend on ``limit``).
+    """
+    if name.startswith(POOLED):
+        inner = name.removeprefix(POOLED)
+        if inner.startswith(("longbench:", POOLED)):
+            raise DatasetError(f"{name!r}: only the dev sets can be pooled ({', '.join(DATASETS)})")
+        everything = [attrs.evolve(e, dataset=name) for e in load_dataset(inner, None, root)]
+        return pool(everything)[:limit]
     path, fmt = dataset_path(name, root)
     parse = {"musique": _musique, "hotpot": _hotpot, "longbench": _longbench}[fmt]
     out: list[QAExample] = []

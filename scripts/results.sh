@@ -7,7 +7,9 @@
 #   bash scripts/results.sh seeds           # ... on the three dev sets
 #   bash scripts/results.sh ablations recurring
 # By default each dataset's seed methods follow its main table, so a stopped script leaves
-# both papers' tables on the datasets it reached.
+# both papers' tables on the datasets it reached. The seed methods run in the pooled setting
+# (pooled:DATASET: one store of all the dev file's passages, as seed 002's shared vector store),
+# into docs/runs/pooled-DATASET/.
 # --cache-mode refresh: every LLM call is made anew (and its time and tokens counted), even
 # where another method made the same request before.
 set -euo pipefail
@@ -30,11 +32,11 @@ targets=("${@:-$DEFAULT}")
 for what in ${targets[@]}; do
   if [[ $what == seeds ]]; then
     for dataset in musique 2wiki hotpotqa; do
-      $BIN/chainrag run "${SEEDS[@]}" --dataset $dataset --limit $N --out $OUT \
+      $BIN/chainrag run "${SEEDS[@]}" --dataset pooled:$dataset --limit $N --out $OUT \
         --cache-mode refresh --no-report
     done
   elif [[ $what == seeds-* ]]; then
-    $BIN/chainrag run "${SEEDS[@]}" --dataset "${what#seeds-}" --limit $N --out $OUT \
+    $BIN/chainrag run "${SEEDS[@]}" --dataset "pooled:${what#seeds-}" --limit $N --out $OUT \
       --cache-mode refresh --no-report
   elif [[ $what == recurring ]]; then
     $BIN/chainrag experiment recurring --dataset musique --limit 10 --out docs/runs

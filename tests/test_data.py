@@ -146,3 +146,35 @@ def test_malformed_longbench_names_file_and_line(
 def test_longbench_missing_file(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"nope\.jsonl: no such file"):
         load_dataset(f"longbench:{tmp_path / 'nope.jsonl'}")
+
+
+@pytest.mark.parametrize("name", ["musique", "hotpotqa", "2wiki"])
+def test_pooled_setting_shares_one_context_and_keeps_the_gold(name: str) -> None:
+    from chainrag.metrics import gold_items, retrieval_scores
+    from chainrag.types import Chunk
+
+    own = load_dataset(name)
+    pooled = load_dataset(f"pooled:{name}", 30)
+    assert len(pooled) == 30 and [e.qid for e in pooled] == [e.qid for e in own[:30]]
+    shared = pooled[0].passages
+    assert all(e.passages is shared for e in pooled) and all(e.dataset == f"pooled:{name}"
+                                                              for e in pooled)  # fmt: skip
+    assert len({(p.title, p.text) for p in shared}) == len(shared)  # each passage once
+    assert len(shared) >= 30 * min(len(e.passages) for e in own[:30])  # not only the 30 asked
+    assert load_dataset(f"pooled:{name}", 2)[0].passages == shared  # the pool ignores --limit
+    for mine, theirs in zip(pooled, own, strict=False):
+        for i, j in zip(mine.supporting_passages, theirs.supporting_passages, strict=True):
+            assert (shared[i].title, shared[i].text) == (theirs.passages[j].title,
+                                                         theirs.passages[j].text)  # fmt: skip
+        # retrieving the gold passages themselves scores a strict hit in the pool, too
+        _, gold = gold_items(mine)
+        units = [Chunk(k, shared[p].text, p, shared[p].title, 0, 0, len(shared[p].text))
+                 for k, p in enumerate(sorted({p for p, _ in gold}))]  # fmt: skip
+        assert gold and retrieval_scores(mine, units, (len(units),)).hit[len(units)] == 1.0
+
+
+def test_only_dev_sets_pool() -> None:
+    with pytest.raises(DatasetError, match="only the dev sets can be pooled"):
+        load_dataset("pooled:longbench:x.jsonl")
+    with pytest.raises(DatasetError, match="unknown dataset 'nothing'"):
+        load_dataset("pooled:nothing")

@@ -84,6 +84,28 @@ def test_one_line_per_question_with_scores_and_accounting(tmp_path: Path) -> Non
     assert load_recipe(run.folder / "recipe.yaml") == recipe
 
 
+def test_a_run_in_the_pooled_setting(tmp_path: Path) -> None:
+    """pooled:NAME: every question retrieves from all the dev file's passages, built once."""
+    from chainrag.cli_runs import dataset_slug
+
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("pooled:musique", 3)
+    run = RunDir(tmp_path / dataset_slug("pooled:musique") / "naive")
+    run.folder.mkdir(parents=True)
+    run.start(recipe, path, "pooled:musique", DATA)
+    result = run_recipe(recipe, examples, run, gold_replier(examples))
+    assert (result.answered, result.failed) == (3, 0)
+    records, _ = run.records()
+    pool = examples[0].passages
+    for record, example in zip(records, examples, strict=True):
+        units = [u for s in record["trace"]["steps"] for u in s["retrieved"]]
+        assert units and max(units) >= 0
+        assert record["retrieval"]["level"] == "paragraph"
+        assert {pool[p].title for p in example.supporting_passages} <= {p.title for p in pool}
+    assert run.folder.parent.name == "pooled-musique"
+    assert run.meta()["dataset"] == "pooled:musique"
+
+
 def test_resume_repairs_a_torn_last_line_and_runs_only_the_rest(tmp_path: Path) -> None:
     path, recipe = naive_recipe(tmp_path)
     examples = load_dataset("musique", 5)
