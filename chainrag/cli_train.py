@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from functools import partial
 from pathlib import Path
@@ -164,6 +165,14 @@ def train_reranker(
     limit: Annotated[int | None, typer.Option(min=2, help="Questions per set.")] = None,
     epochs: Annotated[int, typer.Option(min=1)] = 2,
     max_length: Annotated[int, typer.Option(min=16, help="Tokens per pair.")] = 256,
+    lr: Annotated[float, typer.Option(min=0.0, help="AdamW learning rate.")] = 3e-5,
+    balance: Annotated[
+        bool,
+        typer.Option(
+            help="Each epoch: every pair the teacher scores >= 0.5 and as many others, drawn "
+            "anew (gold labels are ~15% positive)."
+        ),
+    ] = False,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Distil a teacher's relevance scores into a small cross-encoder initialised from the
@@ -193,7 +202,9 @@ def train_reranker(
         examples = [e for name in (train or TRAIN_SETS) for e in load_dataset(name, limit)]
     except ChainragError as exc:
         raise _fail(str(exc)) from None
-    config = ds.DistillConfig(epochs=epochs, max_length=max_length, seed=seed)
+    config = ds.DistillConfig(
+        epochs=epochs, max_length=max_length, seed=seed, lr=lr, balance=balance
+    )
     pairs = ds.pairs_of(examples)
     n_questions = len({p.question for p in pairs})
     fit_q, held_q = split_questions(n_questions, config.validation, seed)
@@ -221,7 +232,8 @@ def train_reranker(
     else:
         scores = ds.gold_teacher(pairs)
     fit_pairs = [i for i, p in enumerate(pairs) if p.question not in held]
-    total_steps = epochs * math.ceil(len(fit_pairs) / config.batch_size)
+    per_epoch = len(ds.epoch_order(scores[fit_pairs], balance, random.Random(0)))  # noqa: S311
+    total_steps = epochs * math.ceil(per_epoch / config.batch_size)
     with tqdm(total=total_steps, desc="training the student", unit="batch") as bar:
 
         def progress(step: int, loss: float) -> None:

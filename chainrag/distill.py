@@ -104,6 +104,24 @@ class DistillConfig:
     max_length: int = 256
     validation: float = 0.3
     seed: int = 0
+    balance: bool = False
+    """Each epoch: every pair the teacher scores ≥ 0.5 and as many others, drawn anew."""
+
+
+def epoch_order(targets: np.ndarray, balance: bool, rng: random.Random) -> list[int]:
+    """The pairs of one epoch, shuffled: all of them, or (``balance``) every pair scored ≥ 0.5
+    and an equal number of the rest, drawn without replacement (all of the smaller side)."""
+    if not balance:
+        order = list(range(len(targets)))
+    else:
+        high = [i for i, t in enumerate(targets) if t >= 0.5]
+        low = [i for i, t in enumerate(targets) if t < 0.5]
+        n = min(len(high), len(low))
+        order = (high if len(high) <= len(low) else rng.sample(high, n)) + (
+            low if len(low) <= len(high) else rng.sample(low, n)
+        )
+    rng.shuffle(order)
+    return order
 
 
 def train_student(
@@ -122,12 +140,11 @@ def train_student(
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     model = AutoModelForSequenceClassification.from_pretrained(base_path, num_labels=1)
     optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr)
-    order = list(range(len(pairs)))
     rng = random.Random(config.seed)  # noqa: S311 (reproducible shuffling)
     history, step = [], 0
     model.train()
     for _ in range(config.epochs):
-        rng.shuffle(order)
+        order = epoch_order(np.asarray(targets), config.balance, rng)
         total = 0.0
         for start in range(0, len(order), config.batch_size):
             batch = order[start : start + config.batch_size]

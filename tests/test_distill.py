@@ -64,12 +64,27 @@ def test_ndcg_and_ranking_metrics() -> None:
 
 
 @pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+def test_balanced_epochs_draw_as_many_negatives_as_positives() -> None:
+    import random
+
+    targets = np.array([1.0, 0.0, 0.0, 0.9, 0.0, 0.0, 0.2, 0.0, 0.0, 0.0])
+    rng = random.Random(0)
+    epochs = [ds.epoch_order(targets, True, rng) for _ in range(20)]
+    for order in epochs:
+        assert len(order) == len(set(order)) == 4
+        assert sorted(i for i in order if targets[i] >= 0.5) == [0, 3]  # every positive
+    assert len({i for order in epochs for i in order}) == 10  # negatives drawn anew each epoch
+    assert sorted(ds.epoch_order(targets, False, rng)) == list(range(10))
+    flipped = ds.epoch_order(1 - targets, True, rng)  # more high scores than low: the reverse
+    assert len(flipped) == 4 and {0, 3} <= set(flipped)
+
+
 def test_train_reranker_command_at_toy_size(tmp_path: Path) -> None:
     out = tmp_path / "student"
     result = CliRunner().invoke(
         app,
         ["train", "reranker", "--out", str(out), "--train", "musique_train", "--limit", "4",
-         "--epochs", "1", "--max-length", "48"],
+         "--epochs", "1", "--max-length", "48", "--balance", "--lr", "1e-4"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "4 questions (3 train / 1 held out), 80 pairs; teacher: gold" in result.output
