@@ -85,12 +85,13 @@ def _reply(request: Any) -> str:
         "nli": "entailment" if "Paris" in str(request) else "neutral",
         "query_plan": '{"Rewritten Question": ["Where is Paris?"], "Query": ["Paris city"]}',
         "follow_up": "Where is France?",
+        "iter_retgen": "Ann wrote it. So the answer is: Ann",
     }.get(request.prompt_id, "Ann")
 
 
 PROMPTS = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
            "ansint", "cxtint", "refers_back", "supports", "nli", "query_plan",
-           "follow_up"]  # fmt: skip
+           "follow_up", "iter_retgen"]  # fmt: skip
 
 
 def _llm_context() -> Context:

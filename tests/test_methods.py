@@ -123,6 +123,7 @@ def universal(request: LLMRequest) -> str:
         "nli": "entailment",
         "query_plan": '{"Rewritten Question": ["Where did Bergman die?"], "Query": ["Bergman"]}',
         "follow_up": "Where did Ingmar Bergman die?",
+        "iter_retgen": "Bergman died on Fårö. So the answer is: Fårö.",
     }.get(request.prompt_id, "Fårö")
 
 
@@ -148,11 +149,42 @@ def test_every_recipe_runs_one_question(path: Path, bergman: QAExample) -> None:
     recipe = load_recipe(path)
     prompts = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
                "ansint", "cxtint", "refers_back", "supports", "nli", "query_plan",
-               "follow_up"]  # fmt: skip
+               "follow_up", "iter_retgen"]  # fmt: skip
     llm = ScriptedLLM(dict.fromkeys(prompts, universal))
     prediction = answer_question(recipe, bergman, llm, cache=IndexCache())
     assert prediction.answer == "Fårö"
     assert prediction.steps and prediction.usage.calls == llm.calls()
+
+
+def test_iter_retgen_retrieves_with_the_whole_generation(bergman: QAExample) -> None:
+    recipe = load_recipe(ROOT / "recipes" / "baselines" / "iter_retgen.yaml")
+    replies = ["Persona was filmed on Fårö. So the answer is: Stockholm",
+               "Bergman lived on Fårö and died there in 2007. So the answer is: Fårö."]  # fmt: skip
+    llm = ScriptedLLM({"iter_retgen": replies + replies[1:]})
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache())
+    first, second, third = prediction.steps
+    assert first.question == bergman.question
+    assert second.question == f"{bergman.question} {replies[0]}"  # the whole generation
+    assert third.question == f"{bergman.question} {replies[1]}"
+    assert second.answer is not None and second.answer.answer == "Fårö"
+    assert prediction.answer == "Fårö" and prediction.usage.calls == 3
+    short = attrs.evolve(recipe, method=attrs.evolve(recipe.method, chain_of_thought=False))
+    llm = ScriptedLLM({"cxtint": ["Stockholm", "Fårö", "Fårö"]})
+    prediction = answer_question(short, bergman, llm, cache=IndexCache())
+    assert prediction.steps[1].question == f"{bergman.question} Stockholm"
+    assert prediction.answer == "Fårö"
+
+
+@pytest.mark.parametrize(
+    ("generation", "answer"),
+    [("X was born in Y. So the answer is: Y.", "Y"),
+     ("So the answer is: A. Wait, so the final answer is: \"B\"\nThanks", "B"),
+     ("No marker here.\nParis", "Paris"), ("", "")],
+)  # fmt: skip
+def test_final_answer_of_a_chain_of_thought(generation: str, answer: str) -> None:
+    from chainrag.components.methods import final_answer
+
+    assert final_answer(generation) == answer
 
 
 def test_a_recipe_without_method_cannot_run(bergman: QAExample) -> None:

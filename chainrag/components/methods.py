@@ -8,10 +8,12 @@ LLM usage. ``chainrag`` is the paper's flow (§3.2–3.4); ``naive``, ``naive_qd
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import attrs
 
+from chainrag.components.judges import numbered
 from chainrag.components.reasoning import (
     AnsInt,
     CxtInt,
@@ -19,7 +21,9 @@ from chainrag.components.reasoning import (
     LLMRewriter,
     LLMShortAnswer,
     LLMSummarizer,
+    clean_answer,
     history_text,
+    is_unanswerable,
 )
 from chainrag.components.rewrite_triggers import PronounWords
 from chainrag.context import Context, MissingResourceError
@@ -221,22 +225,50 @@ class NaiveQD:
 @attrs.frozen
 class IterRetGen:
     """Iter-RetGen (Shao et al., 2023): ``iterations`` rounds of retrieving with the question
-    plus the previous round's generation appended, then generating from what was retrieved;
-    the last generation is the answer. Recipe: ``{kind: iter_retgen, iterations: 3}``.
+    plus the previous round's whole generation appended, then generating from what was
+    retrieved; the answer is read from the last generation.
+
+    ``chain_of_thought: true`` (default, as the paper) generates step-by-step reasoning ending
+    in "So the answer is: ..." (prompt ``iter_retgen``); ``false`` generates a short answer with
+    ``answerer`` instead (our first version). Recipe: ``{kind: iter_retgen, iterations: 3}``.
     """
 
     iterations: int = attrs.field(default=3, validator=attrs.validators.ge(1))
     answerer: Answerer = attrs.field(factory=lambda: LLMShortAnswer(prompt="cxtint"))
+    chain_of_thought: bool = True
+    prompt_version: int = 1
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
-        generation = ""
+        generation, answer_text = "", ""
         steps = []
         for _ in range(self.iterations):
             before = used(ctx)
             query = f"{example.question} {generation}".strip()
             expansion = retrieve(query, ctx)
-            answer = self.answerer(example.question, texts_of(expansion.units, ctx), ctx)
-            generation = answer.answer
+            evidence = texts_of(expansion.units, ctx)
+            if self.chain_of_thought:
+                llm = ctx.require_llm("iter_retgen generation")
+                prompt = load_prompt("iter_retgen", self.prompt_version)
+                reply = llm.complete(prompt.request(question=example.question,
+                                                    evidence=numbered(evidence)))  # fmt: skip
+                generation, answer_text = reply.text.strip(), final_answer(reply.text)
+            else:
+                generation = answer_text = self.answerer(example.question, evidence, ctx).answer
+            answer = SubAnswer(example.question, answer_text, not is_unanswerable(answer_text))
             steps.append(StepTrace(query, None, expansion.units, expansion, answer,
                                    minus(used(ctx), before)))  # fmt: skip
-        return Prediction((NamedAnswer("iter_retgen", Answer(generation)),), tuple(steps))
+        return Prediction((NamedAnswer("iter_retgen", Answer(answer_text, generation)),),
+                          tuple(steps))  # fmt: skip
+
+
+_SO_THE_ANSWER = re.compile(r"so the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
+
+
+def final_answer(generation: str) -> str:
+    """The answer of a chain-of-thought generation: what follows its last "So the answer is",
+    cleaned (first line, no quotes or final period); else the generation's last line."""
+    marks = list(_SO_THE_ANSWER.finditer(generation))
+    if marks:
+        return clean_answer(generation[marks[-1].end() :])
+    lines = [ln for ln in generation.strip().splitlines() if ln.strip()]
+    return clean_answer(lines[-1]) if lines else ""

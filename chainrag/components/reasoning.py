@@ -59,14 +59,16 @@ def _is_multi_hop(value: Any) -> bool:
 @DECOMPOSERS.register("llm_json")
 @attrs.frozen
 class LLMDecomposer:
-    """Sub-questions as a JSON array from the LLM (appendix D guidelines, two worked examples).
+    """Sub-questions as a JSON array from the LLM: ``decompose@v2`` is appendix D's prompt
+    (Figure 8) with a worked example for each kind; ``prompt_version: 1`` is our earlier, shorter
+    prompt, which also told the model to refer to earlier answers with a pronoun.
 
     Unusable output (after one repair) falls back to the question itself, marked ``fallback``
     in the trace. Recipe: ``{kind: llm_json, max_sub_questions: 4}``.
     """
 
     max_sub_questions: int = attrs.field(default=4, validator=attrs.validators.ge(1))
-    prompt_version: int = 1
+    prompt_version: int = 2
 
     def __call__(self, question: str, ctx: Context) -> Decomposition:
         llm = ctx.require_llm("llm_json decomposer")

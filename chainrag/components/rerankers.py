@@ -4,7 +4,8 @@
 CrossEncoder, each from a local model folder (no reranker ships offline here: a user with
 bge-reranker weights points ``model_path`` at them; issue 8's distilled student works with
 ``cross_encoder``). A path that does not exist is an error when the recipe is loaded.
-``none`` keeps the first-stage order.
+``none`` keeps the first-stage order; ``dense`` orders by embedding cosine with the query (the
+offline stand-in where the paper reranks with a cross-encoder and none is at hand).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import attrs
 import numpy as np
 
 from chainrag.context import Context
+from chainrag.protocols.index import Embedder
 from chainrag.registry import RERANKERS
 from chainrag.types import Hit
 
@@ -58,6 +60,35 @@ class NoRerank:
         self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
     ) -> tuple[Hit, ...]:
         return tuple(hits)
+
+
+@RERANKERS.register("dense", example={"embedder": {"kind": "hashed_bow", "dim": 16}})
+@attrs.frozen
+class DenseRerank:
+    """Orders candidates by cosine between their embedding and the query's, with ``embedder``
+    or, when unset, the searched index's own embedder. No extra model: the offline stand-in for
+    the paper's cross-encoder, e.g. for CxtInt's "reranked against the original question".
+    Recipe: ``{kind: dense}``.
+    """
+
+    embedder: Embedder | None = None
+
+    def __call__(
+        self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
+    ) -> tuple[Hit, ...]:
+        if not hits:
+            return ()
+        embedder = self.embedder or getattr(ctx.index, "embedder", None)
+        if embedder is None:
+            raise ValueError(
+                "the dense reranker needs an embedder: set {kind: dense, embedder: ...}, or use "
+                "it where an index is searched"
+            )
+        q = np.asarray(embedder([query], ctx, role="query"), dtype=np.float64)[0]
+        v = np.asarray(embedder(list(texts[: len(hits)]), ctx, role="passage"), dtype=np.float64)
+        norms = np.linalg.norm(v, axis=1) * (np.linalg.norm(q) or 1.0)
+        scores = (v @ q) / np.where(norms > 0, norms, 1.0)
+        return rescored(hits, scores.tolist())
 
 
 def _minilm_example() -> dict[str, str]:
