@@ -168,6 +168,10 @@ def test_iter_retgen_retrieves_with_the_whole_generation(bergman: QAExample) -> 
     assert third.question == f"{bergman.question} {replies[1]}"
     assert second.answer is not None and second.answer.answer == "Fårö"
     assert prediction.answer == "Fårö" and prediction.usage.calls == 3
+    forgetful = [*replies, "Bergman died on the island of Fårö in 2007."]  # no final line
+    llm = ScriptedLLM({"iter_retgen": forgetful, "cxtint": ["Fårö"]})
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache())
+    assert prediction.answer == "Fårö" and prediction.usage.calls == 4  # one short answer more
     short = attrs.evolve(recipe, method=attrs.evolve(recipe.method, chain_of_thought=False))
     llm = ScriptedLLM({"cxtint": ["Stockholm", "Fårö", "Fårö"]})
     prediction = answer_question(short, bergman, llm, cache=IndexCache())

@@ -229,18 +229,22 @@ class IterRetGen:
     retrieved; the answer is read from the last generation.
 
     ``chain_of_thought: true`` (default, as the paper) generates step-by-step reasoning ending
-    in "So the answer is: ..." (prompt ``iter_retgen``); ``false`` generates a short answer with
-    ``answerer`` instead (our first version). Recipe: ``{kind: iter_retgen, iterations: 3}``.
+    in "So the answer is: ..." (prompt ``iter_retgen``); when the last generation has no such
+    line (small models forget it), ``answerer`` reads the answer from the last round's
+    context in one more call, unless ``short_answer_fallback: false``. ``chain_of_thought:
+    false`` generates a short answer with ``answerer`` each round instead (our first version).
+    Recipe: ``{kind: iter_retgen, iterations: 3}``.
     """
 
     iterations: int = attrs.field(default=3, validator=attrs.validators.ge(1))
     answerer: Answerer = attrs.field(factory=lambda: LLMShortAnswer(prompt="cxtint"))
     chain_of_thought: bool = True
+    short_answer_fallback: bool = True
     prompt_version: int = 1
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
         generation, answer_text = "", ""
-        steps = []
+        steps: list[StepTrace] = []
         for _ in range(self.iterations):
             before = used(ctx)
             query = f"{example.question} {generation}".strip()
@@ -252,6 +256,9 @@ class IterRetGen:
                 reply = llm.complete(prompt.request(question=example.question,
                                                     evidence=numbered(evidence)))  # fmt: skip
                 generation, answer_text = reply.text.strip(), final_answer(reply.text)
+                last = len(steps) == self.iterations - 1
+                if last and self.short_answer_fallback and not has_final_answer(reply.text):
+                    answer_text = self.answerer(example.question, evidence, ctx).answer
             else:
                 generation = answer_text = self.answerer(example.question, evidence, ctx).answer
             answer = SubAnswer(example.question, answer_text, not is_unanswerable(answer_text))
@@ -262,6 +269,11 @@ class IterRetGen:
 
 
 _SO_THE_ANSWER = re.compile(r"so the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
+
+
+def has_final_answer(generation: str) -> bool:
+    """Whether a chain-of-thought generation states its answer ("So the answer is ...")."""
+    return _SO_THE_ANSWER.search(generation) is not None
 
 
 def final_answer(generation: str) -> str:
