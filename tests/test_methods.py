@@ -72,6 +72,17 @@ def test_chainrag_flow_with_rewriting(bergman: QAExample, tmp_path: Path) -> Non
     assert sum(s.usage.calls for s in prediction.steps) == 5  # the rest: decompose + 2 integrators
     rewrite_request = next(r for r in llm.requests if r.prompt_id == "rewrite")
     assert "A: Ingmar Bergman" in rewrite_request.messages[-1].content
+    # each sub-answer request directly follows its step's last sufficiency check and repeats it
+    # up to the question, so the local server's prompt cache has read the evidence already
+    for i, request in enumerate(llm.requests):
+        if request.prompt_id == "answer_sub":
+            check = llm.requests[i - 1]
+            assert check.prompt_id == "sufficiency" and check.messages[0] == request.messages[0]
+            question = request.messages[1].content.split("Question: ")[1].split("\n")[0]
+            shared = f"Question: {question}\n"
+            assert request.messages[1].content.startswith(
+                check.messages[1].content.split(shared)[0] + shared
+            )
 
 
 def test_unanswered_step_is_summarised_not_rewritten(bergman: QAExample, tmp_path: Path) -> None:
