@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import time
 from functools import partial
 from pathlib import Path
@@ -232,7 +231,7 @@ def train_reranker(
     else:
         scores = ds.gold_teacher(pairs)
     fit_pairs = [i for i, p in enumerate(pairs) if p.question not in held]
-    per_epoch = len(ds.epoch_order(scores[fit_pairs], balance, random.Random(0)))  # noqa: S311
+    per_epoch = ds.epoch_size(scores[fit_pairs], balance)
     total_steps = epochs * math.ceil(per_epoch / config.batch_size)
     with tqdm(total=total_steps, desc="training the student", unit="batch") as bar:
 

@@ -108,6 +108,14 @@ class DistillConfig:
     """Each epoch: every pair the teacher scores ≥ 0.5 and as many others, drawn anew."""
 
 
+def epoch_size(targets: np.ndarray, balance: bool) -> int:
+    """Pairs per epoch: all, or (``balance``) twice the smaller of the ≥ 0.5 and < 0.5 sides."""
+    if not balance:
+        return len(targets)
+    high = int(np.count_nonzero(np.asarray(targets) >= 0.5))
+    return 2 * min(high, len(targets) - high)
+
+
 def epoch_order(targets: np.ndarray, balance: bool, rng: random.Random) -> list[int]:
     """The pairs of one epoch, shuffled: all of them, or (``balance``) every pair scored ≥ 0.5
     and an equal number of the rest, drawn without replacement (all of the smaller side)."""

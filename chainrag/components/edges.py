@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 from scipy import sparse
 
+from chainrag.components.key_entities import rows_csr
 from chainrag.registry import EDGE_BUILDERS
 from chainrag.types import GraphInputs, ScoredEntity
 
@@ -100,13 +101,8 @@ def key_incidence(
     names = sorted(score_of)
     column = {name: j for j, name in enumerate(names)}
     cols = np.fromiter((column[e.name] for row in key_entities for e in row), dtype=np.int64)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    sizes = np.fromiter(map(len, key_entities), dtype=np.int64, count=len(key_entities))
-    np.cumsum(sizes, out=indptr[1 : len(key_entities) + 1])
-    indptr[len(key_entities) + 1 :] = indptr[len(key_entities)]
-    data = np.ones(cols.size, dtype=np.float32)
-    incidence = sparse.csr_matrix((data, cols, indptr), shape=(n, len(names)))
-    incidence.sum_duplicates()
+    lengths = [len(row) for row in key_entities]
+    incidence = rows_csr(cols, lengths, (n, len(names)), np.float32)
     incidence.data[:] = 1.0  # a name listed twice in one sentence still counts once
     scores = np.fromiter(map(score_of.__getitem__, names), dtype=np.float64, count=len(names))
     return incidence, scores

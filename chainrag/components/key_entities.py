@@ -19,18 +19,27 @@ from chainrag.registry import KEY_ENTITY_SCORERS
 from chainrag.types import FloatArray, ScoredEntity
 
 
+def rows_csr(
+    cols: np.ndarray, lengths: Sequence[int], shape: tuple[int, int], dtype: type = np.float64
+) -> sparse.csr_matrix:
+    """A CSR count matrix from each row's column indexes, given row by row (``lengths[i]`` of
+    them for row i; rows past ``len(lengths)`` are empty); repeated columns are summed."""
+    indptr = np.zeros(shape[0] + 1, dtype=np.int64)
+    sizes = np.fromiter(lengths, dtype=np.int64, count=len(lengths))
+    np.cumsum(sizes, out=indptr[1 : len(lengths) + 1])
+    indptr[len(lengths) + 1 :] = indptr[len(lengths)]
+    out = sparse.csr_matrix((np.ones(cols.size, dtype=dtype), cols, indptr), shape=shape)
+    out.sum_duplicates()
+    return out
+
+
 def entity_vocabulary(entities: Sequence[Sequence[str]]) -> tuple[list[str], sparse.csr_matrix]:
     """Sorted entity names and the (n sentences × n entities) count matrix."""
     flat = [e for row in entities for e in row]
     names = sorted(set(flat))
     column = {name: j for j, name in enumerate(names)}
     cols = np.fromiter(map(column.__getitem__, flat), dtype=np.int64, count=len(flat))
-    indptr = np.zeros(len(entities) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, entities), dtype=np.int64, count=len(entities)), out=indptr[1:])
-    counts = sparse.csr_matrix(
-        (np.ones(len(flat), dtype=np.float64), cols, indptr), shape=(len(entities), len(names))
-    )
-    counts.sum_duplicates()
+    counts = rows_csr(cols, [len(row) for row in entities], (len(entities), len(names)))
     return names, counts
 
 

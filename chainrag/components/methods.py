@@ -255,9 +255,10 @@ class IterRetGen:
                 prompt = load_prompt("iter_retgen", self.prompt_version)
                 reply = llm.complete(prompt.request(question=example.question,
                                                     evidence=numbered(evidence)))  # fmt: skip
-                generation, answer_text = reply.text.strip(), final_answer(reply.text)
+                generation, stated = reply.text.strip(), stated_answer(reply.text)
+                answer_text = final_answer(reply.text) if stated is None else stated
                 last = len(steps) == self.iterations - 1
-                if last and self.short_answer_fallback and not has_final_answer(reply.text):
+                if last and self.short_answer_fallback and stated is None:
                     answer_text = self.answerer(example.question, evidence, ctx).answer
             else:
                 generation = answer_text = self.answerer(example.question, evidence, ctx).answer
@@ -271,16 +272,17 @@ class IterRetGen:
 _SO_THE_ANSWER = re.compile(r"so the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
 
 
-def has_final_answer(generation: str) -> bool:
-    """Whether a chain-of-thought generation states its answer ("So the answer is ...")."""
-    return _SO_THE_ANSWER.search(generation) is not None
+def stated_answer(generation: str) -> str | None:
+    """What follows a chain-of-thought generation's last "So the answer is", cleaned (first
+    line, no quotes or final period); None when it states no answer."""
+    marks = list(_SO_THE_ANSWER.finditer(generation))
+    return clean_answer(generation[marks[-1].end() :]) if marks else None
 
 
 def final_answer(generation: str) -> str:
-    """The answer of a chain-of-thought generation: what follows its last "So the answer is",
-    cleaned (first line, no quotes or final period); else the generation's last line."""
-    marks = list(_SO_THE_ANSWER.finditer(generation))
-    if marks:
-        return clean_answer(generation[marks[-1].end() :])
+    """The answer of a chain-of-thought generation: its stated answer, else its last line."""
+    stated = stated_answer(generation)
+    if stated is not None:
+        return stated
     lines = [ln for ln in generation.strip().splitlines() if ln.strip()]
     return clean_answer(lines[-1]) if lines else ""

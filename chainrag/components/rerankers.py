@@ -84,11 +84,9 @@ class DenseRerank:
                 "the dense reranker needs an embedder: set {kind: dense, embedder: ...}, or use "
                 "it where an index is searched"
             )
-        q = np.asarray(embedder([query], ctx, role="query"), dtype=np.float64)[0]
-        v = np.asarray(embedder(list(texts[: len(hits)]), ctx, role="passage"), dtype=np.float64)
-        norms = np.linalg.norm(v, axis=1) * (np.linalg.norm(q) or 1.0)
-        scores = (v @ q) / np.where(norms > 0, norms, 1.0)
-        return rescored(hits, scores.tolist())
+        query_vector = embedder([query], ctx, role="query")[0]  # rows are L2-normalised
+        vectors = embedder(list(texts[: len(hits)]), ctx, role="passage")
+        return rescored(hits, (vectors @ query_vector).tolist())
 
 
 def _minilm_example() -> dict[str, str]:
