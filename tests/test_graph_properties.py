@@ -262,3 +262,16 @@ def test_ss_without_torch_gives_the_same_edges(inputs: GraphInputs, m: int) -> N
     with mock.patch.dict(sys.modules, {"torch": None}):  # import torch now raises ImportError
         without = SimilarityTopK(m=m)(inputs).toarray()
     assert np.array_equal(with_torch, without)
+
+
+def test_ss_top_k_leaves_torch_thread_count_as_it_found_it() -> None:
+    """The top-k runs on one torch thread (see ``_top_k``) and restores the caller's count."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        x = np.random.default_rng(0).standard_normal((50, 8)).astype(np.float32)
+        topk_similarity_edges(x, 5)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
