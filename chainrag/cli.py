@@ -266,13 +266,22 @@ def recurring(
     ),
     dataset: Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")] = "musique",
     limit: Annotated[int, typer.Option(min=1, help="Questions asked (then asked again).")] = 10,
-    out: Annotated[Path, typer.Option(help="Folder for the run's results.")] = Path("runs"),
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Parent folder: the experiment goes into OUT/recurring-DATASET, and resumes "
+            "there if it was stopped."
+        ),
+    ] = Path("runs"),
     cache_mode: Annotated[
         str, typer.Option(help="LLM response cache (refresh: every call is made and timed).")
     ] = "refresh",
 ) -> None:
     """Seed 004: ask questions, then again (same words and paraphrased) with and without the
-    knowledge reservoir; time, external knowledge items and F1 per phase."""
+    knowledge reservoir; time, external knowledge items and F1 per phase.
+
+    Resumable: run the same command again after a crash or Ctrl-C and it continues where it
+    stopped (the reservoir is rolled back to the last recorded question)."""
     from tqdm import tqdm
 
     from chainrag.data import load_dataset
@@ -283,17 +292,20 @@ def recurring(
     if cache_mode not in ("use", "bypass", "refresh"):
         typer.secho("FAIL --cache-mode must be use, bypass or refresh", fg="red", err=True)
         raise typer.Exit(2)
-    folder = out / f"recurring-{dataset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder = out / f"recurring-{dataset}"
     try:
         resolved = load_recipe(recipe)
         rec.with_reservoir(resolved, None)  # checks the method
         examples = load_dataset(dataset, limit)
-        folder.mkdir(parents=True, exist_ok=True)
-        bar = tqdm(total=len(examples) * len(rec.PHASES), desc="recurring", unit="q")
+        done = rec.open_folder(folder, resolved, dataset, examples)
+        total = len(examples) * len(rec.PHASES)
+        if done:
+            typer.echo(f"{folder}: resuming, {len(done)} of {total} question-phases already done")
+        bar = tqdm(total=total, initial=len(done), desc="recurring", unit="q")
         with (
             open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
                      cache_mode=cache_mode) as llm,  # type: ignore[arg-type]
-            (folder / "outcomes.jsonl").open("w", encoding="utf-8") as fh,
+            (folder / rec.OUTCOMES).open("a", encoding="utf-8") as fh,
         ):  # fmt: skip
 
             def record(outcome: rec.Outcome) -> None:
@@ -302,8 +314,9 @@ def recurring(
                 bar.update(1)
                 bar.set_postfix(phase=outcome.phase[:24])
 
-            outcomes = rec.run(resolved, examples, llm, folder / "reservoir.sqlite",
-                               on_outcome=record)  # fmt: skip
+            reworded = rec.folder_paraphrases(folder, examples, llm)
+            outcomes = rec.run(resolved, examples, llm, folder / rec.RESERVOIR, done=done,
+                               reworded=reworded, on_outcome=record)  # fmt: skip
         bar.close()
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)

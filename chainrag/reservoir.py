@@ -115,6 +115,20 @@ class Reservoir(SQLiteFile):
     def __len__(self) -> int:
         return self._count("titled_knowledge")
 
+    def last_id(self) -> int:
+        """The id of the newest item (ids only grow), 0 when none was ever stored."""
+        row = self._connect().execute("SELECT COALESCE(MAX(id), 0) FROM titled_knowledge")
+        return int(row.fetchone()[0])
+
+    def remove_after(self, last_id: int) -> int:
+        """Remove the items stored after the one of id ``last_id``: what a question cut off by a
+        crash had written, so that it can be asked again from the state before it. Returns how
+        many were removed."""
+        con = self._connect()
+        before = con.total_changes
+        con.execute("DELETE FROM titled_knowledge WHERE id > ?", (last_id,))
+        return con.total_changes - before
+
 
 def _unit(vector: FloatArray) -> FloatArray:
     norm = float(np.linalg.norm(vector))

@@ -223,13 +223,9 @@ def test_four_module_without_memory_always_retrieves(tmp_path: Path, example: QA
         assert not any(s.question.startswith(MEMORY) for s in prediction.steps)
 
 
-def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
-    from chainrag.experiments import recurring as rec
-
-    recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
-    examples = load_dataset("musique", 2)
-    # each question's search query: the title of one of its passages that names itself, so
-    # that this passage is retrieved for it and stored under that title
+def recurring_llm(examples: list[QAExample]) -> ScriptedLLM:
+    """Each question's search query: the title of one of its passages that names itself, so
+    that this passage is retrieved for it and stored under that title."""
     title = {e.question: next(p.title for p in e.passages if p.title in p.text) for e in examples}
 
     def plan(request: LLMRequest) -> str:
@@ -237,13 +233,21 @@ def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
         return json.dumps({"Rewritten Question": ["q"],
                            "Query": [title[asked.removeprefix("Tell me: ")]]})  # fmt: skip
 
-    llm = ScriptedLLM({
+    return ScriptedLLM({
         "paraphrase": lambda r: "Tell me: " + r.messages[-1].content.split("Question: ")[1]
         .split("\n")[0],
         "query_plan": plan,
         "nli": lambda r: "entailment",
         "cxtint": lambda r: "Henry",
     })  # fmt: skip
+
+
+def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
+    from chainrag.experiments import recurring as rec
+
+    recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
+    examples = load_dataset("musique", 2)
+    llm = recurring_llm(examples)
     outcomes = rec.run(recipe, examples, llm, tmp_path / "memory.sqlite")
     by_phase: dict[str, list[rec.Outcome]] = {}
     for outcome in outcomes:
@@ -267,3 +271,90 @@ def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
         rec.run(recipe, examples, llm, tmp_path / "memory.sqlite")
     with pytest.raises(rec.RecurringError, match="needs four_module"):
         rec.with_reservoir(seed_recipe(tmp_path, "tree"), None)
+
+
+def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
+    """Cut off right after a question wrote to the reservoir but before its outcome was
+    recorded, the experiment resumes on the same folder: the reservoir is rolled back, that
+    question is asked again, and the outcomes equal those of an uninterrupted run."""
+    from chainrag.experiments import recurring as rec
+
+    recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
+    examples = load_dataset("musique", 2)
+
+    def essence(outcomes: list[rec.Outcome]) -> list[tuple[object, ...]]:
+        return [(o.phase, o.qid, o.question, o.answer, o.f1, o.retrievals, o.from_memory,
+                 o.calls) for o in outcomes]  # fmt: skip
+
+    whole = tmp_path / "whole"
+    assert rec.open_folder(whole, recipe, "musique", examples) == []
+    llm = recurring_llm(examples)
+    reference = rec.run(recipe, examples, llm, whole / rec.RESERVOIR,
+                        reworded=rec.folder_paraphrases(whole, examples, llm))  # fmt: skip
+
+    class CrashError(Exception):
+        pass
+
+    folder = tmp_path / "cut"
+    rec.open_folder(folder, recipe, "musique", examples)
+
+    def record_then_crash(outcome: rec.Outcome) -> None:
+        if outcome.qid == examples[1].qid:  # the first ask of the second question
+            raise CrashError  # after its reservoir writes, before its outcome is recorded
+        with (folder / rec.OUTCOMES).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(attrs.asdict(outcome)) + "\n")
+
+    first_llm = recurring_llm(examples)
+    reworded = rec.folder_paraphrases(folder, examples, first_llm)
+    with pytest.raises(CrashError):
+        rec.run(recipe, examples, first_llm, folder / rec.RESERVOIR, reworded=reworded,
+                on_outcome=record_then_crash)  # fmt: skip
+    # a crash mid-write leaves a torn last line: it is cut on resume
+    with (folder / rec.OUTCOMES).open("a", encoding="utf-8") as fh:
+        fh.write('{"phase": "asked ag')
+    done = rec.open_folder(folder, recipe, "musique", examples)
+    assert [(o.phase, o.qid) for o in done] == [(rec.PHASES[0].name, examples[0].qid)]
+    assert Reservoir(folder / rec.RESERVOIR).last_id() > done[0].reservoir_last_id
+    again_llm = recurring_llm(examples)
+    resumed = rec.run(recipe, examples, again_llm, folder / rec.RESERVOIR, done=done,
+                      reworded=rec.folder_paraphrases(folder, examples, again_llm))  # fmt: skip
+    assert "paraphrase" not in prompts(again_llm)  # the stored paraphrases were used
+    assert essence(resumed) == essence(reference)
+    assert len(Reservoir(folder / rec.RESERVOIR)) == len(Reservoir(whole / rec.RESERVOIR))
+
+    with pytest.raises(rec.RecurringError, match="holds another recurring experiment"):
+        rec.open_folder(folder, recipe, "musique", examples[:1])
+    with pytest.raises(rec.RecurringError, match="is missing"):
+        rec.run(recipe, examples, again_llm, tmp_path / "nowhere.sqlite", done=done)
+
+
+def test_recurring_command_resumes_and_refuses_another_experiment(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from chainrag.cli import app
+
+    from .fake_openai_server import FakeOpenAI, serve
+
+    with serve(FakeOpenAI([], reply="Paris")) as api_base:
+        recipe = seed_recipe(tmp_path, "four_module")  # checks the recipe loads
+        path = tmp_path / "four_module.yaml"
+        path.write_text(
+            path.read_text() + f"llm: {{kind: litellm, model: openai/fake-model, "
+            f"api_base: '{api_base}', max_retries: 0}}\n"
+        )
+        assert recipe.method is not None
+        runner = CliRunner()
+        args = ["experiment", "recurring", "--recipe", str(path), "--limit", "1",
+                "--out", str(tmp_path / "runs"), "--cache-mode", "bypass"]  # fmt: skip
+        first = runner.invoke(app, args)
+        assert first.exit_code == 0, first.output
+        folder = tmp_path / "runs" / "recurring-musique"
+        assert (folder / "outcomes.jsonl").read_text().count("\n") == 5
+        assert "| asked again, with the reservoir |" in (folder / "table.md").read_text()
+        again = runner.invoke(app, args)
+        assert again.exit_code == 0, again.output
+        assert "resuming, 5 of 5 question-phases already done" in again.output
+        assert (folder / "outcomes.jsonl").read_text().count("\n") == 5
+        other = runner.invoke(app, [*args[:5], "2", *args[6:]])
+        assert other.exit_code == 1
+        assert "holds another recurring experiment" in other.output

@@ -8,12 +8,21 @@ built beforehand, so this is the method's own time), external knowledge items pe
 the share of questions with at least one query served from memory. The paper (τ = 1.0 vs 0.6,
 θ = 3) reports −46% time on recurring questions (7.45 s → 3.97 s), 15.00 → 4.39 external
 items per question, and 53.5% → 53.0% hit rate (its answer-accuracy measure; we give F1/EM).
+
+An experiment folder holds ``experiment.json`` (recipe, its digest, dataset, questions),
+``paraphrases.json``, ``outcomes.jsonl`` (one line per question and phase, written as each is
+done) and ``reservoir.sqlite``. Started again on the same folder, it resumes: the outcomes
+recorded are kept, a torn last line is cut, and the reservoir is rolled back to the state the
+last recorded question left (removing what a question cut off mid-way had written), so the
+question in flight is asked again exactly as it would have been.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +37,9 @@ from chainrag.llm.prompts import load_prompt
 from chainrag.metrics import qa_scores
 from chainrag.protocols.llm import LLM
 from chainrag.recipe import Recipe
+from chainrag.reservoir import Reservoir
 from chainrag.runner import answer_question, searchable_index
+from chainrag.runs import read_lines, recipe_digest
 from chainrag.types import QAExample
 
 PAPER_TIME_CHANGE = -0.467
@@ -50,6 +61,8 @@ class Outcome:
     retrievals: int
     from_memory: bool
     calls: int
+    reservoir_last_id: int = 0
+    """The reservoir's newest item id once this question was done (what a resume rolls back to)."""
 
 
 @attrs.frozen
@@ -95,18 +108,39 @@ def run(
     llm: LLM,
     reservoir: Path,
     *,
+    done: Sequence[Outcome] = (),
+    reworded: Mapping[str, str] | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """All phases over ``examples`` with a fresh reservoir file at ``reservoir``."""
-    if reservoir.exists():
+    """All phases over ``examples``; returns ``done`` followed by the new outcomes.
+
+    Started afresh (no ``done``), the reservoir file must not exist yet. Resuming, ``done`` are
+    the outcomes recorded so far, in order: each (phase, question) among them is skipped, and
+    the reservoir is first rolled back to the newest item id the last of them recorded.
+    ``reworded`` maps question ids to their paraphrases (made with ``llm`` when not given).
+    """
+    if not done and reservoir.exists():
         raise RecurringError(f"{reservoir} exists: the experiment starts from an empty reservoir")
+    if done:
+        if not reservoir.exists():
+            raise RecurringError(
+                f"{reservoir} is missing, but {len(done)} outcomes are recorded: the reservoir "
+                "they filled is gone, so the experiment cannot resume; start it in a new folder"
+            )
+        store = Reservoir(reservoir)
+        store.remove_after(done[-1].reservoir_last_id)
+        store.close()
     models, cache = ModelStore(), IndexCache()
     indexes = {e.qid: searchable_index(recipe, e, models, cache) for e in examples}
-    reworded = {e.qid: paraphrase(e.question, llm) for e in examples}
-    outcomes = []
+    if reworded is None:
+        reworded = paraphrases(examples, llm)
+    finished = {(o.phase, o.qid) for o in done}
+    outcomes = list(done)
     for phase in PHASES:
         phased = with_reservoir(recipe, reservoir if phase.memory else None)
         for example in examples:
+            if (phase.name, example.qid) in finished:
+                continue
             asked = example
             if phase.questions == "paraphrased":
                 asked = attrs.evolve(example, question=reworded[example.qid])
@@ -121,11 +155,110 @@ def run(
                 retrievals=sum(len(s.retrieved) for s in prediction.steps
                                if not s.question.startswith(MEMORY)),
                 from_memory=memory, calls=prediction.usage.calls,
+                reservoir_last_id=_last_id(reservoir),
             )  # fmt: skip
             outcomes.append(outcome)
             if on_outcome:
                 on_outcome(outcome)
     return outcomes
+
+
+def _last_id(reservoir: Path) -> int:
+    if not reservoir.exists():
+        return 0
+    store = Reservoir(reservoir)
+    try:
+        return store.last_id()
+    finally:
+        store.close()
+
+
+def paraphrases(examples: Sequence[QAExample], llm: LLM) -> dict[str, str]:
+    """Each question's paraphrase, by question id."""
+    return {e.qid: paraphrase(e.question, llm) for e in examples}
+
+
+# --------------------------------------------------------------------------- the folder
+
+MANIFEST = "experiment.json"
+OUTCOMES = "outcomes.jsonl"
+PARAPHRASES = "paraphrases.json"
+RESERVOIR = "reservoir.sqlite"
+
+
+def open_folder(
+    folder: Path, recipe: Recipe, dataset: str, examples: Sequence[QAExample]
+) -> list[Outcome]:
+    """Prepare ``folder`` for this experiment and return the outcomes already recorded there.
+
+    A new folder gets its ``experiment.json``; an existing one must hold the same experiment
+    (recipe digest, dataset, questions), else a :class:`RecurringError` names what differs.
+    """
+    manifest = {
+        "recipe": recipe.name,
+        "recipe_digest": recipe_digest(recipe),
+        "dataset": dataset,
+        "questions": [e.qid for e in examples],
+    }
+    path = folder / MANIFEST
+    if path.exists():
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RecurringError(f"{path}: not JSON ({exc})") from None
+        for key, value in manifest.items():
+            if found.get(key) != value:
+                shown = (
+                    f"{len(found.get(key) or [])} questions, not {len(value)} (or other ones)"
+                    if key == "questions"
+                    else f"{found.get(key)!r}, not {value!r}"
+                )
+                raise RecurringError(
+                    f"{folder} holds another recurring experiment ({key}: {shown}); pass "
+                    "another --out, or remove that folder to start this one afresh"
+                )
+    elif (folder / OUTCOMES).exists() or (folder / RESERVOIR).exists():
+        raise RecurringError(
+            f"{folder} has outcomes or a reservoir but no {MANIFEST}: it was not made by this "
+            "version; pass another --out"
+        )
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_json(path, manifest)
+    records, _ = read_lines(folder / OUTCOMES, repair=True)
+    fields = {a.name for a in attrs.fields(Outcome)}
+    done = []
+    for number, record in enumerate(records, 1):
+        if not fields >= record.keys() or "reservoir_last_id" not in record:
+            raise RecurringError(
+                f"{folder / OUTCOMES}, line {number}: not an outcome of this version "
+                f"(fields {sorted(record)})"
+            )
+        done.append(Outcome(**record))
+    return done
+
+
+def folder_paraphrases(folder: Path, examples: Sequence[QAExample], llm: LLM) -> dict[str, str]:
+    """The paraphrases stored in ``folder``, made (and stored) for the questions lacking one."""
+    path = folder / PARAPHRASES
+    stored: dict[str, str] = {}
+    if path.exists():
+        try:
+            stored = dict(json.loads(path.read_text(encoding="utf-8")))
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError) as exc:
+            raise RecurringError(f"{path}: not a JSON object of paraphrases ({exc})") from None
+    missing = [e for e in examples if e.qid not in stored]
+    if missing:
+        stored.update(paraphrases(missing, llm))
+        _write_json(path, stored)
+    return {e.qid: stored[e.qid] for e in examples}
+
+
+def _write_json(path: Path, value: object) -> None:
+    """Write ``value`` as JSON in one step (a crash leaves the old file or the new one)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def summary(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
