@@ -30,22 +30,28 @@ ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
            recipes/ablations/no_graph.yaml)
 DEFAULT="musique seeds-musique recurring 2wiki seeds-2wiki hotpotqa seeds-hotpotqa ablations"
 targets=("${@:-$DEFAULT}")
+# chainrag run exits 1 when a question failed (an LLM that stayed down: errors.jsonl); such
+# questions are tried again by the next run, so try once more, then go on with the rest.
+run() {
+  $BIN/chainrag run "$@" || $BIN/chainrag run "$@" ||
+    echo "results.sh: questions failed twice (see errors.jsonl in the run folders); going on" >&2
+}
 for what in ${targets[@]}; do
   if [[ $what == seeds ]]; then
     for dataset in musique 2wiki hotpotqa; do
-      $BIN/chainrag run "${SEEDS[@]}" --dataset pooled:$dataset --limit $N --out $OUT \
+      run "${SEEDS[@]}" --dataset pooled:$dataset --limit $N --out $OUT \
         --cache-mode refresh --no-report
     done
   elif [[ $what == seeds-* ]]; then
-    $BIN/chainrag run "${SEEDS[@]}" --dataset "pooled:${what#seeds-}" --limit $N --out $OUT \
+    run "${SEEDS[@]}" --dataset "pooled:${what#seeds-}" --limit $N --out $OUT \
       --cache-mode refresh --no-report
   elif [[ $what == recurring ]]; then
     $BIN/chainrag experiment recurring --dataset musique --limit 10 --out docs/runs
   elif [[ $what == ablations ]]; then
-    $BIN/chainrag run "${ABLATIONS[@]}" --dataset musique --limit $N --out $OUT \
+    run "${ABLATIONS[@]}" --dataset musique --limit $N --out $OUT \
       --cache-mode refresh --no-report
   else
-    $BIN/chainrag run "${MAIN[@]}" --dataset "$what" --limit $N --out $OUT \
+    run "${MAIN[@]}" --dataset "$what" --limit $N --out $OUT \
       --cache-mode refresh --no-report
   fi
 done
