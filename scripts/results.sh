@@ -31,10 +31,20 @@ ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
 DEFAULT="musique seeds-musique recurring 2wiki seeds-2wiki hotpotqa seeds-hotpotqa ablations"
 targets=("${@:-$DEFAULT}")
 # chainrag run exits 1 when a question failed (an LLM that stayed down: errors.jsonl); such
-# questions are tried again by the next run, so try once more, then go on with the rest.
+# questions are tried again by the next run, so try once more, then go on with the rest. Any
+# other failure (a bad recipe: 2; Ctrl-C: 130; SIGTERM: 143) stops the script.
 run() {
-  $BIN/chainrag run "$@" || $BIN/chainrag run "$@" ||
+  local code
+  for _ in 1 2; do
+    code=0
+    $BIN/chainrag run "$@" || code=$?
+    [[ $code == 1 ]] || break
+  done
+  if [[ $code == 1 ]]; then
     echo "results.sh: questions failed twice (see errors.jsonl in the run folders); going on" >&2
+  elif [[ $code != 0 ]]; then
+    exit "$code"
+  fi
 }
 for what in ${targets[@]}; do
   if [[ $what == seeds ]]; then
