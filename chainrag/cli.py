@@ -259,6 +259,59 @@ def lost_in_retrieval(
     typer.echo(f"saved to {folder}")
 
 
+@experiment_app.command("judge")
+def judge_probe(
+    recipe: Annotated[Path, typer.Option(help="A recipe whose expander has a judge.")] = Path(
+        "recipes/chainrag/ansint.yaml"
+    ),
+    dataset: Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")] = "musique",
+    limit: Annotated[int, typer.Option(min=1, help="Questions probed.")] = 20,
+    out: Annotated[Path, typer.Option(help="Folder for the probe's results.")] = Path("runs"),
+    cache_mode: Annotated[
+        str,
+        typer.Option(
+            help="LLM response cache: use (default: a stopped probe, run again, redoes "
+            "nothing it had asked), bypass or refresh."
+        ),
+    ] = "use",
+) -> None:
+    """Does the recipe's sufficiency judge tell enough evidence from too little? Asks it about
+    each question's gold paragraphs, the gold minus one, and as many distractors; prints the
+    share of "yes" for each."""
+    from tqdm import tqdm
+
+    from chainrag.context import Context
+    from chainrag.data import load_dataset
+    from chainrag.experiments import judge as jp
+    from chainrag.llm import open_llm
+    from chainrag.paths import cache_root
+
+    if cache_mode not in ("use", "bypass", "refresh"):
+        typer.secho("FAIL --cache-mode must be use, bypass or refresh", fg="red", err=True)
+        raise typer.Exit(2)
+    try:
+        resolved = load_recipe(recipe)
+        judge = jp.judge_of(resolved)
+        examples = load_dataset(dataset, limit)
+        with open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
+                      cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
+            probes = jp.run(judge, tqdm(examples, desc="probing", unit="question"),
+                            Context(llm=llm))  # fmt: skip
+    except ChainragError as exc:
+        typer.secho(f"FAIL {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    text = jp.table(probes, dataset, repr(judge))
+    folder = out / f"judge-{dataset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "table.md").write_text(text + "\n", encoding="utf-8")
+    (folder / "recipe.yaml").write_text(dump_recipe(resolved), encoding="utf-8")
+    with (folder / "probes.jsonl").open("w", encoding="utf-8") as fh:
+        for p in probes:
+            fh.write(json.dumps(attrs.asdict(p), ensure_ascii=False) + "\n")
+    typer.echo(text)
+    typer.echo(f"saved to {folder}")
+
+
 @experiment_app.command("recurring")
 def recurring(
     recipe: Annotated[Path, typer.Option(help="A four_module recipe.")] = Path(

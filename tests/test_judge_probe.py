@@ -1,0 +1,68 @@
+"""The sufficiency-judge probe (``chainrag experiment judge``) on real dev questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chainrag.cli import app
+from chainrag.components.judges import LLMYesNo
+from chainrag.context import Context
+from chainrag.data import load_dataset
+from chainrag.experiments import judge as jp
+from chainrag.llm.fake import ScriptedLLM
+from chainrag.recipe import load_recipe
+from chainrag.types import LLMRequest
+
+from .conftest import ROOT, SHARED
+
+pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+
+
+@pytest.mark.parametrize("dataset", ["musique", "hotpotqa", "2wiki"])
+def test_evidence_sets_are_gold_gold_minus_one_and_as_many_distractors(dataset: str) -> None:
+    for example in load_dataset(dataset, 5):
+        gold = jp.gold_passages(example)
+        assert gold, example.qid
+        sets = jp.evidence_sets(example)
+        texts = [f"{p.title}: {p.text}" if p.title else p.text for p in example.passages]
+        assert sets["all gold"] == [texts[i] for i in gold]
+        assert sets["gold minus one"] == [texts[i] for i in gold[:-1]]
+        assert len(sets["distractors"]) == len(gold)
+        assert not set(sets["distractors"]) & set(sets["all gold"])
+
+
+def test_probe_tells_a_judge_that_reads_from_one_that_always_says_yes() -> None:
+    examples = load_dataset("musique", 4)
+    answers = {e.question: e.answers[0] for e in examples}
+
+    def reads(request: LLMRequest) -> str:
+        text = request.messages[-1].content
+        question = text.rsplit("Question: ", 1)[1].split("\n")[0]
+        return "yes" if answers[question] in text else "no"
+
+    careful = jp.run(LLMYesNo(), examples, Context(llm=ScriptedLLM({"sufficiency": reads})))
+    always = jp.run(LLMYesNo(), examples,
+                    Context(llm=ScriptedLLM({"sufficiency": lambda r: "Yes."})))  # fmt: skip
+    assert len(careful) == len(always) == 3 * len(examples)
+    assert all(p.said_yes for p in always)
+    assert "Discrimination, yes(all gold) − yes(distractors): +0.0 points" in jp.table(
+        always, "musique", "always"
+    )
+    by = {(p.qid, p.evidence_set): p.said_yes for p in careful}
+    assert all(by[(e.qid, "all gold")] for e in examples)  # the answer is in the gold text
+    assert not any(by[(e.qid, "distractors")] for e in examples)
+    assert "+100.0 points" in jp.table(careful, "musique", "careful")
+
+
+def test_judge_command_refuses_a_recipe_without_a_judge(tmp_path: Path) -> None:
+    assert load_recipe(ROOT / "recipes" / "baselines" / "naive.yaml").retrieval is not None
+    result = CliRunner().invoke(
+        app,
+        ["experiment", "judge", "--recipe", str(ROOT / "recipes" / "baselines" / "naive.yaml"),
+         "--limit", "1", "--out", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert "has no sufficiency judge" in result.output
