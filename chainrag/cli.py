@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import attrs
 import typer
 
 from chainrag import __version__
 from chainrag.cli_models import models_app, serve_llm
-from chainrag.cli_runs import report, run
+from chainrag.cli_runs import check_cache_mode, report, run
 from chainrag.cli_train import train_app
 from chainrag.describe import REQUIRED, catalogue, params
 from chainrag.errors import ChainragError, RecipeError
-from chainrag.recipe import dump_recipe, load_recipe, recipe_files
+from chainrag.recipe import Recipe, dump_recipe, load_recipe, recipe_files
 from chainrag.registry import REGISTRIES
 
 app = typer.Typer(
@@ -247,14 +248,19 @@ def lost_in_retrieval(
         Context(),
         cache=EmbeddingCache(),
     )
-    text = lir.table(probes, dataset)
-    folder = out / f"lost-in-retrieval-{dataset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    save_probes(out / f"lost-in-retrieval-{dataset}", lir.table(probes, dataset), resolved, probes)
+
+
+def save_probes(stem: Path, text: str, recipe: Recipe, probes: Sequence[Any]) -> None:
+    """Save a probe experiment into ``STEM-<time>/`` (its table, resolved recipe and one JSON
+    line per probe) and print the table."""
+    folder = stem.with_name(f"{stem.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "table.md").write_text(text + "\n", encoding="utf-8")
-    (folder / "recipe.yaml").write_text(dump_recipe(resolved), encoding="utf-8")
+    (folder / "recipe.yaml").write_text(dump_recipe(recipe), encoding="utf-8")
     with (folder / "probes.jsonl").open("w", encoding="utf-8") as fh:
         for p in probes:
-            fh.write(json.dumps(attrs.asdict(p)) + "\n")
+            fh.write(json.dumps(attrs.asdict(p), ensure_ascii=False) + "\n")
     typer.echo(text)
     typer.echo(f"saved to {folder}")
 
@@ -286,9 +292,7 @@ def judge_probe(
     from chainrag.llm import open_llm
     from chainrag.paths import cache_root
 
-    if cache_mode not in ("use", "bypass", "refresh"):
-        typer.secho("FAIL --cache-mode must be use, bypass or refresh", fg="red", err=True)
-        raise typer.Exit(2)
+    check_cache_mode(cache_mode)
     try:
         resolved = load_recipe(recipe)
         judge = jp.judge_of(resolved)
@@ -300,16 +304,7 @@ def judge_probe(
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)
         raise typer.Exit(1) from None
-    text = jp.table(probes, dataset, repr(judge))
-    folder = out / f"judge-{dataset}-{time.strftime('%Y%m%d-%H%M%S')}"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "table.md").write_text(text + "\n", encoding="utf-8")
-    (folder / "recipe.yaml").write_text(dump_recipe(resolved), encoding="utf-8")
-    with (folder / "probes.jsonl").open("w", encoding="utf-8") as fh:
-        for p in probes:
-            fh.write(json.dumps(attrs.asdict(p), ensure_ascii=False) + "\n")
-    typer.echo(text)
-    typer.echo(f"saved to {folder}")
+    save_probes(out / f"judge-{dataset}", jp.table(probes, dataset, repr(judge)), resolved, probes)
 
 
 @experiment_app.command("recurring")
@@ -342,9 +337,7 @@ def recurring(
     from chainrag.llm import open_llm
     from chainrag.paths import cache_root
 
-    if cache_mode not in ("use", "bypass", "refresh"):
-        typer.secho("FAIL --cache-mode must be use, bypass or refresh", fg="red", err=True)
-        raise typer.Exit(2)
+    check_cache_mode(cache_mode)
     folder = out / f"recurring-{dataset}"
     try:
         resolved = load_recipe(recipe)
@@ -412,11 +405,7 @@ def ask(
     from chainrag.trace import render
     from chainrag.types import QAExample
 
-    if cache_mode not in ("use", "bypass", "refresh"):
-        typer.secho(
-            f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", fg="red", err=True
-        )
-        raise typer.Exit(2)
+    check_cache_mode(cache_mode)
     try:
         resolved = load_recipe(recipe)
         example = QAExample("ask", "ask", question, load_context_file(context))

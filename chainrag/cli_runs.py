@@ -34,6 +34,12 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def check_cache_mode(cache_mode: str) -> None:
+    """Exit 2 with a clear message unless ``cache_mode`` is one the LLM cache knows."""
+    if cache_mode not in ("use", "bypass", "refresh"):
+        raise _fail(f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", 2)
+
+
 def dataset_slug(dataset: str) -> str:
     """The run folder name of a dataset: its name, ``pooled-<name>`` or ``longbench-<stem>``."""
     if dataset.startswith(POOLED):
@@ -99,8 +105,7 @@ def run(
     from chainrag.runner import check_runnable
     from chainrag.runs import RunDir, locked
 
-    if cache_mode not in ("use", "bypass", "refresh"):
-        raise _fail(f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", 2)
+    check_cache_mode(cache_mode)
     try:
         loaded = [(path, load_recipe(path)) for path in recipes]
         for _, recipe in loaded:
