@@ -6,6 +6,7 @@
 #   bash scripts/results.sh seeds-musique   # seed 002 and 004 methods on one dev set
 #   bash scripts/results.sh seeds           # ... on the three dev sets
 #   bash scripts/results.sh ablations recurring
+#   bash scripts/results.sh variants        # our variants of ChainRAG (recipes/variants/), MuSiQue
 # By default each dataset's seed methods follow its main table (and seed 004's recurring
 # experiment, on MuSiQue, follows MuSiQue's), so a stopped script leaves the papers' tables on
 # the datasets it reached. The seed methods run in the pooled setting
@@ -28,7 +29,7 @@ SEEDS=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
 ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
            recipes/ablations/no_ss.yaml recipes/ablations/no_sa.yaml
            recipes/ablations/no_graph.yaml)
-DEFAULT="musique seeds-musique recurring 2wiki seeds-2wiki hotpotqa seeds-hotpotqa ablations"
+DEFAULT="musique seeds-musique recurring 2wiki seeds-2wiki hotpotqa seeds-hotpotqa ablations variants"
 targets=("${@:-$DEFAULT}")
 # chainrag run exits 1 when a question failed (an LLM that stayed down: errors.jsonl); such
 # questions are tried again by the next run, so try once more, then go on with the rest. Any
@@ -57,6 +58,9 @@ for what in ${targets[@]}; do
       --cache-mode refresh --no-report
   elif [[ $what == recurring ]]; then
     $BIN/chainrag experiment recurring --dataset musique --limit 10 --out docs/runs
+  elif [[ $what == variants ]]; then
+    run recipes/variants/*.yaml --dataset musique --limit $N --out $OUT \
+      --cache-mode refresh --no-report
   elif [[ $what == ablations ]]; then
     run "${ABLATIONS[@]}" --dataset musique --limit $N --out $OUT \
       --cache-mode refresh --no-report

@@ -66,3 +66,23 @@ def test_judge_command_refuses_a_recipe_without_a_judge(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 1
     assert "has no sufficiency judge" in result.output
+
+
+def test_answerable_judge_says_no_exactly_when_the_answer_is_unanswerable() -> None:
+    from chainrag.components.reasoning import LLMAnswerable
+
+    examples = load_dataset("musique", 3)
+    answers = {e.question: e.answers[0] for e in examples}
+
+    def answer(request: LLMRequest) -> str:
+        text = request.messages[-1].content
+        question = text.rsplit("Question: ", 1)[1].split("\n")[0]
+        return answers[question] if answers[question] in text else "Unanswerable."
+
+    llm = ScriptedLLM({"answer_sub": answer})
+    probes = jp.run(LLMAnswerable(), examples, Context(llm=llm))
+    assert {r.prompt_id for r in llm.requests} == {"answer_sub"}
+    by = {(p.qid, p.evidence_set): p for p in probes}
+    for e in examples:
+        assert by[(e.qid, "all gold")].said_yes and by[(e.qid, "all gold")].raw == e.answers[0]
+        assert not by[(e.qid, "distractors")].said_yes

@@ -21,6 +21,7 @@ from chainrag.registry import (
     INTEGRATORS,
     MULTI_HOP_JUDGES,
     REWRITERS,
+    SUFFICIENCY_JUDGES,
     SUMMARIZERS,
 )
 from chainrag.types import Answer, Decomposition, Hit, IntegrationInput, SubAnswer, Verdict
@@ -160,6 +161,26 @@ class LLMShortAnswer:
         reply = llm.complete(template.request(question=question, evidence=numbered(evidence)))
         answer = clean_answer(reply.text)
         return SubAnswer(question, answer, not is_unanswerable(answer))
+
+
+@SUFFICIENCY_JUDGES.register("llm_answerable")
+@attrs.frozen
+class LLMAnswerable:
+    """A sufficiency judge that tries: it asks for the sub-answer (``answer_sub``) and counts
+    the evidence as sufficient unless the reply is "unanswerable".
+
+    Not the paper's judgement (§3.2 asks the LLM whether the sentences suffice; that is
+    ``llm_yes_no``). It exists because a small model answers that question "yes" to nearly
+    anything: ``chainrag experiment judge`` measures how well a judge tells the gold paragraphs
+    from distractors. Its request is exactly the sub-answer's, so after the last check the
+    server's prompt cache holds the whole prompt. Recipe: ``{kind: llm_answerable}``.
+    """
+
+    prompt_version: int = 2
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> Verdict:
+        answer = LLMShortAnswer("answer_sub", self.prompt_version)(question, evidence, ctx)
+        return Verdict(ok=answer.answered, raw=answer.answer)
 
 
 @INTEGRATORS.register("ans_int")
