@@ -31,21 +31,25 @@ ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
            recipes/ablations/no_graph.yaml)
 DEFAULT="musique seeds-musique recurring 2wiki seeds-2wiki hotpotqa seeds-hotpotqa ablations variants"
 targets=("${@:-$DEFAULT}")
-# chainrag run exits 1 when a question failed (an LLM that stayed down: errors.jsonl); such
-# questions are tried again by the next run, so try once more, then go on with the rest. Any
-# other failure (a bad recipe: 2; Ctrl-C: 130; SIGTERM: 143) stops the script.
-run() {
+# chainrag run (and experiment recurring) exit 1 when a question failed (an LLM that stayed
+# down: errors.jsonl); a second start resumes and tries those questions again, so try once
+# more, then go on with the rest. Any other failure (a bad recipe: 2; SIGTERM: 143) stops the
+# script.
+twice() {
   local code
   for _ in 1 2; do
     code=0
-    $BIN/chainrag run "$@" || code=$?
+    "$@" || code=$?
     [[ $code == 1 ]] || break
   done
   if [[ $code == 1 ]]; then
-    echo "results.sh: questions failed twice (see errors.jsonl in the run folders); going on" >&2
+    echo "results.sh: failed twice, going on: $*" >&2
   elif [[ $code != 0 ]]; then
     exit "$code"
   fi
+}
+run() {
+  twice $BIN/chainrag run "$@"
 }
 for what in ${targets[@]}; do
   if [[ $what == seeds ]]; then
@@ -57,7 +61,7 @@ for what in ${targets[@]}; do
     run "${SEEDS[@]}" --dataset "pooled:${what#seeds-}" --limit $N --out $OUT \
       --cache-mode refresh --no-report
   elif [[ $what == recurring ]]; then
-    $BIN/chainrag experiment recurring --dataset musique --limit 10 --out docs/runs
+    twice $BIN/chainrag experiment recurring --dataset musique --limit 10 --out $OUT
   elif [[ $what == variants ]]; then
     run recipes/variants/*.yaml --dataset musique --limit $N --out $OUT \
       --cache-mode refresh --no-report
