@@ -25,7 +25,7 @@ MAIN=(recipes/baselines/naive.yaml recipes/baselines/iter_retgen.yaml
       recipes/chainrag/ansint.yaml recipes/baselines/naive_qd.yaml)
 SEEDS=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
        recipes/seeds/guided_iteration.yaml recipes/seeds/tree.yaml
-       recipes/seeds/three_module.yaml)
+       recipes/seeds/three_module.yaml recipes/seeds/vanilla_10.yaml)
 ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
            recipes/ablations/no_ss.yaml recipes/ablations/no_sa.yaml
            recipes/ablations/no_graph.yaml)
