@@ -362,7 +362,7 @@ def recurring(
 
             reworded = rec.folder_paraphrases(folder, examples, llm)
             outcomes = rec.run(resolved, examples, llm, folder / rec.RESERVOIR, done=done,
-                               reworded=reworded, on_outcome=record)  # fmt: skip
+                               reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
         bar.close()
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)

@@ -322,6 +322,24 @@ def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
     assert essence(resumed) == essence(reference)
     assert len(Reservoir(folder / rec.RESERVOIR)) == len(Reservoir(whole / rec.RESERVOIR))
 
+    # cut off in the very first question: nothing recorded, but the reservoir has its items
+    first = tmp_path / "first"
+    rec.open_folder(first, recipe, "musique", examples)
+
+    def crash_at_once(outcome: rec.Outcome) -> None:
+        raise CrashError
+
+    with pytest.raises(CrashError):
+        rec.run(recipe, examples, recurring_llm(examples), first / rec.RESERVOIR,
+                reworded=reworded, on_outcome=crash_at_once)  # fmt: skip
+    assert len(Reservoir(first / rec.RESERVOIR)) > 0
+    assert rec.open_folder(first, recipe, "musique", examples) == []
+    with pytest.raises(rec.RecurringError, match="starts from an empty reservoir"):
+        rec.run(recipe, examples, again_llm, first / rec.RESERVOIR, reworded=reworded)
+    from_start = rec.run(recipe, examples, recurring_llm(examples), first / rec.RESERVOIR,
+                         reworded=reworded, resume=True)  # fmt: skip
+    assert essence(from_start) == essence(reference)
+
     with pytest.raises(rec.RecurringError, match="holds another recurring experiment"):
         rec.open_folder(folder, recipe, "musique", examples[:1])
     with pytest.raises(rec.RecurringError, match="is missing"):

@@ -110,26 +110,35 @@ def run(
     *,
     done: Sequence[Outcome] = (),
     reworded: Mapping[str, str] | None = None,
+    resume: bool = False,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
     """All phases over ``examples``; returns ``done`` followed by the new outcomes.
 
-    Started afresh (no ``done``), the reservoir file must not exist yet. Resuming, ``done`` are
-    the outcomes recorded so far, in order: each (phase, question) among them is skipped, and
-    the reservoir is first rolled back to the newest item id the last of them recorded.
-    ``reworded`` maps question ids to their paraphrases (made with ``llm`` when not given).
+    ``done`` are the outcomes recorded so far, in order: each (phase, question) among them is
+    skipped. With ``done`` or ``resume`` (the reservoir file is this experiment's own), the
+    reservoir is first rolled back to the newest item id the last of them recorded (to empty
+    when none is), removing what a question cut off mid-way had written. Otherwise the
+    reservoir must be empty or not exist yet. ``reworded`` maps question ids to their
+    paraphrases (made with ``llm`` when not given).
     """
-    if not done and reservoir.exists():
-        raise RecurringError(f"{reservoir} exists: the experiment starts from an empty reservoir")
-    if done:
-        if not reservoir.exists():
-            raise RecurringError(
-                f"{reservoir} is missing, but {len(done)} outcomes are recorded: the reservoir "
-                "they filled is gone, so the experiment cannot resume; start it in a new folder"
-            )
+    if reservoir.exists():
         store = Reservoir(reservoir)
-        store.remove_after(done[-1].reservoir_last_id)
-        store.close()
+        try:
+            if done or resume:
+                store.remove_after(done[-1].reservoir_last_id if done else 0)
+            elif len(store):
+                raise RecurringError(
+                    f"{reservoir} holds {len(store)} items: the experiment starts from an "
+                    "empty reservoir"
+                )
+        finally:
+            store.close()
+    elif done:
+        raise RecurringError(
+            f"{reservoir} is missing, but {len(done)} outcomes are recorded: the reservoir "
+            "they filled is gone, so the experiment cannot resume; start it in a new folder"
+        )
     models, cache = ModelStore(), IndexCache()
     indexes = {e.qid: searchable_index(recipe, e, models, cache) for e in examples}
     if reworded is None:
