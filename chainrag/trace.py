@@ -41,10 +41,14 @@ def render(prediction: Prediction, texts: Sequence[str], show: int = 4) -> str:
                 f"  retrieved {len(e.units)} units ({len(e.seeds)} seeds, {e.hops} hops, "
                 f"{e.words} words; sufficiency: {verdicts})"
             )
-            for unit in step.retrieved[:show]:
-                lines.append(f"    [{unit}] {_short(texts[unit])}")
-            if len(step.retrieved) > show:
-                lines.append(f"    … {len(step.retrieved) - show} more")
+        elif step.retrieved:
+            kept = "" if step.kept is None else f", the filter kept {len(step.kept)}"
+            lines.append(f"  retrieved {len(step.retrieved)} units{kept}")
+        for unit in step.retrieved[:show]:
+            mark = "" if step.kept is None else " kept" if unit in step.kept else " dropped"
+            lines.append(f"    [{unit}]{mark} {_short(texts[unit])}")
+        if len(step.retrieved) > show:
+            lines.append(f"    … {len(step.retrieved) - show} more")
         if step.answer is not None:
             state = "" if step.answer.answered else "  (unanswered)"
             lines.append(f"  answer: {step.answer.answer}{state}")

@@ -386,6 +386,8 @@ class StepTrace:
         expansion: The expansion record, where the method expands.
         answer: The sub-answer, where the method answers per step.
         usage: LLM usage of the step.
+        kept: The units among ``retrieved`` that a knowledge filter kept (seed 004's
+            four-module methods), or None where no filter ran.
     """
 
     question: str
@@ -394,6 +396,7 @@ class StepTrace:
     expansion: Expansion | None = None
     answer: SubAnswer | None = None
     usage: Usage = Usage()
+    kept: tuple[int, ...] | None = None
 
 
 @attrs.frozen

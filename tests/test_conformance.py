@@ -109,9 +109,11 @@ def _method_context() -> Context:
 
 
 def _judge_context() -> Context:
-    return Context(
-        llm=ScriptedLLM({"sufficiency": lambda r: "No." if "Berlin" in str(r) else "Yes"})
-    )
+    script = {
+        "sufficiency": lambda r: "No." if "Berlin" in str(r) else "Yes",
+        "answer_sub": lambda r: "unanswerable" if "Berlin" in str(r) else "France",
+    }
+    return Context(llm=ScriptedLLM(script))
 
 
 EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {

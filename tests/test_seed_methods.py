@@ -192,6 +192,17 @@ def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExam
     kept = stored.match(np.ones(256, np.float32), embedder=repr(recipe.index.embedder), limit=99)
     assert kept.items and all("Namangan" in i.text for i in kept.items)  # only what was kept
     assert reader.count("Namangan") >= len(kept.items)
+    from chainrag.context import ModelStore
+    from chainrag.runner import searchable_index
+
+    texts = searchable_index(recipe, example, ModelStore()).texts
+    for step in first.steps:  # the trace says which retrieved units the filter kept
+        assert step.kept is not None and set(step.kept) <= set(step.retrieved)
+        assert all(("Namangan" in texts[u]) == (u in step.kept) for u in step.retrieved)
+    assert sum(len(s.kept or ()) for s in first.steps) > 0
+    from chainrag.trace import render
+
+    assert "the filter kept" in render(first, texts) and " dropped " in render(first, texts)
 
     llm.requests.clear()
     again = answer_question(recipe, example, llm)  # the same question, query by query

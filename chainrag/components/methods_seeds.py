@@ -238,6 +238,12 @@ class FourModule:
         kept = list(retrieved)
         if self.knowledge_filter is not None and retrieved:
             kept = list(self.knowledge_filter(question, retrieved, ctx))
+            chosen = {i.source for i in kept}
+            steps = [
+                attrs.evolve(s, kept=tuple(u for u in s.retrieved if u in chosen))
+                if s.retrieved else s
+                for s in steps
+            ]  # fmt: skip
         if memory is not None and kept:  # what the filter kept; never the fallback below
             titles = [i.title or i.text for i in kept]
             memory.add(kept, ctx.index.embedder(titles, ctx, role="passage"), embedder=embedder)
