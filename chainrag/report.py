@@ -290,17 +290,26 @@ def plots(runs: Sequence[Run], folder: Path) -> list[Path]:
     datasets = list(dict.fromkeys(r.dataset for r in rows))
 
     if main:
+        # one bar per method a dataset has, grouped by dataset; a method keeps its colour
         labels = list(dict.fromkeys(r.label for r in main))
-        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(datasets) * len(labels) / 2), 4))
-        width = 0.8 / len(labels)
-        for i, label in enumerate(labels):
-            values = [next((r.f1 for r in main if r.label == label and r.dataset == d), 0.0)
-                      for d in datasets]  # fmt: skip
-            ax.bar([x + i * width for x in range(len(datasets))], values, width, label=label)
-        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(datasets))], datasets)
+        palette = [plt.get_cmap("tab20")(i) for i in range(20)]
+        colour = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+        fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(main) + 4), 4))
+        x, ticks, named = 0, [], set()
+        for d in datasets:
+            here = sorted((r for r in main if r.dataset == d), key=lambda r: labels.index(r.label))
+            first = x
+            for r in here:
+                ax.bar(x, r.f1, 0.8, color=colour[r.label],
+                       label=None if r.label in named else r.label)  # fmt: skip
+                named.add(r.label)
+                x += 1
+            ticks.append(((first + x - 1) / 2, d))
+            x += 1  # a gap between datasets
+        ax.set_xticks([t for t, _ in ticks], [d for _, d in ticks])
         ax.set_ylabel("F1 (%)")
         ax.set_title("F1 by method and dataset")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         written.append(_save(fig, folder / "f1_by_method.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
