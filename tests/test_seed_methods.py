@@ -284,6 +284,24 @@ def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
         rec.with_reservoir(seed_recipe(tmp_path, "tree"), None)
 
 
+def test_recurring_experiment_with_a_relative_reservoir_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI passes OUT/recurring-DATASET/reservoir.sqlite, relative to the working
+    directory: the method must write that very file (not one under the cache folder), and
+    each outcome must record its newest item id, which a resume rolls back to."""
+    from chainrag.experiments import recurring as rec
+
+    recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
+    examples = load_dataset("musique", 1)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path / "cache"))
+    outcomes = rec.run(recipe, examples, recurring_llm(examples), Path("out") / rec.RESERVOIR)
+    assert (tmp_path / "out" / rec.RESERVOIR).is_file()
+    assert not list((tmp_path / "cache").rglob(rec.RESERVOIR))
+    assert outcomes[0].reservoir_last_id > 0
+
+
 def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
     """Cut off right after a question wrote to the reservoir but before its outcome was
     recorded, the experiment resumes on the same folder: the reservoir is rolled back, that

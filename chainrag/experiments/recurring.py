@@ -122,6 +122,9 @@ def run(
     reservoir must be empty or not exist yet. ``reworded`` maps question ids to their
     paraphrases (made with ``llm`` when not given).
     """
+    # absolute: the method resolves a relative reservoir path against the cache folder, this
+    # function against the working directory; both must name the same file
+    reservoir = reservoir.resolve()
     if reservoir.exists():
         store = Reservoir(reservoir)
         try:
