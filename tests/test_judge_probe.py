@@ -34,13 +34,18 @@ def test_evidence_sets_are_gold_gold_minus_one_and_as_many_distractors(dataset: 
         assert not set(sets["distractors"]) & set(sets["all gold"])
 
 
+def asked(request: LLMRequest) -> tuple[str, str]:
+    """The question a judge's request asks, and the request's whole user text."""
+    text = request.messages[-1].content
+    return text.rsplit("Question: ", 1)[1].split("\n")[0], text
+
+
 def test_probe_tells_a_judge_that_reads_from_one_that_always_says_yes() -> None:
     examples = load_dataset("musique", 4)
     answers = {e.question: e.answers[0] for e in examples}
 
     def reads(request: LLMRequest) -> str:
-        text = request.messages[-1].content
-        question = text.rsplit("Question: ", 1)[1].split("\n")[0]
+        question, text = asked(request)
         return "yes" if answers[question] in text else "no"
 
     careful = jp.run(LLMYesNo(), examples, Context(llm=ScriptedLLM({"sufficiency": reads})))
@@ -75,8 +80,7 @@ def test_answerable_judge_says_no_exactly_when_the_answer_is_unanswerable() -> N
     answers = {e.question: e.answers[0] for e in examples}
 
     def answer(request: LLMRequest) -> str:
-        text = request.messages[-1].content
-        question = text.rsplit("Question: ", 1)[1].split("\n")[0]
+        question, text = asked(request)
         return answers[question] if answers[question] in text else "Unanswerable."
 
     llm = ScriptedLLM({"answer_sub": answer})
