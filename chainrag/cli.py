@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -284,27 +284,76 @@ def judge_probe(
     """Does the recipe's sufficiency judge tell enough evidence from too little? Asks it about
     each question's gold paragraphs, the gold minus one, and as many distractors; prints the
     share of "yes" for each."""
+    from chainrag.experiments import judge as jp
+
+    def probe(resolved: Recipe, judge: Any, examples: Iterable[Any], ctx: Any) -> None:
+        probes = jp.run(judge, examples, ctx)
+        save_probes(out / f"judge-{dataset}", jp.table(probes, dataset, repr(judge)), resolved,
+                    probes)  # fmt: skip
+
+    _llm_probe(recipe, dataset, limit, cache_mode, jp.judge_of, probe)
+
+
+@experiment_app.command("filter")
+def filter_probe(
+    recipe: Annotated[
+        Path, typer.Option(help="A recipe whose method has a knowledge filter.")
+    ] = Path("recipes/seeds/four_module.yaml"),
+    dataset: Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")] = "musique",
+    limit: Annotated[int, typer.Option(min=1, help="Questions probed.")] = 20,
+    out: Annotated[Path, typer.Option(help="Folder for the probe's results.")] = Path("runs"),
+    cache_mode: Annotated[
+        str,
+        typer.Option(
+            help="LLM response cache: use (default: a stopped probe, run again, redoes "
+            "nothing it had asked), bypass or refresh."
+        ),
+    ] = "use",
+) -> None:
+    """Does the recipe's knowledge filter keep the evidence and drop the rest? Gives it each
+    question's gold paragraphs and as many distractors, one at a time; prints the share kept
+    of each."""
+    from chainrag.experiments import filter_probe as fp
+
+    def probe(resolved: Recipe, found: Any, examples: Iterable[Any], ctx: Any) -> None:
+        probes = fp.run(found, examples, ctx)
+        save_probes(out / f"filter-{dataset}", fp.table(probes, dataset, repr(found)), resolved,
+                    probes)  # fmt: skip
+
+    _llm_probe(recipe, dataset, limit, cache_mode, fp.filter_of, probe)
+
+
+def _llm_probe(
+    recipe: Path,
+    dataset: str,
+    limit: int,
+    cache_mode: str,
+    component: Callable[[Recipe], Any],
+    probe: Callable[[Recipe, Any, Iterable[Any], Any], None],
+) -> None:
+    """Load the recipe, the component it probes (``component(recipe)``, which raises a clear
+    error when the recipe has none) and the first LIMIT questions, then open the recipe's LLM
+    (through the response cache) and run PROBE on them with a progress bar; a ChainragError
+    is one red line and exit 1."""
     from tqdm import tqdm
 
     from chainrag.context import Context
     from chainrag.data import load_dataset
-    from chainrag.experiments import judge as jp
     from chainrag.llm import open_llm
     from chainrag.paths import cache_root
 
     check_cache_mode(cache_mode)
     try:
         resolved = load_recipe(recipe)
-        judge = jp.judge_of(resolved)
+        probed = component(resolved)
         examples = load_dataset(dataset, limit)
         with open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
                       cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
-            probes = jp.run(judge, tqdm(examples, desc="probing", unit="question"),
-                            Context(llm=llm))  # fmt: skip
+            bar = tqdm(examples, desc="probing", unit="question")
+            probe(resolved, probed, bar, Context(llm=llm))
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)
         raise typer.Exit(1) from None
-    save_probes(out / f"judge-{dataset}", jp.table(probes, dataset, repr(judge)), resolved, probes)
 
 
 @experiment_app.command("recurring")

@@ -26,6 +26,8 @@ def render(prediction: Prediction, texts: Sequence[str], show: int = 4) -> str:
     for i, named in enumerate(prediction.answers):
         mark = "answer" if i == 0 else "also"
         lines.append(f"{mark} ({named.name}): {named.answer.text}")
+    if prediction.read is not None:
+        lines.append(f"read for: {prediction.read}")
     decomposition = prediction.decomposition
     if decomposition is not None:
         note = "  (fallback: the question itself)" if decomposition.fallback else ""

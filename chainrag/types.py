@@ -413,7 +413,9 @@ class Prediction:
 
     ``answers[0]`` is the primary answer; further entries are variants produced in the same run
     (ChainRAG's AnsInt and CxtInt). ``usage`` and ``usage_by_prompt`` count the LLM calls,
-    cache hits, tokens, latency and cost the question took, per prompt id.
+    cache hits, tokens, latency and cost the question took, per prompt id. ``read`` is the
+    question the final answer was read for where it is not the dataset's own (seed 004's reader
+    answers Query Rewriter+'s rewritten question), else None.
     """
 
     answers: tuple[NamedAnswer, ...]
@@ -421,6 +423,7 @@ class Prediction:
     decomposition: Decomposition | None = None
     usage: Usage = Usage()
     usage_by_prompt: tuple[tuple[str, Usage], ...] = ()
+    read: str | None = None
 
     @property
     def answer(self) -> str:

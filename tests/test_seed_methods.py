@@ -188,6 +188,7 @@ def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExam
     assert asked.count("nli") == len({u for s in first.steps for u in s.retrieved})
     reader = llm.requests[-1].messages[-1].content
     assert "Question: Which county borders it?" in reader  # the rewritten question is read
+    assert first.read == "Which county borders it?"  # ... and the trace says so
     stored = Reservoir(memory)
     kept = stored.match(np.ones(256, np.float32), embedder=repr(recipe.index.embedder), limit=99)
     assert kept.items and all("Namangan" in i.text for i in kept.items)  # only what was kept
@@ -203,6 +204,7 @@ def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExam
     from chainrag.trace import render
 
     assert "the filter kept" in render(first, texts) and " dropped " in render(first, texts)
+    assert "read for: Which county borders it?" in render(first, texts)
 
     llm.requests.clear()
     again = answer_question(recipe, example, llm)  # the same question, query by query
@@ -232,6 +234,16 @@ def test_four_module_without_memory_always_retrieves(tmp_path: Path, example: QA
     for _ in range(2):
         prediction = answer_question(recipe, example, llm)
         assert not any(s.question.startswith(MEMORY) for s in prediction.steps)
+
+
+def test_four_module_reads_the_original_question_when_asked(
+    tmp_path: Path, example: QAExample
+) -> None:
+    recipe = seed_recipe(tmp_path, "four_module", "method: {reservoir: null, read: original}\n")
+    llm = four_module_llm(keep="Namangan")
+    prediction = answer_question(recipe, example, llm)
+    assert prediction.read is None  # the dataset's own question was read
+    assert f"Question: {example.question}" in llm.requests[-1].messages[-1].content
 
 
 def recurring_llm(examples: list[QAExample]) -> ScriptedLLM:

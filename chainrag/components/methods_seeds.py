@@ -252,7 +252,11 @@ class FourModule:
         reader = plan.questions[0] if self.read == "rewritten" and plan.questions else question
         knowledge = list({i.text: i for i in [*remembered, *kept]}.values())
         answer = self.answerer(reader, [i.text for i in knowledge], ctx)
-        return Prediction((NamedAnswer("four_module", Answer(answer.answer)),), tuple(steps))
+        return Prediction(
+            (NamedAnswer("four_module", Answer(answer.answer)),),
+            tuple(steps),
+            read=reader if reader != question else None,
+        )
 
     def _retrieve(
         self, queries: Sequence[str], steps: list[StepTrace], ctx: Context

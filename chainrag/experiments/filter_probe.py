@@ -1,0 +1,97 @@
+"""Does a knowledge filter keep the evidence and drop the rest? (Seed 004's knowledge filter.)
+
+Seed 004 keeps a retrieved item only when its filter judges it entailed; a filter that keeps
+nothing leaves the reader without context and its knowledge reservoir empty. This probe gives
+the recipe's filter, for each question, each gold supporting paragraph and as many of the
+question's other paragraphs (distractors), one at a time, and reports the share kept of each:
+a good filter keeps the gold and drops the distractors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from chainrag.context import Context
+from chainrag.errors import ChainragError
+from chainrag.experiments.judge import gold_passages
+from chainrag.protocols import KnowledgeFilter
+from chainrag.recipe import Recipe
+from chainrag.types import KnowledgeItem, QAExample
+
+KINDS = ("gold", "distractor")
+
+
+class FilterProbeError(ChainragError):
+    """The recipe cannot run this probe; the message says why."""
+
+
+@attrs.frozen
+class Probe:
+    qid: str
+    kind: str
+    title: str
+    words: int
+    kept: bool
+
+
+def filter_of(recipe: Recipe) -> KnowledgeFilter:
+    """The knowledge filter of the recipe's method, or a clear error."""
+    found = getattr(recipe.method, "knowledge_filter", None)
+    if found is None:
+        raise FilterProbeError(
+            f"recipe {recipe.name!r} has no knowledge filter (method.knowledge_filter); "
+            "use a seed 004 recipe such as recipes/seeds/four_module.yaml"
+        )
+    return found  # type: ignore[no-any-return]
+
+
+def items(example: QAExample) -> list[tuple[str, KnowledgeItem]]:
+    """(kind, item) for each gold paragraph and as many distractors (the first non-gold)."""
+    gold = gold_passages(example)
+    others = [i for i in range(len(example.passages)) if i not in set(gold)][: len(gold)]
+    out = []
+    for kind, indexes in (("gold", gold), ("distractor", others)):
+        for i in indexes:
+            p = example.passages[i]
+            out.append((kind, KnowledgeItem(p.text, title=p.title, source=i)))
+    return out
+
+
+def run(
+    knowledge_filter: KnowledgeFilter, examples: Iterable[QAExample], ctx: Context
+) -> list[Probe]:
+    probes = []
+    for example in examples:
+        for kind, item in items(example):
+            kept = bool(knowledge_filter(example.question, (item,), ctx))
+            probes.append(Probe(example.qid, kind, item.title, len(item.text.split()), kept))
+    return probes
+
+
+def table(probes: Sequence[Probe], dataset: str, filter_name: str) -> str:
+    questions = sorted({p.qid for p in probes})
+    lines = [
+        f"Knowledge filter {filter_name} on {dataset} ({len(questions)} questions)",
+        "",
+        "| paragraphs | probes | words | kept % |",
+        "|---|---|---|---|",
+    ]
+    rate = {}
+    for kind in KINDS:
+        mine = [p for p in probes if p.kind == kind]
+        if not mine:
+            continue
+        n = len(mine)
+        rate[kind] = 100 * sum(p.kept for p in mine) / n
+        lines.append(f"| {kind} | {n} | {sum(p.words for p in mine) / n:.0f} | {rate[kind]:.1f} |")
+    if questions:
+        nothing = sum(not any(p.kept for p in probes if p.qid == q) for q in questions)
+        lines.append(f"\nQuestions with nothing kept: {nothing} of {len(questions)}.")
+    if len(rate) == 2:
+        lines.append(
+            f"Discrimination, kept(gold) − kept(distractor): "
+            f"{rate['gold'] - rate['distractor']:+.1f} points (a perfect filter: +100)."
+        )
+    return "\n".join(lines)
