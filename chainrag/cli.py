@@ -265,21 +265,28 @@ def save_probes(stem: Path, text: str, recipe: Recipe, probes: Sequence[Any]) ->
     typer.echo(f"saved to {folder}")
 
 
+# The options the LLM probes (judge, filter) share.
+ProbeDataset = Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")]
+ProbeLimit = Annotated[int, typer.Option(min=1, help="Questions probed.")]
+ProbeOut = Annotated[Path, typer.Option(help="Folder for the probe's results.")]
+ProbeCacheMode = Annotated[
+    str,
+    typer.Option(
+        help="LLM response cache: use (default: a stopped probe, run again, redoes nothing it "
+        "had asked), bypass or refresh."
+    ),
+]
+
+
 @experiment_app.command("judge")
 def judge_probe(
     recipe: Annotated[Path, typer.Option(help="A recipe whose expander has a judge.")] = Path(
         "recipes/chainrag/ansint.yaml"
     ),
-    dataset: Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")] = "musique",
-    limit: Annotated[int, typer.Option(min=1, help="Questions probed.")] = 20,
-    out: Annotated[Path, typer.Option(help="Folder for the probe's results.")] = Path("runs"),
-    cache_mode: Annotated[
-        str,
-        typer.Option(
-            help="LLM response cache: use (default: a stopped probe, run again, redoes "
-            "nothing it had asked), bypass or refresh."
-        ),
-    ] = "use",
+    dataset: ProbeDataset = "musique",
+    limit: ProbeLimit = 20,
+    out: ProbeOut = Path("runs"),
+    cache_mode: ProbeCacheMode = "use",
 ) -> None:
     """Does the recipe's sufficiency judge tell enough evidence from too little? Asks it about
     each question's gold paragraphs, the gold minus one, and as many distractors; prints the
@@ -299,16 +306,10 @@ def filter_probe(
     recipe: Annotated[
         Path, typer.Option(help="A recipe whose method has a knowledge filter.")
     ] = Path("recipes/seeds/four_module.yaml"),
-    dataset: Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")] = "musique",
-    limit: Annotated[int, typer.Option(min=1, help="Questions probed.")] = 20,
-    out: Annotated[Path, typer.Option(help="Folder for the probe's results.")] = Path("runs"),
-    cache_mode: Annotated[
-        str,
-        typer.Option(
-            help="LLM response cache: use (default: a stopped probe, run again, redoes "
-            "nothing it had asked), bypass or refresh."
-        ),
-    ] = "use",
+    dataset: ProbeDataset = "musique",
+    limit: ProbeLimit = 20,
+    out: ProbeOut = Path("runs"),
+    cache_mode: ProbeCacheMode = "use",
 ) -> None:
     """Does the recipe's knowledge filter keep the evidence and drop the rest? Gives it each
     question's gold paragraphs and as many distractors, one at a time; prints the share kept

@@ -16,6 +16,7 @@ import attrs
 from chainrag.context import Context
 from chainrag.errors import ChainragError
 from chainrag.experiments.judge import gold_passages
+from chainrag.experiments.shares import share_table
 from chainrag.protocols import KnowledgeFilter
 from chainrag.recipe import Recipe
 from chainrag.types import KnowledgeItem, QAExample
@@ -75,17 +76,16 @@ def table(probes: Sequence[Probe], dataset: str, filter_name: str) -> str:
     lines = [
         f"Knowledge filter {filter_name} on {dataset} ({len(questions)} questions)",
         "",
-        "| paragraphs | probes | words | kept % |",
-        "|---|---|---|---|",
     ]
-    rate = {}
-    for kind in KINDS:
-        mine = [p for p in probes if p.kind == kind]
-        if not mine:
-            continue
-        n = len(mine)
-        rate[kind] = 100 * sum(p.kept for p in mine) / n
-        lines.append(f"| {kind} | {n} | {sum(p.words for p in mine) / n:.0f} | {rate[kind]:.1f} |")
+    rows, rate = share_table(
+        probes,
+        lambda p: p.kind,
+        KINDS,
+        [("words", lambda p: p.words, ".0f")],
+        lambda p: p.kept,
+        ("paragraphs", "kept %"),
+    )
+    lines += rows
     if questions:
         nothing = sum(not any(p.kept for p in probes if p.qid == q) for q in questions)
         lines.append(f"\nQuestions with nothing kept: {nothing} of {len(questions)}.")

@@ -21,6 +21,7 @@ import attrs
 
 from chainrag.context import Context
 from chainrag.errors import ChainragError
+from chainrag.experiments.shares import share_table
 from chainrag.recipe import Recipe
 from chainrag.types import QAExample, Verdict
 
@@ -96,20 +97,16 @@ def table(probes: Sequence[Probe], dataset: str, judge_name: str) -> str:
     lines = [
         f"Sufficiency judge {judge_name} on {dataset} ({questions} questions)",
         "",
-        "| evidence | probes | paragraphs | words | said yes % |",
-        "|---|---|---|---|---|",
     ]
-    rate = {}
-    for name in SETS:
-        mine = [p for p in probes if p.evidence_set == name]
-        if not mine:
-            continue
-        n = len(mine)
-        rate[name] = 100 * sum(p.said_yes for p in mine) / n
-        lines.append(
-            f"| {name} | {n} | {sum(p.paragraphs for p in mine) / n:.1f} | "
-            f"{sum(p.words for p in mine) / n:.0f} | {rate[name]:.1f} |"
-        )
+    rows, rate = share_table(
+        probes,
+        lambda p: p.evidence_set,
+        SETS,
+        [("paragraphs", lambda p: p.paragraphs, ".1f"), ("words", lambda p: p.words, ".0f")],
+        lambda p: p.said_yes,
+        ("evidence", "said yes %"),
+    )
+    lines += rows
     if "all gold" in rate and "distractors" in rate:
         lines.append(
             f"\nDiscrimination, yes(all gold) − yes(distractors): "
