@@ -39,7 +39,8 @@ MAIN_RECIPES = {"ansint", "cxtint", "naive", "naive_qd", "iter_retgen", "naive_i
                 "guided_iteration", "tree", "four_module"}  # fmt: skip
 SEED_LABELS = {"vanilla": "Vanilla RAG, 4 passages (seed 002)",
                "vanilla_10": "Vanilla RAG, 10 passages (seed 002)",
-               "three_module": "Three modules, no reservoir (seed 004)"}  # fmt: skip
+               "three_module": "Three modules, no reservoir (seed 004)",
+               "three_module_helps": "Three modules, yes/no filter (not seed 004's)"}  # fmt: skip
 
 # The ChainRAG paper's Table 1: F1 and EM (%) on MuSiQue, 2Wiki, HotpotQA (200 LongBench
 # questions each); the LongRAG and HippoRAG rows are left out (not implemented here).

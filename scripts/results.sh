@@ -25,7 +25,8 @@ MAIN=(recipes/baselines/naive.yaml recipes/baselines/iter_retgen.yaml
       recipes/chainrag/ansint.yaml recipes/baselines/naive_qd.yaml)
 SEEDS=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
        recipes/seeds/guided_iteration.yaml recipes/seeds/tree.yaml
-       recipes/seeds/three_module.yaml recipes/seeds/vanilla_10.yaml)
+       recipes/seeds/three_module.yaml recipes/seeds/vanilla_10.yaml
+       recipes/seeds/three_module_helps.yaml)
 ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
            recipes/ablations/no_ss.yaml recipes/ablations/no_sa.yaml
            recipes/ablations/no_graph.yaml)
@@ -61,7 +62,10 @@ for what in ${targets[@]}; do
     run "${SEEDS[@]}" --dataset "pooled:${what#seeds-}" --limit $N --out $OUT \
       --cache-mode refresh --no-report
   elif [[ $what == recurring ]]; then
-    twice $BIN/chainrag experiment recurring --dataset musique --limit 10 --out $OUT
+    # With the 1.5B model seed 004's NLI filter keeps nothing, so its reservoir would stay
+    # empty: the recurring experiment runs with the yes/no filter (llm_helps; docs/results.md).
+    twice $BIN/chainrag experiment recurring --recipe recipes/seeds/four_module_helps.yaml \
+      --dataset musique --limit 10 --out $OUT
   elif [[ $what == variants ]]; then
     run recipes/variants/*.yaml --dataset musique --limit $N --out $OUT \
       --cache-mode refresh --no-report

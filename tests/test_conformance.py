@@ -23,6 +23,7 @@ from chainrag.components.embedders import HashedBagOfWords
 from chainrag.context import Context
 from chainrag.graph import SentenceGraph
 from chainrag.llm.fake import ScriptedLLM
+from chainrag.llm.prompts import available
 from chainrag.recipe import parse_yaml
 from chainrag.registry import REGISTRIES, Entry, Registry
 from chainrag.structure import CONVERTER, unstructure
@@ -83,19 +84,15 @@ def _reply(request: Any) -> str:
         "sufficiency": "yes",
         "supports": "No, they do not.",
         "nli": "entailment" if "Paris" in str(request) else "neutral",
+        "helps": "yes" if "Paris" in str(request) else "no",
         "query_plan": '{"Rewritten Question": ["Where is Paris?"], "Query": ["Paris city"]}',
         "follow_up": "Where is France?",
         "iter_retgen": "Ann wrote it. So the answer is: Ann",
     }.get(request.prompt_id, "Ann")
 
 
-PROMPTS = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
-           "ansint", "cxtint", "refers_back", "supports", "nli", "query_plan",
-           "follow_up", "iter_retgen"]  # fmt: skip
-
-
 def _llm_context() -> Context:
-    return Context(llm=ScriptedLLM(dict.fromkeys(PROMPTS, _reply)))
+    return Context(llm=ScriptedLLM(dict.fromkeys(available(), _reply)))  # every prompt
 
 
 def _method_context() -> Context:

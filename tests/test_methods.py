@@ -16,6 +16,7 @@ from chainrag.components.reasoning import clean_answer, is_unanswerable
 from chainrag.data import load_dataset
 from chainrag.index import IndexCache
 from chainrag.llm.fake import ScriptedLLM
+from chainrag.llm.prompts import available
 from chainrag.recipe import Recipe, load_recipe, recipe_files
 from chainrag.runner import RecipeIncompleteError, answer_question
 from chainrag.types import LLMRequest, QAExample
@@ -132,6 +133,7 @@ def universal(request: LLMRequest) -> str:
         "refers_back": "yes",
         "supports": "yes",
         "nli": "entailment",
+        "helps": "yes",
         "query_plan": '{"Rewritten Question": ["Where did Bergman die?"], "Query": ["Bergman"]}',
         "follow_up": "Where did Ingmar Bergman die?",
         "iter_retgen": "Bergman died on Fårö. So the answer is: Fårö.",
@@ -158,10 +160,7 @@ def test_every_method_recipe_is_covered() -> None:
 )
 def test_every_recipe_runs_one_question(path: Path, bergman: QAExample) -> None:
     recipe = load_recipe(path)
-    prompts = ["decompose", "multi_hop", "sufficiency", "rewrite", "summarize", "answer_sub",
-               "ansint", "cxtint", "refers_back", "supports", "nli", "query_plan",
-               "follow_up", "iter_retgen"]  # fmt: skip
-    llm = ScriptedLLM(dict.fromkeys(prompts, universal))
+    llm = ScriptedLLM(dict.fromkeys(available(), universal))  # every prompt the package has
     prediction = answer_question(recipe, bergman, llm, cache=IndexCache())
     assert prediction.answer == "Fårö"
     assert prediction.steps and prediction.usage.calls == llm.calls()

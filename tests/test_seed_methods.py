@@ -160,6 +160,16 @@ def test_llm_nli_keeps_only_entailment() -> None:
     assert LLMNLIFilter()("q", items, Context(llm=llm)) == (items[0],)
 
 
+def test_llm_helps_keeps_only_yes_and_asks_once_per_item() -> None:
+    from chainrag.components.knowledge import LLMHelpsFilter
+
+    llm = ScriptedLLM({"helps": ["Yes.", "no", "It does not, no.", "maybe", "yes, it helps"]})
+    items = tuple(KnowledgeItem(f"fact {i}") for i in range(5))
+    assert LLMHelpsFilter()("q", items, Context(llm=llm)) == (items[0], items[4])
+    assert [r.prompt_id for r in llm.requests] == ["helps"] * 5
+    assert all(f"Knowledge: fact {i}" in r.messages[-1].content for i, r in enumerate(llm.requests))
+
+
 def four_module_llm(keep: str) -> ScriptedLLM:
     """Rewrites to two title-like queries; the NLI judge keeps items that mention ``keep``."""
 

@@ -9,19 +9,21 @@
   LoRA-tuned Gemma-2B as its judge; no NLI model ships offline here, so this is the default.
 * ``knowledge_filter: nli_cross_encoder`` — a local NLI cross-encoder folder (e.g. an MNLI
   model), premise = the item, hypothesis = the question turned into a claim of answerability.
+* ``knowledge_filter: llm_helps`` — not seed 004's: the same question as a plain yes/no per
+  item, for small models that call everything "neutral" under the NLI framing.
 * ``knowledge_filter: keep_all`` — no filter (the "w/o filter" ablation).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
-from chainrag.components.judges import numbered
+from chainrag.components.judges import numbered, parse_yes_no
 from chainrag.components.reasoning import clean_answer
 from chainrag.components.rerankers import _existing, _minilm_example
 from chainrag.context import Context
@@ -113,14 +115,49 @@ class LLMNLIFilter:
     def __call__(
         self, question: str, items: Sequence[KnowledgeItem], ctx: Context
     ) -> tuple[KnowledgeItem, ...]:
-        llm = ctx.require_llm("llm_nli knowledge filter")
-        prompt = load_prompt("nli", self.prompt_version)
-        kept = []
-        for item in items:
-            reply = llm.complete(prompt.request(question=question, knowledge=item.text))
-            if nli_label(reply.text) == "entailment":
-                kept.append(item)
-        return tuple(kept)
+        return _judge_each(
+            "llm_nli", ("nli", self.prompt_version), question, items, ctx,
+            lambda reply: nli_label(reply) == "entailment",
+        )  # fmt: skip
+
+
+def _judge_each(
+    who: str,
+    prompt_id: tuple[str, int],
+    question: str,
+    items: Sequence[KnowledgeItem],
+    ctx: Context,
+    keep: Callable[[str], bool],
+) -> tuple[KnowledgeItem, ...]:
+    """One LLM call per item with the prompt (id, version); the items whose reply ``keep``
+    accepts, in order."""
+    llm = ctx.require_llm(f"{who} knowledge filter")
+    prompt = load_prompt(*prompt_id)
+    return tuple(
+        item
+        for item in items
+        if keep(llm.complete(prompt.request(question=question, knowledge=item.text)).text)
+    )
+
+
+@KNOWLEDGE_FILTERS.register("llm_helps")
+@attrs.frozen
+class LLMHelpsFilter:
+    """Not seed 004's: a yes/no LLM judge per item (does it state the answer, or a fact about
+    something the question asks about?); keeps "yes" (an unreadable reply counts as "no").
+    For small models that label everything "neutral" under ``llm_nli``'s NLI framing.
+    Recipe: ``{kind: llm_helps}``.
+    """
+
+    prompt_version: int = 1
+
+    def __call__(
+        self, question: str, items: Sequence[KnowledgeItem], ctx: Context
+    ) -> tuple[KnowledgeItem, ...]:
+        return _judge_each(
+            "llm_helps", ("helps", self.prompt_version), question, items, ctx,
+            lambda reply: parse_yes_no(reply) is True,
+        )  # fmt: skip
 
 
 def _nli_example() -> dict[str, str]:
