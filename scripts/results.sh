@@ -7,9 +7,10 @@
 #   bash scripts/results.sh seeds           # ... on the three dev sets
 #   bash scripts/results.sh ablations recurring
 #   bash scripts/results.sh variants        # our variants of ChainRAG (recipes/variants/), MuSiQue
-# By default each dataset's seed methods follow its main table (and seed 004's recurring
-# experiment, on MuSiQue, follows MuSiQue's), so a stopped script leaves the papers' tables on
-# the datasets it reached. The seed methods run in the pooled setting
+# By default ChainRAG's paper comes first: MuSiQue's main table and seed methods, then the main
+# tables of 2Wiki and HotpotQA and the MuSiQue ablations; then seed 004's recurring experiment,
+# the seed methods on 2Wiki and HotpotQA, and our variants. A stopped script leaves whole
+# tables for what it reached. The seed methods run in the pooled setting
 # (pooled:DATASET: one store of all the dev file's passages, as seed 002's shared vector store),
 # into docs/runs/pooled-DATASET/.
 # --cache-mode refresh: every LLM call is made anew (and its time and tokens counted), even
@@ -30,7 +31,7 @@ SEEDS=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
 ABLATIONS=(recipes/ablations/no_rewrite.yaml recipes/ablations/no_ec.yaml
            recipes/ablations/no_ss.yaml recipes/ablations/no_sa.yaml
            recipes/ablations/no_graph.yaml)
-DEFAULT="musique seeds-musique recurring 2wiki seeds-2wiki hotpotqa seeds-hotpotqa ablations variants"
+DEFAULT="musique seeds-musique 2wiki hotpotqa ablations recurring seeds-2wiki seeds-hotpotqa variants"
 targets=("${@:-$DEFAULT}")
 # chainrag run (and experiment recurring) exit 1 when a question failed (an LLM that stayed
 # down: errors.jsonl); a second start resumes and tries those questions again, so try once

@@ -165,6 +165,28 @@ def test_sub_answer_prompt_starts_as_the_sufficiency_check() -> None:
     assert load_prompt("sufficiency", 1).system != load_prompt("answer_sub", 1).system
 
 
+def test_prompt_shots_are_earlier_chat_turns() -> None:
+    prompt = load_prompt("helps", 2)
+    messages = prompt.render(question="Where is Paris?", knowledge="Paris is in France.")
+    roles = [m.role for m in messages]
+    assert roles == ["system", *["user", "assistant"] * len(prompt.shots), "user"]
+    assert [m.content for m in messages[2:-1:2]] == ["yes", "no", "yes", "no"]
+    assert messages[-1].content.startswith("Question: Where is Paris?\nKnowledge: Paris is")
+    assert not load_prompt("helps", 1).shots  # v1 has its examples inline
+
+
+@pytest.mark.parametrize(
+    "shots",
+    ["just text", [{"user": "q"}], [{"user": "q", "assistant": 3}],
+     [{"user": "q", "assistant": "a", "system": "s"}]],
+)  # fmt: skip
+def test_malformed_prompt_shots_are_named(shots: object) -> None:
+    from chainrag.llm.prompts import _build
+
+    with pytest.raises(PromptError, match=r"x@v1.yaml: 'shots' must be a list of"):
+        _build("x", 1, {"user": "$question", "shots": shots}, "x@v1.yaml")
+
+
 def test_prompt_schema_is_canonical_json() -> None:
     schema = load_prompt("answer_short_json").json_schema
     assert schema is not None and schema.startswith('{"additionalProperties": false')

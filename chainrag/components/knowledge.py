@@ -146,10 +146,11 @@ class LLMHelpsFilter:
     """Not seed 004's: a yes/no LLM judge per item (does it state the answer, or a fact about
     something the question asks about?); keeps "yes" (an unreadable reply counts as "no").
     For small models that label everything "neutral" under ``llm_nli``'s NLI framing.
-    Recipe: ``{kind: llm_helps}``.
+    Version 2 (the default) sends its worked examples as earlier chat turns; version 1 has
+    them inline. Recipe: ``{kind: llm_helps}``.
     """
 
-    prompt_version: int = 1
+    prompt_version: int = 2
 
     def __call__(
         self, question: str, items: Sequence[KnowledgeItem], ctx: Context

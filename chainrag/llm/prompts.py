@@ -1,8 +1,10 @@
 """Versioned prompt templates: ``chainrag/prompts/<id>@v<N>.yaml``.
 
 A template file holds ``system`` and ``user`` texts with ``$name`` placeholders
-(``string.Template``: JSON braces in worked examples need no escaping), an optional
-``json_schema`` the answer must follow, and optional ``max_tokens``/``temperature`` overrides.
+(``string.Template``: JSON braces in worked examples need no escaping), optional ``shots``
+(worked examples sent as earlier chat turns, each ``{user: ..., assistant: ...}``, literal
+text), an optional ``json_schema`` the answer must follow, and optional
+``max_tokens``/``temperature`` overrides.
 The id and version travel with every request, so the cache and the accounting tell versions
 apart; a changed prompt gets a new version file rather than an edit.
 """
@@ -40,6 +42,7 @@ class Prompt:
     json_schema: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    shots: tuple[tuple[str, str], ...] = ()
 
     @property
     def variables(self) -> frozenset[str]:
@@ -58,9 +61,12 @@ class Prompt:
         bad = sorted(k for k, v in values.items() if not isinstance(v, str))
         if bad:
             raise PromptError(f"prompt {self.id}@v{self.version}: values must be text: {bad}")
-        messages = [Message("user", Template(self.user).substitute(values))]
+        messages = []
         if self.system.strip():
-            messages.insert(0, Message("system", Template(self.system).substitute(values)))
+            messages.append(Message("system", Template(self.system).substitute(values)))
+        for user, assistant in self.shots:
+            messages += [Message("user", user), Message("assistant", assistant)]
+        messages.append(Message("user", Template(self.user).substitute(values)))
         return tuple(messages)
 
     def request(self, **values: str) -> LLMRequest:
@@ -102,11 +108,19 @@ def load_prompt(prompt_id: str, version: int | None = None) -> Prompt:
 def _build(prompt_id: str, version: int, data: Any, name: str) -> Prompt:
     if not isinstance(data, dict) or not isinstance(data.get("user"), str):
         raise PromptError(f"{name}: expected a mapping with a 'user' text")
-    allowed = {"description", "system", "user", "json_schema", "max_tokens", "temperature"}
+    allowed = {"description", "system", "shots", "user", "json_schema", "max_tokens",
+               "temperature"}  # fmt: skip
     extra = sorted(set(data) - allowed)
     if extra:
         raise PromptError(f"{name}: unknown keys {extra}; allowed: {sorted(allowed)}")
     schema = data.get("json_schema")
+    shots = data.get("shots") or []
+    if not isinstance(shots, list) or not all(
+        isinstance(s, dict) and set(s) == {"user", "assistant"}
+        and all(isinstance(v, str) for v in s.values())
+        for s in shots
+    ):  # fmt: skip
+        raise PromptError(f"{name}: 'shots' must be a list of {{user: text, assistant: text}}")
     return Prompt(
         id=prompt_id,
         version=version,
@@ -115,4 +129,5 @@ def _build(prompt_id: str, version: int, data: Any, name: str) -> Prompt:
         json_schema=json.dumps(schema, sort_keys=True) if schema is not None else None,
         max_tokens=data.get("max_tokens"),
         temperature=data.get("temperature"),
+        shots=tuple((s["user"], s["assistant"]) for s in shots),
     )
