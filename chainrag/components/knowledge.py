@@ -146,11 +146,13 @@ class LLMHelpsFilter:
     """Not seed 004's: a yes/no LLM judge per item (does it state the answer, or a fact about
     something the question asks about?); keeps "yes" (an unreadable reply counts as "no").
     For small models that label everything "neutral" under ``llm_nli``'s NLI framing.
-    Version 2 (the default) sends its worked examples as earlier chat turns; version 1 has
-    them inline. Recipe: ``{kind: llm_helps}``.
+    Version 1 (the default) has its worked examples inline and keeps most items, the gold
+    ones a little more often; version 2 sends them as earlier chat turns and keeps few, the
+    gold ones too (``chainrag experiment filter``, docs/results.md). Recipe:
+    ``{kind: llm_helps, prompt_version: 1}``.
     """
 
-    prompt_version: int = 2
+    prompt_version: int = 1
 
     def __call__(
         self, question: str, items: Sequence[KnowledgeItem], ctx: Context
