@@ -15,8 +15,8 @@ import attrs
 
 from chainrag.context import Context
 from chainrag.errors import ChainragError
-from chainrag.experiments.judge import gold_passages
-from chainrag.experiments.shares import share_table
+from chainrag.experiments.judge import distractors, gold_passages
+from chainrag.experiments.shares import discrimination, share_table
 from chainrag.protocols import KnowledgeFilter
 from chainrag.recipe import Recipe
 from chainrag.types import KnowledgeItem, QAExample
@@ -51,9 +51,8 @@ def filter_of(recipe: Recipe) -> KnowledgeFilter:
 def items(example: QAExample) -> list[tuple[str, KnowledgeItem]]:
     """(kind, item) for each gold paragraph and as many distractors (the first non-gold)."""
     gold = gold_passages(example)
-    others = [i for i in range(len(example.passages)) if i not in set(gold)][: len(gold)]
     out = []
-    for kind, indexes in (("gold", gold), ("distractor", others)):
+    for kind, indexes in (("gold", gold), ("distractor", distractors(example, gold))):
         for i in indexes:
             p = example.passages[i]
             out.append((kind, KnowledgeItem(p.text, title=p.title, source=i)))
@@ -87,11 +86,8 @@ def table(probes: Sequence[Probe], dataset: str, filter_name: str) -> str:
     )
     lines += rows
     if questions:
-        nothing = sum(not any(p.kept for p in probes if p.qid == q) for q in questions)
+        nothing = len(questions) - len({p.qid for p in probes if p.kept})
         lines.append(f"\nQuestions with nothing kept: {nothing} of {len(questions)}.")
     if len(rate) == 2:
-        lines.append(
-            f"Discrimination, kept(gold) − kept(distractor): "
-            f"{rate['gold'] - rate['distractor']:+.1f} points (a perfect filter: +100)."
-        )
+        lines.append(discrimination(rate, "gold", "distractor", "kept", "filter"))
     return "\n".join(lines)

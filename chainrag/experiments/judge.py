@@ -21,7 +21,7 @@ import attrs
 
 from chainrag.context import Context
 from chainrag.errors import ChainragError
-from chainrag.experiments.shares import share_table
+from chainrag.experiments.shares import discrimination, share_table
 from chainrag.recipe import Recipe
 from chainrag.types import QAExample, Verdict
 
@@ -63,18 +63,24 @@ def gold_passages(example: QAExample) -> list[int]:
     return [i for i, p in enumerate(example.passages) if p.title in titles]
 
 
+def distractors(example: QAExample, gold: Sequence[int]) -> list[int]:
+    """As many of the question's non-gold paragraphs as it has gold ones, the first ones."""
+    golden = set(gold)
+    return [i for i in range(len(example.passages)) if i not in golden][: len(gold)]
+
+
 def evidence_sets(example: QAExample) -> dict[str, list[str]]:
     """The three paragraph sets of one question (``gold minus one`` only with 2+ gold)."""
     gold = gold_passages(example)
     if not gold:
         return {}
     text = [f"{p.title}: {p.text}" if p.title else p.text for p in example.passages]
-    others = [i for i in range(len(example.passages)) if i not in set(gold)]
+    others = distractors(example, gold)
     sets = {"all gold": [text[i] for i in gold]}
     if len(gold) >= 2:
         sets["gold minus one"] = [text[i] for i in gold[:-1]]
     if others:
-        sets["distractors"] = [text[i] for i in others[: len(gold)]]
+        sets["distractors"] = [text[i] for i in others]
     return sets
 
 
@@ -108,8 +114,5 @@ def table(probes: Sequence[Probe], dataset: str, judge_name: str) -> str:
     )
     lines += rows
     if "all gold" in rate and "distractors" in rate:
-        lines.append(
-            f"\nDiscrimination, yes(all gold) − yes(distractors): "
-            f"{rate['all gold'] - rate['distractors']:+.1f} points (a perfect judge: +100)."
-        )
+        lines.append("\n" + discrimination(rate, "all gold", "distractors", "yes", "judge"))
     return "\n".join(lines)

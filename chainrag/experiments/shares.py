@@ -41,3 +41,11 @@ def share_table(
         cells = [f"{sum(value(p) for p in mine) / n:{spec}}" for _, value, spec in means]
         lines.append("| " + " | ".join([name, str(n), *cells, f"{rate[name]:.1f}"]) + " |")
     return lines, rate
+
+
+def discrimination(rate: dict[str, float], high: str, low: str, verb: str, who: str) -> str:
+    """The line that contrasts two groups' shares, e.g. ``kept(gold) − kept(distractor)``."""
+    return (
+        f"Discrimination, {verb}({high}) − {verb}({low}): {rate[high] - rate[low]:+.1f} points "
+        f"(a perfect {who}: +100)."
+    )
