@@ -146,6 +146,8 @@ class Row:
     tokens: float
     cost: float | None
     seconds: float
+    by_type: dict[str, tuple[int, float]] = attrs.field(factory=dict)
+    """Question type -> (questions, F1 in %), from each record's ``question_type``."""
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -179,9 +181,21 @@ def rows_of(run: Run) -> list[Row]:
         out.append(
             Row(label, run.name, variant, run.dataset, run.llm, len(scored), run.failed,
                 100 * _mean([s["f1"] for s in scored]), 100 * _mean([s["em"] for s in scored]),
-                recall, calls, tokens, cost, seconds)
+                recall, calls, tokens, cost, seconds, f1_by_type(records, variant))
         )  # fmt: skip
     return out
+
+
+def f1_by_type(records: Sequence[Mapping[str, Any]], variant: str) -> dict[str, tuple[int, float]]:
+    """Question type -> (questions, mean F1 in %) of one answer variant; untyped questions
+    count under "?"."""
+    groups: dict[str, list[float]] = {}
+    for record in records:
+        scored = record.get("answers", {}).get(variant)
+        if scored is not None:
+            kind = str(record.get("question_type") or "?")
+            groups.setdefault(kind, []).append(float(scored["f1"]))
+    return {kind: (len(f1s), 100 * _mean(f1s)) for kind, f1s in sorted(groups.items())}
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -223,6 +237,30 @@ def dataset_table(rows: Sequence[Row]) -> str:
                 f1, em = PAPER_TABLE_1[llm].get(method, {}).get(dataset, (math.nan, math.nan))
                 cells.append(f"{_fmt(f1)} / {_fmt(em)}")
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def type_table(rows: Sequence[Row]) -> str:
+    """F1 by question type, one column per row, when the rows' questions have two types or
+    more ("" otherwise). A cell whose row answered another number of questions of that type
+    than the header's says how many."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for kind, (n, _) in row.by_type.items():
+            counts[kind] = max(counts.get(kind, 0), n)
+    if len(counts) < 2:
+        return ""
+    labels, seen = [], set()
+    for row in rows:
+        labels.append(row.label if row.label not in seen else f"{row.label} ({row.run})")
+        seen.add(row.label)
+    lines = ["| question type (n) | " + " | ".join(labels) + " |", "|---" * (len(rows) + 1) + "|"]
+    for kind in sorted(counts, key=lambda k: (-counts[k], k)):
+        cells = []
+        for row in rows:
+            n, f1 = row.by_type.get(kind, (0, math.nan))
+            cells.append(_fmt(f1, 1) + (f" ({n})" if n != counts[kind] else ""))
+        lines.append(f"| {kind} ({counts[kind]}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -269,7 +307,10 @@ def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
                 f"Scored on the {rows[0].n} questions every run below answered (the runs hold "
                 f"{sizes}; `--all-questions` scores each on all of its own).\n\n"
             )
-        sections.append(f"## {dataset}\n\n{note}{dataset_table(rows)}")
+        section = f"## {dataset}\n\n{note}{dataset_table(rows)}"
+        if types := type_table(rows):
+            section += f"\n\nF1 by the dataset's question type:\n\n{types}"
+        sections.append(section)
     return "\n\n".join(sections) + "\n"
 
 

@@ -317,8 +317,11 @@ def test_run_command_rejects_bad_input_before_running(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
-def _stored_run(root: Path, dataset: str, name: str, f1s: dict[str, list[float]]) -> None:
-    """A run directory written by hand: answers with the given F1 (EM = F1 here)."""
+def _stored_run(
+    root: Path, dataset: str, name: str, f1s: dict[str, list[float]], types: str = ""
+) -> None:
+    """A run directory written by hand: answers with the given F1 (EM = F1 here); question
+    ``i`` has type ``types[i]`` when given."""
     folder = root / dataset / name
     folder.mkdir(parents=True)
     meta = {"recipe_name": name, "dataset": dataset,
@@ -331,6 +334,7 @@ def _stored_run(root: Path, dataset: str, name: str, f1s: dict[str, list[float]]
         primary = next(iter(f1s))
         lines.append(json.dumps({
             "id": f"q{i}", "f1": answers[primary]["f1"], "em": answers[primary]["em"],
+            "question_type": types[i] if types else "",
             "answers": answers, "retrieval": {"level": "paragraph", "recall@2": 0.5},
             "usage": {"calls": 3, "cache_hits": 1, "prompt_tokens": 90, "completion_tokens": 10},
             "seconds": 2.0,
@@ -380,6 +384,24 @@ def test_rows_compare_the_same_questions(tmp_path: Path) -> None:
     assert "| NaiveRAG | qwen2.5-coder-1.5b | 2 | 50.00 |" in text
     own = markdown(runs, common=False)
     assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 75.00 |" in own and "Scored on" not in own
+
+
+def test_report_gives_f1_by_question_type(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    _stored_run(root, "2wiki", "naive", {"naive": [1.0, 0.0, 0.0, 1.0, 0.5]}, types="ccbcb")
+    _stored_run(root, "2wiki", "ansint", {"ansint": [1.0, 1.0, 1.0, 0.0], "cxtint": [0.0] * 4},
+                types="ccbc")  # fmt: skip
+    runs = find_runs([root])
+    text = markdown(runs)  # on the 4 common questions: c, c, b, c
+    assert "F1 by the dataset's question type:" in text
+    header = "| question type (n) | ChainRAG (AnsInt) | ChainRAG (CxtInt) | NaiveRAG |"
+    assert header in text
+    assert "| c (3) | 66.7 | 0.0 | 66.7 |" in text and "| b (1) | 100.0 | 0.0 | 0.0 |" in text
+    own = markdown(runs, common=False)  # NaiveRAG answered one more b question
+    assert "| b (2) | 100.0 (1) | 0.0 (1) | 25.0 |" in own
+    _stored_run(root, "musique", "naive", {"naive": [1.0, 0.0]}, types="aa")
+    single = markdown(find_runs([root / "musique"]))
+    assert "question type" not in single  # one type: no table
 
 
 def test_model_identities_name_the_default_embedder() -> None:
