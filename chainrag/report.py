@@ -10,7 +10,9 @@ cache), tokens per question (of the requests the model answered), USD per questi
 LLM is priced (litellm's price map; local models are free and show no column), and seconds
 per question (wall time, index building included). The paper's Table 1 rows are printed below
 ours, labelled as the paper's, since they were measured with other LLMs, other contexts
-(LongBench's) and 200 questions per dataset.
+(LongBench's) and 200 questions per dataset. With runs on two datasets or more, a first table
+puts F1 / EM side by side per dataset, in the layout of Table 1; below each dataset's table,
+F1 by the dataset's question type when it has several (2Wiki's comparison, compositional...).
 """
 
 from __future__ import annotations
@@ -264,6 +266,25 @@ def type_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def across_datasets(by_dataset: Mapping[str, Sequence[Row]]) -> str:
+    """One table in the layout of the paper's Table 1: a row per method, F1 / EM per dataset
+    ("" when the rows cover fewer than two datasets)."""
+    if len(by_dataset) < 2:
+        return ""
+    cells: dict[str, dict[str, str]] = {}
+    for dataset, rows in by_dataset.items():
+        for row in rows:
+            cells.setdefault(row.label, {}).setdefault(
+                dataset, f"{_fmt(row.f1)} / {_fmt(row.em)} ({row.n})"
+            )
+    datasets = list(by_dataset)
+    lines = ["| method | " + " | ".join(f"{d} F1 / EM (n)" for d in datasets) + " |",
+             "|---" * (len(datasets) + 1) + "|"]  # fmt: skip
+    for label, of_label in cells.items():
+        lines.append(f"| {label} | " + " | ".join(of_label.get(d, "–") for d in datasets) + " |")
+    return "\n".join(lines)
+
+
 def on_common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, tuple[int, ...]]]:
     """Each run restricted to the questions every run of its dataset answered, so that rows
     compare like with like; and, per dataset where that dropped questions, the runs' sizes."""
@@ -299,6 +320,8 @@ def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
         "Hit@4 = all of it in the first 4 (strict, as seed 002); Hit@10 the same in the first 10 "
         "(read tree retrieval, whose context holds up to 9 passages, there)."
     ]
+    if table := across_datasets(by_dataset):
+        sections.append(f"## Across datasets\n\n{table}")
     for dataset, rows in by_dataset.items():
         note = ""
         if dataset in trimmed:

@@ -404,6 +404,20 @@ def test_report_gives_f1_by_question_type(tmp_path: Path) -> None:
     assert "question type" not in single  # one type: no table
 
 
+def test_report_puts_the_datasets_side_by_side(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    _stored_run(root, "musique", "naive", {"naive": [1.0, 0.0]})
+    _stored_run(root, "2wiki", "naive", {"naive": [1.0, 1.0, 0.0, 1.0]})
+    _stored_run(root, "2wiki", "ansint", {"ansint": [1.0] * 4, "cxtint": [0.0] * 4})
+    text = markdown(find_runs([root]))
+    assert "| method | 2wiki F1 / EM (n) | musique F1 / EM (n) |" in text
+    assert "| NaiveRAG | 75.00 / 75.00 (4) | 50.00 / 50.00 (2) |" in text
+    assert "| ChainRAG (CxtInt) | 0.00 / 0.00 (4) | – |" in text
+    assert text.index("## Across datasets") < text.index("## 2wiki")
+    alone = markdown(find_runs([root / "2wiki"]))
+    assert "Across datasets" not in alone
+
+
 def test_model_identities_name_the_default_embedder() -> None:
     from chainrag.runs import model_identities
 
