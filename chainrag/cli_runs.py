@@ -216,7 +216,7 @@ def report(
 ) -> None:
     """Tables per dataset comparing runs (F1, EM, Recall@k, calls, tokens, seconds per
     question) beside the paper's Table 1, and PNG plots."""
-    from chainrag.report import find_runs, markdown, on_common_questions
+    from chainrag.report import find_runs, markdown
     from chainrag.report import plots as draw
 
     try:
@@ -224,8 +224,6 @@ def report(
     except ChainragError as exc:
         raise _fail(str(exc)) from None
     text = markdown(found, common=not all_questions)
-    if not all_questions:
-        found, _ = on_common_questions(found)
     typer.echo(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -233,5 +231,5 @@ def report(
         typer.echo(f"written to {out}")
     if not no_plots:
         folder = plots or ((out.parent / "plots") if out is not None else runs[0] / "plots")
-        for path in draw(found, folder):
+        for path in draw(found, folder, common=not all_questions):
             typer.echo(f"plot: {path}")

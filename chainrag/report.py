@@ -204,8 +204,8 @@ def _fmt(value: float, digits: int = 2) -> str:
     return "–" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-def dataset_table(rows: Sequence[Row]) -> str:
-    """Our rows for one dataset as a markdown table, then the paper's rows for it."""
+def dataset_table(rows: Sequence[Row], *, paper: bool = True) -> str:
+    """Our rows for one dataset as a markdown table, then (``paper``) the paper's rows for it."""
     recall_keys = list(dict.fromkeys(k for r in rows for k in r.recall))
     head = ["method", "LLM", "n", "F1", "EM",
             *(k.replace("recall", "R").replace("hit", "Hit") for k in recall_keys),
@@ -228,7 +228,7 @@ def dataset_table(rows: Sequence[Row]) -> str:
     dataset = rows[0].dataset if rows else ""
     methods = list(dict.fromkeys(m for table in PAPER_TABLE_1.values() for m in table))
     llms = list(PAPER_TABLE_1)
-    if any(dataset in PAPER_TABLE_1[llm].get(m, {}) for llm in llms for m in methods):
+    if paper and any(dataset in PAPER_TABLE_1[llm].get(m, {}) for llm in llms for m in methods):
         lines += ["", "For reference, **the paper's Table 1** (F1 / EM; not measured here: 200 "
                   "LongBench questions, other LLMs and embedder, bge-reranker):", "",
                   "| method (paper) | " + " | ".join(llms) + " |",
@@ -302,17 +302,75 @@ def on_common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, tuple
     return out, trimmed
 
 
-def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
-    """The whole report: one section per dataset. With ``common``, every row of a dataset is
-    scored on the questions all its runs answered (a note says when that drops some)."""
-    trimmed: dict[str, tuple[int, ...]] = {}
-    if common:
-        runs, trimmed = on_common_questions(runs)
-    by_dataset: dict[str, list[Row]] = {}
+GROUPS = ("main", "ablations", "k sweep")
+"""The comparisons of a dataset, each a table: the methods; the ablations beside the full
+ChainRAG run (``ansint``/``cxtint``, in both); the k sweep."""
+
+
+def groups_of(run: Run) -> tuple[str, ...]:
+    if run.name in ABLATIONS:
+        return ("ablations",)
+    if run.name in K_SWEEP:
+        return ("k sweep",)
+    if run.name in ("ansint", "cxtint"):
+        return ("main", "ablations")
+    return ("main",)
+
+
+@attrs.frozen
+class Comparison:
+    """The runs of one table: one dataset, one group, each run (with ``common``) restricted
+    to the questions all of them answered; ``sizes`` the runs' own sizes when that dropped
+    some."""
+
+    dataset: str
+    group: str
+    runs: tuple[Run, ...]
+    sizes: tuple[int, ...] | None
+
+
+def comparisons(runs: Sequence[Run], *, common: bool = True) -> list[Comparison]:
+    """The tables to draw, dataset by dataset in the runs' order, groups in :data:`GROUPS`
+    order; a group holding only the full ChainRAG run and no ablation is left out (that run
+    is in the main table)."""
+    grouped: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
-        for row in rows_of(run):
-            by_dataset.setdefault(row.dataset, []).append(row)
-    if not by_dataset:
+        for group in groups_of(run):
+            grouped.setdefault((run.dataset, group), []).append(run)
+    datasets = list(dict.fromkeys(run.dataset for run in runs))
+    out = []
+    for dataset in datasets:
+        for group in GROUPS:
+            members = grouped.get((dataset, group), [])
+            if not members or (group == "ablations" and all(groups_of(r) != ("ablations",)
+                                                            for r in members)):  # fmt: skip
+                continue
+            sizes = None
+            if common:
+                members, trimmed = on_common_questions(members)
+                sizes = trimmed.get(dataset)
+            out.append(Comparison(dataset, group, tuple(members), sizes))
+    return out
+
+
+def _common_note(table: Comparison, n: int) -> str:
+    if table.sizes is None:
+        return ""
+    sizes = ", ".join(map(str, table.sizes))
+    return (
+        f"Scored on the {n} questions every run below answered (the runs hold {sizes}; "
+        "`--all-questions` scores each on all of its own).\n\n"
+    )
+
+
+def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
+    """The whole report: one section per dataset — the methods' table, then the ablations'
+    and the k sweep's where such runs exist. With ``common``, every row of a table is scored
+    on the questions all its runs answered (a note says when that drops some)."""
+    tables = [(t, [row for run in t.runs for row in rows_of(run)]) for t in comparisons(
+        runs, common=common)]  # fmt: skip
+    tables = [(t, rows) for t, rows in tables if rows]
+    if not tables:
         return "No finished questions in these runs yet."
     sections = [
         "Rates in %; calls, tokens and seconds per question; R@k = recall of the gold evidence "
@@ -320,38 +378,46 @@ def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
         "Hit@4 = all of it in the first 4 (strict, as seed 002); Hit@10 the same in the first 10 "
         "(read tree retrieval, whose context holds up to 9 passages, there)."
     ]
-    if table := across_datasets(by_dataset):
+    main = {t.dataset: rows for t, rows in tables if t.group == "main"}
+    if table := across_datasets(main):
         sections.append(f"## Across datasets\n\n{table}")
-    for dataset, rows in by_dataset.items():
-        note = ""
-        if dataset in trimmed:
-            sizes = ", ".join(map(str, trimmed[dataset]))
-            note = (
-                f"Scored on the {rows[0].n} questions every run below answered (the runs hold "
-                f"{sizes}; `--all-questions` scores each on all of its own).\n\n"
-            )
-        section = f"## {dataset}\n\n{note}{dataset_table(rows)}"
-        if types := type_table(rows):
-            section += f"\n\nF1 by the dataset's question type:\n\n{types}"
-        sections.append(section)
+    for dataset in dict.fromkeys(t.dataset for t, _ in tables):
+        parts = [f"## {dataset}"]
+        for t, rows in tables:
+            if t.dataset != dataset:
+                continue
+            note = _common_note(t, rows[0].n)
+            if t.group == "main":
+                parts.append(f"{note}{dataset_table(rows)}")
+                if types := type_table(rows):
+                    parts.append(f"F1 by the dataset's question type:\n\n{types}")
+            else:
+                title = ("Ablations (cf. the paper's Figures 4–5)" if t.group == "ablations"
+                         else "k seed sentences (cf. the paper's Figure 7)")  # fmt: skip
+                parts.append(f"### {dataset}: {title}\n\n{note}{dataset_table(rows, paper=False)}")
+        sections.append("\n\n".join(parts))
     return "\n\n".join(sections) + "\n"
 
 
-def plots(runs: Sequence[Run], folder: Path) -> list[Path]:
+def plots(runs: Sequence[Run], folder: Path, *, common: bool = True) -> list[Path]:
     """PNG plots in ``folder``: F1 by method and dataset, F1 against LLM calls per question,
     and — where ablation or k-sweep runs exist — bars like the paper's Figures 4–5 and a line
-    like its Figure 7. Returns the files written."""
+    like its Figure 7, each from the rows of its table in :func:`markdown` (with ``common``,
+    on the questions that table's runs have in common). Returns the files written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [row for run in runs for row in rows_of(run)]
+    grouped: dict[str, list[Row]] = {group: [] for group in GROUPS}
+    for table in comparisons(runs, common=common):
+        grouped[table.group].extend(row for run in table.runs for row in rows_of(run))
+    rows = [row for group in GROUPS for row in grouped[group]]
     if not rows:
         return []
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    main = [r for r in rows if r.run in MAIN_RECIPES or r.run in SEED_LABELS]
+    main = [r for r in grouped["main"] if r.run in MAIN_RECIPES or r.run in SEED_LABELS]
     datasets = list(dict.fromkeys(r.dataset for r in rows))
 
     if main:
@@ -378,7 +444,7 @@ def plots(runs: Sequence[Run], folder: Path) -> list[Path]:
         written.append(_save(fig, folder / "f1_by_method.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    shown = main or rows  # the ablations have their own plot
+    shown = grouped["main"] or rows  # the ablations and the k sweep have their own plots
     for dataset, marker in zip(datasets, "osD^v<>", strict=False):
         points = [r for r in shown if r.dataset == dataset]
         ax.scatter([r.calls for r in points], [r.f1 for r in points], marker=marker, label=dataset)
@@ -391,8 +457,8 @@ def plots(runs: Sequence[Run], folder: Path) -> list[Path]:
     ax.legend(fontsize=8)
     written.append(_save(fig, folder / "f1_vs_calls.png"))
 
-    ablation = [r for r in rows if r.run in ABLATIONS or r.run in ("ansint", "cxtint")]
-    if any(r.run in ABLATIONS for r in rows):
+    ablation = grouped["ablations"]
+    if ablation:
         names = ["full", *[a for a in ABLATIONS if any(r.run == a for r in ablation)]]
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for ax, metric in zip(axes, ("f1", "em"), strict=True):
@@ -414,7 +480,7 @@ def plots(runs: Sequence[Run], folder: Path) -> list[Path]:
         axes[0].legend(fontsize=7)
         written.append(_save(fig, folder / "ablations.png"))
 
-    sweep = [r for r in rows if r.run in K_SWEEP]
+    sweep = grouped["k sweep"]
     if sweep:
         fig, ax = plt.subplots(figsize=(6, 4))
         for dataset, variant in dict.fromkeys((r.dataset, r.variant) for r in sweep):

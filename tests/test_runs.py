@@ -355,6 +355,10 @@ def test_report_of_ablations_and_the_k_sweep(tmp_path: Path) -> None:
     assert row in text  # calls/q counts cache hits; the torn last line is ignored
     assert "| ChainRAG (AnsInt), no_ec | qwen2.5-coder-1.5b | 4 | 50.00 |" in text
     assert "| ChainRAG (CxtInt), k1 |" in text
+    ablations = text.index("### musique: Ablations (cf. the paper's Figures 4–5)")
+    sweep = text.index("### musique: k seed sentences (cf. the paper's Figure 7)")
+    assert text.index(row) < ablations < text.index("ChainRAG (AnsInt), no_ec") < sweep
+    assert text.count("the paper's Table 1") == 1  # under the methods' table only
     written = {p.name for p in plots(runs, tmp_path / "plots")}
     assert written == {"f1_by_method.png", "f1_vs_calls.png", "ablations.png", "k_sweep.png"}
 
@@ -384,6 +388,23 @@ def test_rows_compare_the_same_questions(tmp_path: Path) -> None:
     assert "| NaiveRAG | qwen2.5-coder-1.5b | 2 | 50.00 |" in text
     own = markdown(runs, common=False)
     assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 75.00 |" in own and "Scored on" not in own
+
+
+def test_ablations_are_compared_apart_from_the_methods(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    _stored_run(root, "musique", "naive", {"naive": [1.0, 0.0, 1.0, 1.0]})
+    _stored_run(root, "musique", "ansint", {"ansint": [1.0, 1.0, 0.0, 0.0], "cxtint": [0.0] * 4})
+    _stored_run(root, "musique", "no_graph", {"ansint": [0.0, 1.0], "cxtint": [1.0, 1.0]})
+    text = markdown(find_runs([root]))
+    methods, ablations = text.split("### musique: Ablations")
+    assert "Scored on" not in methods  # an unfinished ablation does not trim the methods
+    assert "| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 4 | 50.00 |" in methods
+    assert "Scored on the 2 questions every run below answered (the runs hold 4, 2;" in ablations
+    assert "| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 2 | 100.00 |" in ablations
+    assert "| ChainRAG (CxtInt), no_graph | qwen2.5-coder-1.5b | 2 | 100.00 |" in ablations
+    assert "NaiveRAG" not in ablations
+    _stored_run(root, "2wiki", "ansint", {"ansint": [1.0], "cxtint": [1.0]})
+    assert "### 2wiki: Ablations" not in markdown(find_runs([root]))  # no ablation run there
 
 
 def test_report_gives_f1_by_question_type(tmp_path: Path) -> None:
