@@ -287,17 +287,22 @@ def across_datasets(by_dataset: Mapping[str, Sequence[Row]]) -> str:
 
 def on_common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, tuple[int, ...]]]:
     """Each run restricted to the questions every run of its dataset answered, so that rows
-    compare like with like; and, per dataset where that dropped questions, the runs' sizes."""
+    compare like with like; and, per dataset where that dropped questions, the runs' sizes.
+    A run with no finished question yet (just started) has no row and trims nothing."""
     ids: dict[str, set[str]] = {}
     for run in runs:
+        if not run.records:
+            continue
         mine = {str(r.get("id")) for r in run.records}
         ids[run.dataset] = ids[run.dataset] & mine if run.dataset in ids else mine
     trimmed: dict[str, tuple[int, ...]] = {}
     out = []
     for run in runs:
-        kept = tuple(r for r in run.records if str(r.get("id")) in ids[run.dataset])
+        kept = tuple(r for r in run.records if str(r.get("id")) in ids.get(run.dataset, ()))
         if len(kept) != len(run.records):
-            trimmed[run.dataset] = tuple(len(r.records) for r in runs if r.dataset == run.dataset)
+            trimmed[run.dataset] = tuple(
+                len(r.records) for r in runs if r.dataset == run.dataset and r.records
+            )
         out.append(attrs.evolve(run, records=kept))
     return out, trimmed
 

@@ -298,9 +298,15 @@ class RunDir:
         return meta
 
     def finish_session(self, summary: Mapping[str, Any]) -> None:
-        """Record how the current session ended (questions done, failed, wall time)."""
+        """Record how the current session ended (questions done, failed, wall time); a
+        session of a finished run that found nothing to do is dropped, so that restarting a
+        script over finished runs leaves their run.json unchanged."""
         meta = self.meta()
-        meta["sessions"][-1] |= dict(summary)
+        idle = not any(summary.get(k) for k in ("answered", "failed", "torn_bytes_repaired"))
+        if idle and len(meta["sessions"]) > 1:
+            meta["sessions"].pop()
+        else:
+            meta["sessions"][-1] |= dict(summary)
         _write_json(self.folder / RUN_FILE, meta)
 
     def records(self, *, repair: bool = False) -> tuple[list[dict[str, Any]], int]:

@@ -290,12 +290,15 @@ def test_run_command_resumes_after_kill_9(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
         assert "torn last line repaired" in again.stdout
         assert f"{killed_at} already done" in again.stdout
+        done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and "0 answered, 12 already done" in done.stdout
     records, torn = read_lines(predictions, repair=False)
     assert torn == 0
     ids = [r["id"] for r in records]
     assert len(ids) == 12 and set(ids) == {e.qid for e in load_dataset("musique", 12)}
     meta = json.loads((predictions.parent / "run.json").read_text())
     assert len(meta["sessions"]) == 2 and meta["sessions"][1]["resumed_from"] == killed_at
+    # the third start found nothing to do and left no session behind
 
 
 def test_run_command_rejects_bad_input_before_running(tmp_path: Path) -> None:
@@ -388,6 +391,9 @@ def test_rows_compare_the_same_questions(tmp_path: Path) -> None:
     assert "| NaiveRAG | qwen2.5-coder-1.5b | 2 | 50.00 |" in text
     own = markdown(runs, common=False)
     assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 75.00 |" in own and "Scored on" not in own
+    _stored_run(root, "musique", "iter_retgen", {"iter_retgen": []})  # started, nothing done
+    with_empty = markdown(find_runs([root]))
+    assert with_empty == text  # trims nothing, adds no row
 
 
 def test_ablations_are_compared_apart_from_the_methods(tmp_path: Path) -> None:
