@@ -467,7 +467,8 @@ def plots(runs: Sequence[Run], folder: Path, *, common: bool = True) -> list[Pat
         names = ["full", *[a for a in ABLATIONS if any(r.run == a for r in ablation)]]
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for ax, metric in zip(axes, ("f1", "em"), strict=True):
-            groups = [(d, v) for d in datasets for v in ("ansint", "cxtint")]
+            ablated = list(dict.fromkeys(r.dataset for r in ablation))
+            groups = [(d, v) for d in ablated for v in ("ansint", "cxtint")]
             width = 0.8 / len(names)
             for i, name in enumerate(names):
                 runs_named = ("ansint", "cxtint") if name == "full" else (name,)
@@ -478,8 +479,10 @@ def plots(runs: Sequence[Run], folder: Path, *, common: bool = True) -> list[Pat
                 ]  # fmt: skip
                 ax.bar([x + i * width for x in range(len(groups))], values, width,
                        label=name.replace("no_", "w/o "))  # fmt: skip
+            n = {d: max(r.n for r in ablation if r.dataset == d) for d in ablated}
             ax.set_xticks([x + 0.4 - width / 2 for x in range(len(groups))],
-                          [f"{d}\n{PRETTY[v][10:-1]}" for d, v in groups], fontsize=7)  # fmt: skip
+                          [f"{d} (n={n[d]})\n{PRETTY[v][10:-1]}" for d, v in groups],
+                          fontsize=7)  # fmt: skip
             ax.set_ylabel(f"{metric.upper()} (%)")
             ax.set_title(f"Ablations, {metric.upper()} (cf. the paper's Figures 4–5)")
         axes[0].legend(fontsize=7)
