@@ -200,6 +200,15 @@ def f1_by_type(records: Sequence[Mapping[str, Any]], variant: str) -> dict[str, 
     return {kind: (len(f1s), 100 * _mean(f1s)) for kind, f1s in sorted(groups.items())}
 
 
+def _labels(rows: Sequence[Row]) -> list[str]:
+    """Each row's label; a label seen before gets its run's name too."""
+    labels, seen = [], set()
+    for row in rows:
+        labels.append(row.label if row.label not in seen else f"{row.label} ({row.run})")
+        seen.add(row.label)
+    return labels
+
+
 def _fmt(value: float, digits: int = 2) -> str:
     return "–" if math.isnan(value) else f"{value:.{digits}f}"
 
@@ -214,10 +223,7 @@ def dataset_table(rows: Sequence[Row], *, paper: bool = True) -> str:
     if priced:
         head.insert(-1, "USD/q")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    seen: set[str] = set()
-    for row in rows:
-        label = row.label if row.label not in seen else f"{row.label} ({row.run})"
-        seen.add(row.label)
+    for row, label in zip(rows, _labels(rows), strict=True):
         n = f"{row.n}" + (f" (+{row.failed} failed)" if row.failed else "")
         cells = [label, row.llm, n, _fmt(row.f1), _fmt(row.em),
                  *(_fmt(row.recall.get(k, math.nan), 1) for k in recall_keys),
@@ -252,11 +258,8 @@ def type_table(rows: Sequence[Row]) -> str:
             counts[kind] = max(counts.get(kind, 0), n)
     if len(counts) < 2:
         return ""
-    labels, seen = [], set()
-    for row in rows:
-        labels.append(row.label if row.label not in seen else f"{row.label} ({row.run})")
-        seen.add(row.label)
-    lines = ["| question type (n) | " + " | ".join(labels) + " |", "|---" * (len(rows) + 1) + "|"]
+    head = "| question type (n) | " + " | ".join(_labels(rows)) + " |"
+    lines = [head, "|---" * (len(rows) + 1) + "|"]
     for kind in sorted(counts, key=lambda k: (-counts[k], k)):
         cells = []
         for row in rows:
@@ -347,8 +350,9 @@ def comparisons(runs: Sequence[Run], *, common: bool = True) -> list[Comparison]
     for dataset in datasets:
         for group in GROUPS:
             members = grouped.get((dataset, group), [])
-            if not members or (group == "ablations" and all(groups_of(r) != ("ablations",)
-                                                            for r in members)):  # fmt: skip
+            if group == "ablations" and not any(r.name in ABLATIONS for r in members):
+                continue  # only the full run: it is in the main table
+            if not members:
                 continue
             sizes = None
             if common:
@@ -465,11 +469,12 @@ def plots(runs: Sequence[Run], folder: Path, *, common: bool = True) -> list[Pat
     ablation = grouped["ablations"]
     if ablation:
         names = ["full", *[a for a in ABLATIONS if any(r.run == a for r in ablation)]]
+        ablated = list(dict.fromkeys(r.dataset for r in ablation))
+        groups = [(d, v) for d in ablated for v in ("ansint", "cxtint")]
+        n = {d: max(r.n for r in ablation if r.dataset == d) for d in ablated}
+        width = 0.8 / len(names)
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for ax, metric in zip(axes, ("f1", "em"), strict=True):
-            ablated = list(dict.fromkeys(r.dataset for r in ablation))
-            groups = [(d, v) for d in ablated for v in ("ansint", "cxtint")]
-            width = 0.8 / len(names)
             for i, name in enumerate(names):
                 runs_named = ("ansint", "cxtint") if name == "full" else (name,)
                 values = [
@@ -479,7 +484,6 @@ def plots(runs: Sequence[Run], folder: Path, *, common: bool = True) -> list[Pat
                 ]  # fmt: skip
                 ax.bar([x + i * width for x in range(len(groups))], values, width,
                        label=name.replace("no_", "w/o "))  # fmt: skip
-            n = {d: max(r.n for r in ablation if r.dataset == d) for d in ablated}
             ax.set_xticks([x + 0.4 - width / 2 for x in range(len(groups))],
                           [f"{d} (n={n[d]})\n{PRETTY[v][10:-1]}" for d, v in groups],
                           fontsize=7)  # fmt: skip
