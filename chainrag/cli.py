@@ -6,6 +6,7 @@ Commands: ``validate``, ``recipe show``, ``components``, ``models fetch|list``, 
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -471,3 +472,20 @@ def ask(
         typer.echo(json.dumps(unstructure(prediction), indent=2, ensure_ascii=False))
         return
     typer.echo(render(prediction, index.texts))
+
+
+def _summaries(*apps: typer.Typer) -> None:
+    """Give each command a one-paragraph summary for its group's command list.
+
+    Typer's rich help keeps a docstring's hard line breaks there (the command's own ``--help``
+    joins them), so wrapped docstrings came out broken mid-sentence; the summary is the first
+    paragraph with its lines joined.
+    """
+    for group in apps:
+        for info in group.registered_commands:
+            doc = info.help or (inspect.getdoc(info.callback) if info.callback else None)
+            if info.short_help is None and doc:
+                info.short_help = " ".join(doc.split("\n\n")[0].split())
+
+
+_summaries(app, recipe_app, experiment_app, models_app, train_app)

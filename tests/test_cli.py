@@ -19,6 +19,19 @@ def test_help_lists_commands() -> None:
         assert command in result.output
 
 
+def test_command_lists_show_each_summary_unbroken() -> None:
+    # Typer's rich help kept docstrings' hard line breaks in a group's command list, so wrapped
+    # summaries broke mid-sentence; each summary is its docstring's first paragraph, one line.
+    from chainrag.cli import experiment_app, models_app, recipe_app, train_app
+
+    for group in (app, recipe_app, experiment_app, models_app, train_app):
+        for info in group.registered_commands:
+            assert info.short_help, info.name
+            assert "\n" not in info.short_help, info.name
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "250"}, terminal_width=250)
+    assert "one JSON line per question in a run directory. Run the same command" in result.output
+
+
 def test_validate_shipped_recipes() -> None:
     result = runner.invoke(app, ["validate", str(ROOT / "recipes")])
     assert result.exit_code == 0, result.output
