@@ -16,6 +16,7 @@ def _script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -52,3 +53,63 @@ def test_walks_command(tmp_path: Path) -> None:
     missing = subprocess.run([*cmd, str(tmp_path)], capture_output=True, text=True)
     assert missing.returncode == 1 and "no such file (not a run directory?)" in missing.stderr
     assert missing.stdout == ""
+
+
+def test_sign_test_is_the_exact_binomial() -> None:
+    sign_test = _script("paired").sign_test
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(3, 3) == 1.0
+    assert sign_test(0, 5) == sign_test(5, 0) == 2 / 32
+    assert abs(sign_test(1, 6) - 2 * (1 + 7) / 128) < 1e-12
+
+
+def test_paired_counts_changes_and_brackets_the_mean_difference() -> None:
+    paired = _script("paired").paired
+    p = paired([0.0, 1.0, 0.5, 0.0], [1.0, 1.0, 0.0, 1.0], resamples=2000, seed=1)
+    assert (p.n, p.better, p.worse, p.same) == (4, 2, 1, 1)
+    assert abs(p.delta - 100 * (1 + 0 - 0.5 + 1) / 4) < 1e-9
+    assert p.low <= p.delta <= p.high
+    same = paired([0.2, 0.4], [0.2, 0.4])
+    assert (same.low, same.high, same.p_sign) == (0.0, 0.0, 1.0)
+
+
+def _run(folder: Path, f1s: dict[str, dict[str, float]]) -> Path:
+    folder.mkdir()
+    lines = []
+    for qid, answers in f1s.items():
+        primary = next(iter(answers.values()))
+        named = {k: {"text": "x", "em": v, "f1": v} for k, v in answers.items()}
+        lines.append({"id": qid, "f1": primary, "em": primary, "answers": named})
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (folder / "run.json").write_text(json.dumps({"recipe_name": folder.name}))
+    return folder
+
+
+def test_paired_compares_shared_variants_on_shared_questions(tmp_path: Path) -> None:
+    compare = _script("paired").compare
+    base = [{"id": q, "f1": a, "answers": {"ansint": {"f1": a}, "cxtint": {"f1": c}}}
+            for q, a, c in [("q1", 1.0, 1.0), ("q2", 0.0, 1.0), ("q3", 0.0, 0.0)]]  # fmt: skip
+    ablated = [{"id": q, "f1": a, "answers": {"ansint": {"f1": a}, "cxtint": {"f1": c}}}
+               for q, a, c in [("q1", 0.0, 1.0), ("q2", 0.0, 0.0)]]  # fmt: skip
+    found = compare(base, ablated, resamples=100)
+    assert list(found) == ["ansint", "cxtint"]
+    assert (found["ansint"].n, found["ansint"].worse, found["cxtint"].worse) == (2, 1, 1)
+    naive = [{"id": "q1", "f1": 0.0, "answers": {"naive": {"f1": 0.0}}}]
+    assert list(compare(base, naive, resamples=100)) == ["ansint vs primary", "cxtint vs primary"]
+
+
+def test_paired_command(tmp_path: Path) -> None:
+    base = _run(tmp_path / "full", {"q1": {"ansint": 1.0}, "q2": {"ansint": 0.0}})
+    other = _run(tmp_path / "no_graph", {"q1": {"ansint": 0.0}, "q2": {"ansint": 0.0}})
+    cmd = [sys.executable, str(ROOT / "scripts" / "paired.py")]
+    done = subprocess.run([*cmd, str(base), str(other)], capture_output=True, text=True, check=True)
+    assert (
+        "| no_graph | ansint | 2 | 50.00 | 0.00 | -50.00 | [-100.0, +0.0] | 0 / 1 / 1 | 1.000 |"
+        in (done.stdout)
+    )
+    missing = subprocess.run([*cmd, str(base), str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 1 and "not a run directory?" in missing.stderr
+    (other / "run.json").unlink()
+    no_meta = subprocess.run([*cmd, str(base), str(other)], capture_output=True, text=True)
+    assert no_meta.returncode == 1 and "not a run directory (no run.json)" in no_meta.stderr
+    assert "Traceback" not in no_meta.stderr
