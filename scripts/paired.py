@@ -9,6 +9,8 @@ two-sided exact sign test over the questions that changed. With 30 questions one
 
     .venv/bin/python scripts/paired.py docs/runs/musique/ansint docs/runs/musique/no_graph \\
         docs/runs/musique/no_rewrite [--resamples 10000] [--seed 0]
+    .venv/bin/python scripts/paired.py --over docs/runs/musique docs/runs/2wiki \\
+        docs/runs/hotpotqa -- ansint naive iter_retgen     # the three datasets' questions pooled
 """
 
 from __future__ import annotations
@@ -113,39 +115,66 @@ def compare(
     return out
 
 
+def load(folder: Path) -> tuple[str, list[Mapping[str, Any]]]:
+    """A run's name and records; ChainragError (or ValueError) naming the folder if it is not
+    a run directory."""
+    if not (folder / PREDICTIONS).is_file():
+        raise ValueError(f"{folder}: no {PREDICTIONS} (not a run directory?)")
+    run = load_run(folder)
+    return run.name, list(run.records)
+
+
+def pooled(folders: Sequence[Path], name: str) -> tuple[str, list[Mapping[str, Any]]]:
+    """Run ``name`` of every dataset folder as one run, its question ids prefixed by the
+    folder's name (so that questions of different datasets never pair)."""
+    records: list[Mapping[str, Any]] = []
+    for folder in folders:
+        _, found = load(folder / name)
+        records += [{**r, "id": f"{folder.name}/{r['id']}"} for r in found]
+    return name, records
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("base", type=Path, help="the run the others are compared with")
-    parser.add_argument("runs", type=Path, nargs="+", help="run directories")
+    parser.add_argument("base", help="the run the others are compared with (a directory)")
+    parser.add_argument("runs", nargs="+", help="run directories")
+    parser.add_argument(
+        "--over",
+        type=Path,
+        nargs="+",
+        metavar="DATASET_DIR",
+        help="pool these datasets' folders (e.g. docs/runs/musique docs/runs/2wiki): BASE and "
+        "RUNS are then run names inside each of them, and the questions of all are compared "
+        "together",
+    )
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     args = parser.parse_args()
-    runs = []
-    for folder in (args.base, *args.runs):
-        if not (folder / PREDICTIONS).is_file():
-            print(f"{folder}: no {PREDICTIONS} (not a run directory?)", file=sys.stderr)
-            return 1
-        try:
-            runs.append(load_run(folder))
-        except ChainragError as exc:
-            print(exc, file=sys.stderr)
-            return 1
-    base = runs[0]
-    print(f"F1 in %, against {args.base} on the questions both answered; 95% interval of the "
-          f"difference from {args.resamples:,} paired bootstrap resamples (seed {args.seed}); "
+    try:
+        runs = [pooled(args.over, n) if args.over else load(Path(n))
+                for n in (args.base, *args.runs)]  # fmt: skip
+    except (ChainragError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    (_, base), where = (
+        runs[0],
+        f" pooled over {', '.join(map(str, args.over))}" if args.over else "",
+    )
+    print(f"F1 in %, against {args.base}{where} on the questions both answered; 95% interval of "
+          f"the difference from {args.resamples:,} paired bootstrap resamples (seed {args.seed}); "
           "p = two-sided exact sign test over the questions that changed.\n")  # fmt: skip
     print("| run | answer | n | F1 base | F1 run | Δ F1 | 95% interval | run better / worse / same "
           "| sign test p |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    for folder, run in zip(args.runs, runs[1:], strict=True):
-        found = compare(base.records, run.records, resamples=args.resamples, seed=args.seed)
+    for given, (name, records) in zip(args.runs, runs[1:], strict=True):
+        found = compare(base, records, resamples=args.resamples, seed=args.seed)
         if not found:
-            print(f"{folder}: no question in common with {args.base}", file=sys.stderr)
+            print(f"{given}: no question in common with {args.base}", file=sys.stderr)
             return 1
         for variant, p in found.items():
-            print(f"| {run.name} | {variant} | {p.n} | {p.base:.2f} | {p.other:.2f} | "
+            print(f"| {name} | {variant} | {p.n} | {p.base:.2f} | {p.other:.2f} | "
                   f"{p.delta:+.2f} | [{p.low:+.1f}, {p.high:+.1f}] | "
                   f"{p.better} / {p.worse} / {p.same} | {p.p_sign:.3f} |")  # fmt: skip
     return 0

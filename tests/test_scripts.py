@@ -113,3 +113,19 @@ def test_paired_command(tmp_path: Path) -> None:
     no_meta = subprocess.run([*cmd, str(base), str(other)], capture_output=True, text=True)
     assert no_meta.returncode == 1 and "not a run directory (no run.json)" in no_meta.stderr
     assert "Traceback" not in no_meta.stderr
+
+
+def test_paired_pools_datasets_without_pairing_across_them(tmp_path: Path) -> None:
+    for dataset, full, ablated in [("musique", 1.0, 0.0), ("2wiki", 1.0, 1.0)]:
+        (tmp_path / dataset).mkdir()
+        _run(tmp_path / dataset / "full", {"q1": {"ansint": full}})
+        _run(tmp_path / dataset / "no_graph", {"q1": {"ansint": ablated}})
+    cmd = [sys.executable, str(ROOT / "scripts" / "paired.py"), "--over"]
+    folders = [str(tmp_path / "musique"), str(tmp_path / "2wiki")]
+    done = subprocess.run(
+        [*cmd, *folders, "--", "full", "no_graph"], capture_output=True, text=True, check=True
+    )
+    assert "| no_graph | ansint | 2 | 100.00 | 50.00 | -50.00 |" in done.stdout
+    assert "0 / 1 / 1 |" in done.stdout
+    missing = subprocess.run([*cmd, *folders, "--", "full", "nope"], capture_output=True, text=True)
+    assert missing.returncode == 1 and "nope: no predictions.jsonl" in missing.stderr
