@@ -362,6 +362,11 @@ def test_report_of_ablations_and_the_k_sweep(tmp_path: Path) -> None:
     sweep = text.index("### musique: k seed sentences (cf. the paper's Figure 7)")
     assert text.index(row) < ablations < text.index("ChainRAG (AnsInt), no_ec") < sweep
     assert text.count("the paper's Table 1") == 1  # under the methods' table only
+    # the paper's Tables 7-8 (GPT-4o-mini, MuSiQue) under the ablations, before the k sweep
+    reference = text.index("For reference, **the paper's Tables 7–8**")
+    assert text.index("ChainRAG (AnsInt), no_ec") < reference < sweep
+    assert "| w/o rewriting | 38.18 / 26.50 | 36.60 / 25.00 |" in text
+    assert text.count("the paper's Tables 7–8") == 1
     written = {p.name for p in plots(runs, tmp_path / "plots")}
     assert written == {"f1_by_method.png", "f1_vs_calls.png", "ablations.png", "k_sweep.png"}
 
