@@ -58,7 +58,8 @@ def expand_hops(
     verdicts: list[Verdict] = []
     hops = 0
     while hops < max_hops and not full:
-        frontier = [u for u in neighbours(gathered) if u not in set(gathered)]
+        have = set(gathered)
+        frontier = [u for u in neighbours(gathered) if u not in have]
         if not frontier:
             break
         hops += 1
