@@ -1,5 +1,6 @@
 """What ChainRAG's graph walks did in a run, from its traces: sub-questions per question, how
-many were rewritten, the sufficiency judge's verdicts, hops per walk and words per walk.
+many were rewritten (the trigger fired) and in how many the rewriter changed the text, the
+sufficiency judge's verdicts, hops per walk and words per walk.
 
 For each ChainRAG run directory given (a run of recipes/chainrag/*.yaml or an ablation):
 
@@ -24,6 +25,13 @@ from chainrag.components.judges import parse_yes_no
 from chainrag.runs import PREDICTIONS, read_lines
 
 
+def changed(step: dict[str, Any]) -> bool:
+    """The step was rewritten and the rewriter changed its text (a small model often returns
+    the sub-question as it was)."""
+    rewritten = step.get("rewritten")
+    return bool(rewritten) and str(rewritten).strip() != str(step.get("question", "")).strip()
+
+
 def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Counts over the records' trace steps (see the module docstring)."""
     steps = [s for r in records for s in r.get("trace", {}).get("steps", [])]
@@ -35,6 +43,7 @@ def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": len(records),
         "sub_questions": len(steps),
         "rewritten": sum(1 for s in steps if s.get("rewritten")),
+        "changed": sum(1 for s in steps if changed(s)),
         "checks": len(verdicts),
         "yes": yes,
         "no": len(verdicts) - yes,
@@ -63,13 +72,14 @@ def main() -> int:
             print(f"{path}: no predictions yet", file=sys.stderr)
             return 1
         rows.append((run, summary(records)))
-    print("| run | questions | sub-q/q | rewritten | checks | yes | no (unread) | walks by hops "
-          "| words/walk | sub-q not answered |")  # fmt: skip
+    print("| run | questions | sub-q/q | rewritten (text changed) | checks | yes | no (unread) "
+          "| walks by hops | words/walk | sub-q not answered |")  # fmt: skip
     print("|---" * 10 + "|")
     for run, s in rows:
         hops = ", ".join(f"{h}: {n}" for h, n in s["hops"].items()) or "–"
         print(f"| {run} | {s['questions']} | {s['sub_questions'] / s['questions']:.1f} "
-              f"| {s['rewritten']} | {s['checks']} | {s['yes']} | {s['no']} ({s['unread']}) "
+              f"| {s['rewritten']} ({s['changed']}) | {s['checks']} | {s['yes']} "
+              f"| {s['no']} ({s['unread']}) "
               f"| {hops} | {s['words']:.0f} | {s['unanswered']} |")  # fmt: skip
     return 0
 

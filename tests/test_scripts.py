@@ -37,7 +37,7 @@ RECORDS = [
 
 def test_walks_counts_verdicts_hops_and_words() -> None:
     s = _script("walks").summary(RECORDS)
-    assert (s["questions"], s["sub_questions"], s["rewritten"]) == (3, 4, 1)
+    assert (s["questions"], s["sub_questions"], s["rewritten"], s["changed"]) == (3, 4, 1, 1)
     assert (s["checks"], s["yes"], s["no"], s["unread"]) == (6, 2, 4, 1)
     assert (s["walks"], s["hops"], s["words"]) == (3, {1: 1, 2: 1, 3: 1}, 800.0)
     assert s["unanswered"] == 1
@@ -49,7 +49,9 @@ def test_walks_command(tmp_path: Path) -> None:
     (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
     cmd = [sys.executable, str(ROOT / "scripts" / "walks.py")]
     done = subprocess.run([*cmd, str(run)], capture_output=True, text=True, check=True)
-    assert f"| {run} | 3 | 1.3 | 1 | 6 | 2 | 4 (1) | 1: 1, 2: 1, 3: 1 | 800 | 1 |" in done.stdout
+    assert (
+        f"| {run} | 3 | 1.3 | 1 (1) | 6 | 2 | 4 (1) | 1: 1, 2: 1, 3: 1 | 800 | 1 |" in done.stdout
+    )
     missing = subprocess.run([*cmd, str(tmp_path)], capture_output=True, text=True)
     assert missing.returncode == 1 and "no such file (not a run directory?)" in missing.stderr
     assert missing.stdout == ""
