@@ -5,13 +5,14 @@
 #   bash scripts/results.sh musique         # one dataset's main table only
 #   bash scripts/results.sh seeds-musique   # seed 002 and 004 methods on one dev set
 #   bash scripts/results.sh seeds           # ... on the three dev sets
+#   bash scripts/results.sh seed002-2wiki   # seed 002's four methods only (vanilla first)
 #   bash scripts/results.sh ablations recurring
 #   bash scripts/results.sh ablations@15    # the MuSiQue ablations on the first 15 questions
 #   bash scripts/results.sh variants        # our variants of ChainRAG (recipes/variants/), MuSiQue
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
-# methods on MuSiQue, seed 004's recurring experiment,
-# the seed methods on 2Wiki and HotpotQA, and our variants. A stopped script leaves whole
+# methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
+# HotpotQA, the other seed methods on them, and our variants. A stopped script leaves whole
 # tables for what it reached. The seed methods run in the pooled setting
 # (pooled:DATASET: one store of all the dev file's passages, as seed 002's shared vector store),
 # into docs/runs/pooled-DATASET/.
@@ -26,9 +27,10 @@ N=30
 # to 2,000 words is slow on 2 cores), so that a stopped script leaves comparable runs.
 MAIN=(recipes/baselines/naive.yaml recipes/baselines/iter_retgen.yaml
       recipes/chainrag/ansint.yaml recipes/baselines/naive_qd.yaml)
-SEEDS=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
-       recipes/seeds/guided_iteration.yaml recipes/seeds/tree.yaml
-       recipes/seeds/three_module.yaml recipes/seeds/vanilla_10.yaml
+# seed 002's methods: vanilla (its NaiveRAG) and the three LM-guided retrievals.
+SEED002=(recipes/seeds/vanilla.yaml recipes/seeds/naive_iteration.yaml
+         recipes/seeds/guided_iteration.yaml recipes/seeds/tree.yaml)
+SEEDS=("${SEED002[@]}" recipes/seeds/three_module.yaml recipes/seeds/vanilla_10.yaml
        recipes/seeds/three_module_helps.yaml)
 # seeds_for DATASET: the seed recipes for one dataset. seed 004's few-shot NLI filter keeps
 # nothing with the 1.5B model (chainrag experiment filter: 0 of 27 gold paragraphs; three
@@ -46,7 +48,7 @@ ABLATIONS=(recipes/ablations/no_graph.yaml recipes/ablations/no_rewrite.yaml
            recipes/ablations/no_sa.yaml)
 # ablations@15: the five ablations on the first 15 questions, then (ablations) on all N; the
 # report compares runs on the questions they have in common.
-DEFAULT="musique 2wiki hotpotqa ablations@15 ablations seeds-musique recurring seeds-2wiki seeds-hotpotqa variants"
+DEFAULT="musique 2wiki hotpotqa ablations@15 ablations seeds-musique recurring seed002-2wiki seed002-hotpotqa seeds-2wiki seeds-hotpotqa variants"
 targets=("${@:-$DEFAULT}")
 # chainrag run (and experiment recurring) exit 1 when a question failed (an LLM that stayed
 # down: errors.jsonl); a second start resumes and tries those questions again, so try once
@@ -75,6 +77,9 @@ for what in ${targets[@]}; do
       run "${seeds[@]}" --dataset pooled:$dataset --limit $N --out $OUT \
         --cache-mode refresh --no-report
     done
+  elif [[ $what == seed002-* ]]; then
+    run "${SEED002[@]}" --dataset "pooled:${what#seed002-}" --limit $N --out $OUT \
+      --cache-mode refresh --no-report
   elif [[ $what == seeds-* ]]; then
     mapfile -t seeds < <(seeds_for "${what#seeds-}")
     run "${seeds[@]}" --dataset "pooled:${what#seeds-}" --limit $N --out $OUT \
