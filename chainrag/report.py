@@ -509,19 +509,32 @@ def plots(runs: Sequence[Run], folder: Path, *, common: bool = True) -> list[Pat
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         written.append(_save(fig, folder / "f1_by_method.png"))
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    # One panel per dataset (three to a row, shared axes): the labels of one dataset's
+    # methods do not land on another's.
     shown = grouped["main"] or rows  # the ablations and the k sweep have their own plots
-    for dataset, marker in zip(datasets, "osD^v<>", strict=False):
-        points = [r for r in shown if r.dataset == dataset]
-        ax.scatter([r.calls for r in points], [r.f1 for r in points], marker=marker, label=dataset)
-        for r in points:
-            ax.annotate(r.label, (r.calls, r.f1), fontsize=6, xytext=(3, 3),
-                        textcoords="offset points")  # fmt: skip
-    ax.set_xlabel("LLM calls per question")
-    ax.set_ylabel("F1 (%)")
-    ax.set_title("F1 against LLM calls")
-    ax.legend(fontsize=8)
-    written.append(_save(fig, folder / "f1_vs_calls.png"))
+    on_plot = [d for d in datasets if any(r.dataset == d for r in shown)]
+    if on_plot:
+        cols = min(3, len(on_plot))
+        lines = -(-len(on_plot) // cols)
+        fig, axes = plt.subplots(lines, cols, figsize=(4.8 * cols, 3.6 * lines), sharex=True,
+                                 sharey=True, squeeze=False)  # fmt: skip
+        for i, ax in enumerate(axes.flat):
+            if i >= len(on_plot):
+                ax.set_visible(False)
+                continue
+            points = [r for r in shown if r.dataset == on_plot[i]]
+            ax.scatter([r.calls for r in points], [r.f1 for r in points])
+            for r in points:
+                ax.annotate(r.label, (r.calls, r.f1), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points")  # fmt: skip
+            ax.set_title(on_plot[i], fontsize=9)
+            ax.grid(alpha=0.3)
+            if i % cols == 0:
+                ax.set_ylabel("F1 (%)")
+            if i + cols >= len(on_plot):  # the lowest panel of its column
+                ax.set_xlabel("LLM calls per question")
+        fig.suptitle("F1 against LLM calls")
+        written.append(_save(fig, folder / "f1_vs_calls.png"))
 
     ablation = grouped["ablations"]
     if ablation:
