@@ -70,20 +70,23 @@ twice() {
 run() {
   twice $BIN/chainrag run "$@"
 }
+# pooled DATASET RECIPE...: the recipes on one pooled dev set (seed 002's shared store).
+pooled() {
+  local dataset=$1
+  shift
+  run "$@" --dataset "pooled:$dataset" --limit $N --out $OUT --cache-mode refresh --no-report
+}
 for what in ${targets[@]}; do
   if [[ $what == seeds ]]; then
     for dataset in musique 2wiki hotpotqa; do
       mapfile -t seeds < <(seeds_for "$dataset")
-      run "${seeds[@]}" --dataset pooled:$dataset --limit $N --out $OUT \
-        --cache-mode refresh --no-report
+      pooled "$dataset" "${seeds[@]}"
     done
   elif [[ $what == seed002-* ]]; then
-    run "${SEED002[@]}" --dataset "pooled:${what#seed002-}" --limit $N --out $OUT \
-      --cache-mode refresh --no-report
+    pooled "${what#seed002-}" "${SEED002[@]}"
   elif [[ $what == seeds-* ]]; then
     mapfile -t seeds < <(seeds_for "${what#seeds-}")
-    run "${seeds[@]}" --dataset "pooled:${what#seeds-}" --limit $N --out $OUT \
-      --cache-mode refresh --no-report
+    pooled "${what#seeds-}" "${seeds[@]}"
   elif [[ $what == recurring ]]; then
     # With the 1.5B model seed 004's NLI filter keeps nothing, so its reservoir would stay
     # empty: the recurring experiment runs with the yes/no filter (llm_helps; docs/results.md).
