@@ -1,10 +1,13 @@
 """A stand-in for llama_cpp.server: ``python standin_server.py PORT MODE``.
 
-MODE ``ok`` answers GET /v1/models; ``crash`` exits with code 3 at once; ``silent`` never listens.
+MODE ``ok`` answers GET /v1/models; ``crash`` exits with code 3 at once; ``silent`` never listens;
+``stubborn`` answers like ``ok`` but ignores SIGTERM, as llama.cpp's server does while it finishes
+a completion in flight (uvicorn's graceful shutdown).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -30,6 +33,8 @@ def main() -> None:
         sys.exit(3)
     if mode == "silent":
         time.sleep(3600)
+    if mode == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 

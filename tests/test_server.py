@@ -101,7 +101,7 @@ PARENT = textwrap.dedent(
     from chainrag.llm.server import LocalServer
     from chainrag.models import get_model
     server = LocalServer(get_model("qwen2.5-coder-0.5b"), Path("m"), log_dir=Path({tmp!r}),
-                         command=lambda port: [sys.executable, {standin!r}, str(port), "ok"])
+                         command=lambda port: [sys.executable, {standin!r}, str(port), {mode!r}])
     with server:
         print(server.pid, flush=True)
         time.sleep(120)
@@ -111,10 +111,30 @@ PARENT = textwrap.dedent(
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_no_orphan_when_the_parent_is_killed(tmp_path: Path, sig: signal.Signals) -> None:
-    code = PARENT.format(root=str(ROOT), tmp=str(tmp_path), standin=str(STANDIN))
+    child = _killed_parents_child(tmp_path, sig, "ok")
+    assert gone(child), f"server {child} outlived its parent after {sig.name}"
+
+
+def test_a_server_busy_with_a_completion_dies_with_a_killed_parent(tmp_path: Path) -> None:
+    """llama.cpp's server ignores SIGTERM while a completion is in flight (it kept a core busy
+    45-60 s after kill -9 of a run): the parent-death signal is SIGKILL, so it goes at once."""
+    child = _killed_parents_child(tmp_path, signal.SIGKILL, "stubborn")
+    assert gone(child, within_s=3.0), f"server {child} outlived its kill -9'd parent by 3 s"
+
+
+def test_stop_kills_a_server_that_ignores_sigterm_within_seconds(tmp_path: Path) -> None:
+    server = make(tmp_path, "stubborn").start()
+    pid = server.pid
+    assert pid is not None
+    server.stop()
+    assert gone(pid, within_s=0.5)
+
+
+def _killed_parents_child(tmp_path: Path, sig: signal.Signals, mode: str) -> int:
+    code = PARENT.format(root=str(ROOT), tmp=str(tmp_path), standin=str(STANDIN), mode=mode)
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
     os.kill(parent.pid, sig)
     parent.wait(timeout=30)
-    assert gone(child), f"server {child} outlived its parent after {sig.name}"
+    return child

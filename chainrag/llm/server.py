@@ -6,8 +6,11 @@
 The server gets a free port, its output goes to a log file, and the context manager waits
 until it answers before handing it out. It is stopped when the block ends — normally, on an
 error, or on Ctrl-C — and, as a last resort, by an ``atexit`` hook, a SIGTERM handler, and the
-kernel: the child asks Linux to send it SIGTERM if its parent dies (``PR_SET_PDEATHSIG``), so
-not even ``kill -9`` of the parent leaves it running.
+kernel: the child asks Linux to send it SIGKILL if its parent dies (``PR_SET_PDEATHSIG``), so
+not even ``kill -9`` of the parent leaves it running. It is SIGKILL, not SIGTERM, because the
+server finishes a completion in flight before it honours SIGTERM (uvicorn's graceful shutdown),
+which kept a core busy for up to a minute after the run was gone; the server holds no state
+worth a graceful exit. :meth:`LocalServer.stop` likewise sends SIGKILL after a short grace.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def free_port() -> int:
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def server_command(
@@ -174,7 +177,7 @@ class LocalServer:
         except OSError:
             return "(no log)"
 
-    def stop(self, timeout_s: float = 10.0) -> None:
+    def stop(self, timeout_s: float = 2.0) -> None:
         """Stop the process (SIGTERM, then SIGKILL after ``timeout_s``); safe to call twice."""
         _LIVE.discard(self)
         proc, self.process = self.process, None
