@@ -24,6 +24,7 @@ from chainrag.describe import REQUIRED, catalogue, params
 from chainrag.errors import ChainragError, RecipeError
 from chainrag.recipe import Recipe, dump_recipe, load_recipe, recipe_files
 from chainrag.registry import REGISTRIES
+from chainrag.runs import json_line, write_recipe
 
 app = typer.Typer(
     name="chainrag",
@@ -258,10 +259,10 @@ def save_probes(stem: Path, text: str, recipe: Recipe, probes: Sequence[Any]) ->
     folder = stem.with_name(f"{stem.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "table.md").write_text(text + "\n", encoding="utf-8")
-    (folder / "recipe.yaml").write_text(dump_recipe(recipe), encoding="utf-8")
-    with (folder / "probes.jsonl").open("w", encoding="utf-8") as fh:
+    write_recipe(folder / "recipe.yaml", recipe)
+    with (folder / "probes.jsonl").open("wb") as fh:
         for p in probes:
-            fh.write(json.dumps(attrs.asdict(p), ensure_ascii=False) + "\n")
+            fh.write(json_line(attrs.asdict(p)))
     typer.echo(text)
     typer.echo(f"saved to {folder}")
 
@@ -402,11 +403,11 @@ def recurring(
         with (
             open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
                      cache_mode=cache_mode) as llm,  # type: ignore[arg-type]
-            (folder / rec.OUTCOMES).open("a", encoding="utf-8") as fh,
+            (folder / rec.OUTCOMES).open("ab") as fh,
         ):  # fmt: skip
 
             def record(outcome: rec.Outcome) -> None:
-                fh.write(json.dumps(attrs.asdict(outcome), ensure_ascii=False) + "\n")
+                fh.write(json_line(attrs.asdict(outcome)))
                 fh.flush()
                 bar.update(1)
                 bar.set_postfix(phase=outcome.phase[:24])
@@ -420,7 +421,7 @@ def recurring(
         raise typer.Exit(1) from None
     text = rec.table(outcomes, dataset)
     (folder / "table.md").write_text(text + "\n", encoding="utf-8")
-    (folder / "recipe.yaml").write_text(dump_recipe(resolved), encoding="utf-8")
+    write_recipe(folder / "recipe.yaml", resolved)
     typer.echo(text)
     typer.echo(f"saved to {folder}")
 

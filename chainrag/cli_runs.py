@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+import contextlib
+import signal
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
 
 from chainrag.data import POOLED
-from chainrag.errors import ChainragError
+from chainrag.errors import ChainragError, Interrupted, signal_name
 
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
@@ -96,14 +98,12 @@ def run(
     directory. Run the same command again to continue a stopped run: finished questions are
     kept, a torn last line is repaired, only the rest is run."""
     from chainrag.data import dataset_path, load_dataset
-    from chainrag.evaluate import run_recipe
     from chainrag.index import IndexCache
     from chainrag.llm import open_llm
     from chainrag.paths import cache_root
     from chainrag.recipe import load_recipe
     from chainrag.report import find_runs, markdown
     from chainrag.runner import check_runnable
-    from chainrag.runs import RunDir, locked
 
     check_cache_mode(cache_mode)
     try:
@@ -125,53 +125,85 @@ def run(
     folders, failed = [], 0
     index_cache = IndexCache()
     try:
-        for spec, members in groups.items():
-            managed = spec.kind == "local_gguf"
-            width = concurrency or spec.concurrency
-            slots = 1 if managed else width
-            if managed and width > 1:
-                typer.echo(f"note: {width} questions in flight, 1 LLM request at a time (local)")
-            if managed:
-                typer.echo(f"starting the local {spec.model} server…")
-            with open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite",
-                          cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
-                for path, recipe in members:
-                    folder = out / dataset_slug(dataset) / recipe.name
-                    folders.append(folder)
-                    with locked(folder):
-                        run_dir = RunDir(folder)
-                        run_dir.start(recipe, path, dataset, dataset_file)
-                        bar = _Bar(f"{dataset_slug(dataset)}/{recipe.name}")
-                        try:
-                            result = run_recipe(
-                                recipe, examples, run_dir, llm, concurrency=width,
-                                llm_slots=slots, cache=index_cache, progress=bar,
-                            )  # fmt: skip
-                        finally:
-                            bar.close()
-                        run_dir.finish_session(
-                            {"finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                             "answered": result.answered, "failed": result.failed,
-                             "resumed_from": result.skipped, "wall_s": round(result.seconds, 1),
-                             "torn_bytes_repaired": result.torn_bytes}
+        with sigterm_as_interrupt():
+            for spec, members in groups.items():
+                managed = spec.kind == "local_gguf"
+                width = concurrency or spec.concurrency
+                if managed and width > 1:
+                    typer.echo(f"note: {width} questions in flight, 1 LLM request at a time")
+                if managed:
+                    typer.echo(f"starting the local {spec.model} server…")
+                with open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite",
+                              cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
+                    for path, recipe in members:
+                        folder = out / dataset_slug(dataset) / recipe.name
+                        folders.append(folder)
+                        result = _run_one(
+                            recipe, path, folder, dataset, dataset_file, examples, llm,
+                            width=width, slots=1 if managed else width, cache=index_cache,
                         )  # fmt: skip
-                    failed += result.failed
-                    _say_result(folder, result)
+                        failed += result.failed
     except ChainragError as exc:
         raise _fail(
             f"{exc}\n(finished questions are kept; run the same command to resume)"
         ) from None
-    except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, or SIGTERM via the server guard
-        typer.secho("\ninterrupted: finished questions are kept; run the same command to "
-                    "resume", fg="yellow", err=True)  # fmt: skip
-        code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 130
-        raise typer.Exit(code) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM outside a recipe's questions
+        raise _interrupted(signal_name(exc)) from None
     if report:
         typer.echo("")
         typer.echo(markdown(find_runs(folders)))
     if failed:
         raise _fail(f"{failed} question(s) failed (see errors.jsonl in the run directories); "
                     "run the same command again to retry them")  # fmt: skip
+
+
+def _run_one(
+    recipe: Any, path: Path, folder: Path, dataset: str, dataset_file: Path,
+    examples: Sequence[Any], llm: Any, *, width: int, slots: int, cache: Any,
+) -> Any:  # fmt: skip
+    """Run one recipe into ``folder`` and record the session's end, interrupted or not."""
+    from chainrag.evaluate import run_recipe
+    from chainrag.runs import RunDir, locked
+
+    with locked(folder):
+        run_dir = RunDir(folder)
+        run_dir.start(recipe, path, dataset, dataset_file)
+        bar = _Bar(f"{dataset_slug(dataset)}/{recipe.name}")
+        try:
+            result = run_recipe(
+                recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
+                cache=cache, progress=bar,
+            )  # fmt: skip
+        finally:
+            bar.close()
+        run_dir.finish_session(result.summary())
+    _say_result(folder, result)
+    if result.interrupted:
+        raise _interrupted(result.interrupted)
+    return result
+
+
+def _interrupted(name: str) -> typer.Exit:
+    typer.secho(f"\ninterrupted ({name}): finished questions are kept; run the same command "
+                "to resume", fg="yellow", err=True)  # fmt: skip
+    return typer.Exit(128 + signal.Signals[name].value)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM raises :class:`~chainrag.errors.Interrupted`, a
+    KeyboardInterrupt, so it ends a run as Ctrl-C does (a managed server is stopped by its
+    ``with`` block either way)."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _check_ids(examples: Sequence[Any], dataset: str) -> None:

@@ -6,6 +6,7 @@ several problems (a recipe file with three mistakes) keep all of them, each with
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Sequence
 
 import attrs
@@ -13,6 +14,20 @@ import attrs
 
 class ChainragError(Exception):
     """Base class of every error raised on purpose by chainrag."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal that asks a run to stop (SIGTERM), raised as Ctrl-C's KeyboardInterrupt is, so
+    that one path keeps what is finished, records the session's end and exits 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def signal_name(exc: BaseException) -> str:
+    """``SIGTERM`` for :class:`Interrupted`, ``SIGINT`` for any other KeyboardInterrupt."""
+    return signal.Signals(exc.signum).name if isinstance(exc, Interrupted) else "SIGINT"
 
 
 @attrs.frozen

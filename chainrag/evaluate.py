@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,7 +22,8 @@ from typing import Any
 import attrs
 
 from chainrag.context import ModelStore
-from chainrag.errors import ChainragError
+from chainrag.credentials import redact
+from chainrag.errors import ChainragError, signal_name
 from chainrag.graph import units_of
 from chainrag.index import IndexCache
 from chainrag.metrics import gold_items, qa_scores, retrieval_scores
@@ -138,7 +140,7 @@ async def _drive(
     remaining: Sequence[QAExample],
     work: Callable[[QAExample], dict[str, Any]],
     on_record: Callable[[dict[str, Any]], None],
-    on_error: Callable[[QAExample, ChainragError], None],
+    on_error: Callable[[QAExample, Exception], None],
     concurrency: int,
 ) -> None:
     loop = asyncio.get_running_loop()
@@ -149,7 +151,7 @@ async def _drive(
             for example in queue:  # one iterator shared by the workers (one event loop)
                 try:
                     record = await loop.run_in_executor(pool, work, example)
-                except ChainragError as exc:
+                except Exception as exc:  # one question's failure, whatever it is, is its own
                     on_error(example, exc)
                     continue
                 on_record(record)
@@ -159,13 +161,46 @@ async def _drive(
                 group.create_task(worker())
 
 
+def error_record(example: QAExample, exc: Exception) -> dict[str, Any]:
+    """The ``errors.jsonl`` line of a question that failed, credentials masked.
+
+    A project error (an LLM that stayed down, unusable output) is expected; anything else is a
+    bug, recorded with where it was raised so that it can be reported, while the run goes on.
+    """
+    record: dict[str, Any] = {
+        "id": example.qid,
+        "error": type(exc).__name__,
+        "message": redact(str(exc)),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    if not isinstance(exc, ChainragError):
+        record["bug"] = True
+        record["traceback"] = redact("".join(traceback.format_exception(exc, limit=-8)))
+    return record
+
+
 @attrs.frozen
 class SessionResult:
+    """How one session of a run ended; ``interrupted`` names the signal that stopped it."""
+
     answered: int
     failed: int
     skipped: int
     torn_bytes: int
     seconds: float
+    interrupted: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The session's end entry for ``run.json``."""
+        entry: dict[str, Any] = {
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "answered": self.answered,
+            "failed": self.failed,
+            "resumed_from": self.skipped,
+            "wall_s": round(self.seconds, 1),
+            "torn_bytes_repaired": self.torn_bytes,
+        }
+        return entry | ({"interrupted": self.interrupted} if self.interrupted else {})
 
 
 def run_recipe(
@@ -212,15 +247,13 @@ def run_recipe(
         if progress:
             progress(done, total, tally)
 
-    def on_error(example: QAExample, exc: ChainragError) -> None:
+    def on_error(example: QAExample, exc: Exception) -> None:
         tally.failed += 1
-        errors.append(
-            {"id": example.qid, "error": type(exc).__name__, "message": str(exc),
-             "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        )  # fmt: skip
+        errors.append(error_record(example, exc))
         if progress:
             progress(done, total, tally)
 
+    interrupted = None
     try:
         asyncio.run(
             _drive(
@@ -231,6 +264,8 @@ def run_recipe(
                 concurrency,
             )
         )
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: what is finished is kept
+        interrupted = signal_name(exc)
     finally:
         writer.close()
         errors.close()
@@ -240,4 +275,5 @@ def run_recipe(
         skipped=skipped,
         torn_bytes=torn,
         seconds=time.perf_counter() - started,
+        interrupted=interrupted,
     )

@@ -32,7 +32,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from chainrag import __version__
+from chainrag.credentials import redact, strip_userinfo
 from chainrag.errors import ChainragError
 from chainrag.recipe import Recipe, dump_recipe
 
@@ -62,9 +65,17 @@ def file_fingerprint(path: Path) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
+def stored_recipe(recipe: Recipe) -> Recipe:
+    """``recipe`` as it may be written to a file or hashed: its ``api_base`` without userinfo."""
+    if recipe.llm.api_base is None:
+        return recipe
+    llm = attrs.evolve(recipe.llm, api_base=strip_userinfo(recipe.llm.api_base))
+    return attrs.evolve(recipe, llm=llm)
+
+
 def recipe_digest(recipe: Recipe) -> str:
     """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded)."""
-    text = dump_recipe(recipe)
+    text = dump_recipe(stored_recipe(recipe))
     lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
     return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
@@ -113,7 +124,7 @@ def model_identities(recipe: Recipe) -> dict[str, Any]:
 
     llm: dict[str, Any] = {"kind": recipe.llm.kind, "model": recipe.llm.model}
     if recipe.llm.api_base:
-        llm["api_base"] = recipe.llm.api_base
+        llm["api_base"] = strip_userinfo(recipe.llm.api_base)
     if recipe.llm.kind == "local_gguf":
         local = get_model(recipe.llm.model)
         llm |= {"file": local.filename, "sha256": local.sha256}
@@ -174,6 +185,19 @@ def read_lines(path: Path, *, repair: bool) -> tuple[list[dict[str, Any]], int]:
     return records, torn
 
 
+def json_line(record: Mapping[str, Any]) -> bytes:
+    """``record`` as one UTF-8 JSON line, whatever its strings hold.
+
+    Text from an LLM or a dataset may hold a lone surrogate (``"Paris \\ud800"``), which UTF-8
+    cannot encode; such a record is written with ASCII escapes instead (still valid JSON, and
+    read back to the same strings), never dropped and never an exception.
+    """
+    try:
+        return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+
+
 class LineWriter:
     """Appends JSON lines durably: one ``write`` per line, then ``fsync``."""
 
@@ -182,8 +206,7 @@ class LineWriter:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, record: Mapping[str, Any]) -> None:
-        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        view = memoryview(data)
+        view = memoryview(json_line(record))
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
@@ -198,10 +221,22 @@ class LineWriter:
 # --------------------------------------------------------------------------- the directory
 
 
-def _write_json(path: Path, value: Any) -> None:
+def write_json(path: Path, value: Any) -> None:
+    """Replace ``path`` atomically by ``value`` as indented JSON, credentials masked
+    (:func:`chainrag.credentials.redact`) and any lone surrogate written as an escape."""
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+        text.encode()
+    except UnicodeEncodeError:
+        text = json.dumps(value, indent=2) + "\n"
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(redact(text), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def write_recipe(path: Path, recipe: Recipe) -> None:
+    """The fully resolved ``recipe`` as YAML beside what it produced, credentials masked."""
+    path.write_text(redact(dump_recipe(stored_recipe(recipe))), encoding="utf-8")
 
 
 @contextmanager
@@ -293,8 +328,8 @@ class RunDir:
                 "models": model_identities(recipe),
                 "sessions": [session],
             }
-            (self.folder / RECIPE_FILE).write_text(dump_recipe(recipe), encoding="utf-8")
-        _write_json(self.folder / RUN_FILE, meta)
+            write_recipe(self.folder / RECIPE_FILE, recipe)
+        write_json(self.folder / RUN_FILE, meta)
         return meta
 
     def finish_session(self, summary: Mapping[str, Any]) -> None:
@@ -302,12 +337,13 @@ class RunDir:
         session of a finished run that found nothing to do is dropped, so that restarting a
         script over finished runs leaves their run.json unchanged."""
         meta = self.meta()
-        idle = not any(summary.get(k) for k in ("answered", "failed", "torn_bytes_repaired"))
+        busy = ("answered", "failed", "torn_bytes_repaired", "interrupted")
+        idle = not any(summary.get(k) for k in busy)
         if idle and len(meta["sessions"]) > 1:
             meta["sessions"].pop()
         else:
             meta["sessions"][-1] |= dict(summary)
-        _write_json(self.folder / RUN_FILE, meta)
+        write_json(self.folder / RUN_FILE, meta)
 
     def records(self, *, repair: bool = False) -> tuple[list[dict[str, Any]], int]:
         """The finished questions' records (first line per question id) and torn bytes cut."""

@@ -20,7 +20,6 @@ question in flight is asked again exactly as it would have been.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -39,7 +38,7 @@ from chainrag.protocols.llm import LLM
 from chainrag.recipe import Recipe
 from chainrag.reservoir import Reservoir
 from chainrag.runner import answer_question, searchable_index
-from chainrag.runs import read_lines, recipe_digest
+from chainrag.runs import read_lines, recipe_digest, write_json
 from chainrag.types import QAExample
 
 PAPER_TIME_CHANGE = -0.467
@@ -236,7 +235,7 @@ def open_folder(
         )
     else:
         folder.mkdir(parents=True, exist_ok=True)
-        _write_json(path, manifest)
+        write_json(path, manifest)
     records, _ = read_lines(folder / OUTCOMES, repair=True)
     fields = {a.name for a in attrs.fields(Outcome)}
     done = []
@@ -262,15 +261,8 @@ def folder_paraphrases(folder: Path, examples: Sequence[QAExample], llm: LLM) ->
     missing = [e for e in examples if e.qid not in stored]
     if missing:
         stored.update(paraphrases(missing, llm))
-        _write_json(path, stored)
+        write_json(path, stored)
     return {e.qid: stored[e.qid] for e in examples}
-
-
-def _write_json(path: Path, value: object) -> None:
-    """Write ``value`` as JSON in one step (a crash leaves the old file or the new one)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def summary(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:

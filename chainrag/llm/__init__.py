@@ -13,13 +13,17 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from chainrag.credentials import strip_userinfo
 from chainrag.llm.backend import JsonMode, LiteLLMBackend, RetryPolicy
 from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
 from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM
 from chainrag.recipe import LLMSpec
 
-__all__ = ["BoundLLM", "CacheMode", "Ledger", "MeteredLLM", "ResponseCache", "open_llm"]
+__all__ = [
+    "BoundLLM", "CacheMode", "Ledger", "MeteredLLM", "ResponseCache", "endpoint_identity",
+    "open_llm",
+]  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -60,8 +64,23 @@ def open_llm(
         if cache_path is not None:
             cache = ResponseCache(cache_path)
             stack.callback(cache.close)
-            inner = CachedLLM(backend, cache, cache_mode)
+            inner = CachedLLM(backend, cache, cache_mode, endpoint_identity(spec))
         yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed)
+
+
+def endpoint_identity(spec: LLMSpec) -> str:
+    """What answers ``spec``'s requests, for the response cache's key; never a credential.
+
+    A managed local model is its GGUF's pinned sha256 (the server refuses any other file);
+    a self-hosted server is its base URL without userinfo plus the model name it serves; a
+    provider model is litellm's model string plus its base URL (stripped) when one is set.
+    """
+    if spec.kind == "local_gguf" and spec.api_base is None:
+        from chainrag.models import get_model
+
+        return f"gguf:sha256:{get_model(spec.model).sha256}"
+    base = strip_userinfo(spec.api_base) if spec.api_base else "provider-default"
+    return f"{spec.kind}:{spec.model}@{base}"
 
 
 def _local_json_mode(spec: LLMSpec) -> JsonMode:

@@ -4,7 +4,8 @@ Retries (exponential backoff with jitter) cover rate limits, timeouts, connectio
 5xx answers and malformed bodies; anything else (a bad request, a wrong key) fails at once.
 After the last attempt the caller gets a typed :class:`~chainrag.errors.LLMError`, never a
 made-up answer. API keys are litellm's business (read from the environment); this module never
-sees, logs or stores one, and strips any ``*_API_KEY`` value out of error messages.
+sees, logs or stores one, and masks every credential it can see out of error messages
+(:func:`chainrag.credentials.redact`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
+from chainrag.credentials import redact
 from chainrag.errors import (
     LLMConnectionError,
     LLMError,
@@ -32,6 +34,9 @@ from chainrag.errors import (
 from chainrag.types import LLMRequest, LLMResponse, Usage
 
 T = TypeVar("T")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A surrogate code point left alone in a ``str`` (a reply's JSON may escape one, ``"\\ud800"``):
+it cannot be encoded, printed or written as UTF-8, so a reply's text gets U+FFFD in its place."""
 JsonMode = Literal["auto", "json_schema", "json_object", "instructions"]
 
 
@@ -60,14 +65,6 @@ class RetryPolicy:
         return float(d / 2 + rng.uniform(0, d / 2))
 
 
-def redact(text: str) -> str:
-    """``text`` with the value of every ``*_API_KEY``/``*_TOKEN`` environment variable masked."""
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and re.search(r"(API_KEY|TOKEN|SECRET)$", name):
-            text = text.replace(value, "***")
-    return text
-
-
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -77,6 +74,22 @@ def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
+
+
+CONNECT_FAILURES = {"ConnectError", "APIConnectionError", "ConnectionRefusedError"}
+"""Exceptions (by class name, anywhere in the chain) of a server that could not be reached."""
+
+
+def _chain_names(exc: BaseException) -> set[str]:
+    """The class names of ``exc`` and of every exception it was raised from or during."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        names |= {c.__name__ for c in type(current).__mro__}
+        current = current.__cause__ or current.__context__
+    return names
 
 
 def classify(exc: BaseException) -> type[LLMError]:
@@ -89,6 +102,8 @@ def classify(exc: BaseException) -> type[LLMError]:
         return LLMRateLimitError
     if "Timeout" in names or "APITimeoutError" in names or isinstance(exc, TimeoutError):
         return LLMTimeoutError
+    if _caused_by(exc, ConnectionError) or _chain_names(exc) & CONNECT_FAILURES:
+        return LLMConnectionError  # litellm reports "connection refused" as a 500 too
     if "APIConnectionError" in names and status is None:
         return LLMConnectionError
     if isinstance(status, int) and status >= 500:
@@ -223,6 +238,7 @@ class LiteLLMBackend:
             ) from exc
         if not isinstance(text, str):
             raise LLMResponseError("response has no text content", prompt_id=request.prompt_id)
+        text = LONE_SURROGATE.sub("\ufffd", text)
         cost = 0.0 if self.free else _cost(raw, litellm)
         used = Usage(1, 0, prompt_tokens, completion_tokens, latency, cost)
         return LLMResponse(text=text, model=request.model, usage=used)

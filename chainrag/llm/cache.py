@@ -1,8 +1,12 @@
 """A persistent LLM response cache: SQLite in WAL mode, JSON values, keyed by the whole request.
 
 The key is the sha256 of the request's canonical JSON — model, messages, sampling parameters,
-schema, prompt id and version — so it never omits the model and never contains an API key or
-base URL (a request holds neither). Values are JSON, never pickle. Several processes may write
+schema, prompt id and version — together with the identity of the endpoint that answers it
+(:func:`chainrag.llm.endpoint_identity`: a local GGUF's sha256, or a provider model string with
+its base URL stripped of credentials), so two servers behind one model name never share
+answers, and the key never contains an API key. :data:`KEY_VERSION` is part of every key: keys
+made under an older rule (which left the endpoint out) are never served. Values are JSON, never
+pickle. Several processes may write
 at once: WAL mode, a busy timeout, and ``INSERT OR REPLACE`` of identical content make that
 safe. A hit is not a call: it reports ``cached=True`` and usage with one cache hit, no tokens.
 """
@@ -36,9 +40,14 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-def request_key(request: LLMRequest) -> str:
-    """The cache key of a request: sha256 of its canonical JSON."""
-    canonical = json.dumps(unstructure(request), sort_keys=True, separators=(",", ":"))
+KEY_VERSION = 2
+"""1: the request alone; 2: the request and the endpoint that answers it."""
+
+
+def request_key(request: LLMRequest, endpoint: str = "") -> str:
+    """The cache key of ``request`` sent to ``endpoint``: sha256 of their canonical JSON."""
+    keyed = {"v": KEY_VERSION, "endpoint": endpoint, "request": unstructure(request)}
+    canonical = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -48,10 +57,10 @@ class ResponseCache(SQLiteFile):
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 60.0) -> None:
         super().__init__(path, _SCHEMA, busy_timeout_s=busy_timeout_s)
 
-    def get(self, request: LLMRequest) -> LLMResponse | None:
+    def get(self, request: LLMRequest, endpoint: str = "") -> LLMResponse | None:
         row = (
             self._connect()
-            .execute("SELECT value FROM responses WHERE key = ?", (request_key(request),))
+            .execute("SELECT value FROM responses WHERE key = ?", (request_key(request, endpoint),))
             .fetchone()
         )
         if row is None:
@@ -61,7 +70,7 @@ class ResponseCache(SQLiteFile):
             text=value["text"], model=value["model"], usage=Usage(cache_hits=1), cached=True
         )
 
-    def put(self, request: LLMRequest, response: LLMResponse) -> None:
+    def put(self, request: LLMRequest, response: LLMResponse, endpoint: str = "") -> None:
         value = {
             "text": response.text,
             "model": response.model,
@@ -72,7 +81,7 @@ class ResponseCache(SQLiteFile):
             "INSERT OR REPLACE INTO responses (key, prompt_id, model, value, created) "
             "VALUES (?, ?, ?, ?, ?)",
             (
-                request_key(request),
+                request_key(request, endpoint),
                 request.prompt_id,
                 request.model,
                 json.dumps(value),
@@ -86,24 +95,29 @@ class ResponseCache(SQLiteFile):
 
 @attrs.define
 class CachedLLM:
-    """An LLM that answers from a :class:`ResponseCache` when it can (see :data:`CacheMode`)."""
+    """An LLM that answers from a :class:`ResponseCache` when it can (see :data:`CacheMode`).
+
+    ``endpoint`` identifies what ``inner`` reaches (see the module docstring); it is part of
+    every key, so answers cached from one server are never served for another.
+    """
 
     inner: LLM
     cache: ResponseCache
     mode: CacheMode = "use"
+    endpoint: str = ""
 
     def complete(self, request: LLMRequest) -> LLMResponse:
-        if self.mode == "use" and (hit := self.cache.get(request)) is not None:
+        if self.mode == "use" and (hit := self.cache.get(request, self.endpoint)) is not None:
             return hit
         response = self.inner.complete(request)
         if self.mode != "bypass":
-            self.cache.put(request, response)
+            self.cache.put(request, response, self.endpoint)
         return response
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        if self.mode == "use" and (hit := self.cache.get(request)) is not None:
+        if self.mode == "use" and (hit := self.cache.get(request, self.endpoint)) is not None:
             return hit
         response = await self.inner.acomplete(request)
         if self.mode != "bypass":
-            self.cache.put(request, response)
+            self.cache.put(request, response, self.endpoint)
         return response

@@ -1,0 +1,147 @@
+"""Issue 19's run-side regressions: no run lost to one bad reply or one failing question, no
+credential in a run's files, SIGTERM ends a run as Ctrl-C does."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chainrag.data import load_dataset
+from chainrag.evaluate import run_recipe
+from chainrag.llm.fake import ScriptedLLM
+from chainrag.runs import RunDir, read_lines
+from chainrag.types import LLMRequest
+
+from .conftest import SHARED
+from .fake_openai_server import FakeOpenAI, serve
+from .test_runs import naive_recipe, start
+
+pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+
+
+def test_a_reply_with_a_lone_surrogate_is_written_and_the_run_goes_on(tmp_path: Path) -> None:
+    """The reproducer: "Paris \\ud800" made the line writer raise UnicodeEncodeError, the
+    run abort with nothing in errors.jsonl, and every resume crash on the cached reply."""
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 3)
+    run = start(tmp_path, path, recipe)
+    result = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": lambda _: "Paris \ud800"}))
+    assert (result.answered, result.failed) == (3, 0)
+    records, _ = read_lines(run.predictions_path, repair=False)
+    assert [r["answer"] for r in records] == ["Paris \ud800"] * 3  # read back as it was
+
+
+def test_a_question_that_fails_with_any_exception_is_its_own_error(tmp_path: Path) -> None:
+    """Only project errors used to be caught per question: a bug in one question (here a
+    KeyError from the LLM) brought the whole run down with an exception group."""
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 3)
+    run = start(tmp_path, path, recipe)
+    doomed = examples[1].question
+
+    def reply(request: LLMRequest) -> str:
+        if any(doomed in m.content for m in request.messages):
+            raise KeyError("choices")
+        return "Paris"
+
+    result = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": reply}))
+    assert (result.answered, result.failed) == (2, 1)
+    (error,), _ = read_lines(run.folder / "errors.jsonl", repair=False)
+    assert error["id"] == examples[1].qid and error["error"] == "KeyError" and error["bug"]
+    assert "KeyError: 'choices'" in error["traceback"]
+
+
+def _cli() -> list[str]:
+    return [sys.executable, "-c", "from chainrag.cli import app; app()"]
+
+
+def test_no_credential_reaches_a_run_folder(tmp_path: Path) -> None:
+    """Credentials in the api_base URL would have been written to run.json and recipe.yaml."""
+    fake = FakeOpenAI([], reply="Paris")
+    with serve(fake) as api_base:
+        url = api_base.replace("http://", "http://alice:pw-in-url-123@")
+        path, _ = naive_recipe(
+            tmp_path,
+            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{url}', "
+            "max_retries: 0}\n",
+        )
+        args = [*_cli(), "run", str(path), "--dataset", "musique", "--limit", "2",
+                "--out", str(tmp_path / "runs"), "--no-report"]  # fmt: skip
+        env = os.environ | {"CHAINRAG_CACHE": str(tmp_path / "cache")}
+        done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "runs" / "musique" / "naive"
+    assert len(fake.bodies) == 2
+    for name in ("run.json", "recipe.yaml", "predictions.jsonl"):
+        text = (folder / name).read_text()
+        assert "pw-in-url-123" not in text and "alice" not in text, name
+    assert "api_base: http://127.0.0.1:" in (folder / "recipe.yaml").read_text()
+
+
+def test_errors_mask_any_credential_the_run_can_see(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Masking went by name (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``) and length (>= 8):
+    ``AWS_SECRET_ACCESS_KEY`` and short values got through."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "AKIA-very-secret")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tk42")
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 1)
+    run = start(tmp_path, path, recipe)
+
+    def reply(_: LLMRequest) -> str:
+        raise ValueError("auth failed for AKIA-very-secret with token tk42")
+
+    run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": reply}))
+    text = (run.folder / "errors.jsonl").read_text()
+    assert "AKIA-very-secret" not in text and "tk42" not in text and "auth failed" in text
+
+
+def test_sigterm_ends_a_run_against_an_api_model_as_ctrl_c_does(tmp_path: Path) -> None:
+    fake = FakeOpenAI([], reply="Paris", delay_s=0.2)
+    with serve(fake) as api_base:
+        path, _ = naive_recipe(
+            tmp_path,
+            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}', "
+            "max_retries: 0}\n",
+        )
+        args = [*_cli(), "run", str(path), "--dataset", "musique", "--limit", "30",
+                "--out", str(tmp_path / "runs"), "--no-report"]  # fmt: skip
+        env = os.environ | {"CHAINRAG_CACHE": str(tmp_path / "cache")}
+        process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)  # fmt: skip
+        predictions = tmp_path / "runs" / "musique" / "naive" / "predictions.jsonl"
+        deadline = time.monotonic() + 120
+        while (not predictions.exists() or predictions.read_bytes().count(b"\n") < 2) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM
+    assert "interrupted" in stderr and "resume" in stderr
+    meta = RunDir(predictions.parent).meta()
+    last = meta["sessions"][-1]
+    assert last["interrupted"] == "SIGTERM" and last["answered"] >= 2 and "finished" in last
+    assert json.loads(predictions.read_text().splitlines()[0])["id"]
+
+
+def test_connection_refused_is_the_connection_error_the_readme_names(tmp_path: Path) -> None:
+    from chainrag.errors import LLMConnectionError
+    from chainrag.llm.backend import LiteLLMBackend, RetryPolicy
+    from chainrag.llm.server import free_port
+    from chainrag.types import Message
+
+    backend = LiteLLMBackend(
+        api_base=f"http://127.0.0.1:{free_port()}/v1", api_key="x", retry=RetryPolicy(0)
+    )
+    request = LLMRequest(messages=(Message("user", "hi"),), prompt_id="t", model="openai/m")
+    with pytest.raises(LLMConnectionError):
+        backend.complete(request)
