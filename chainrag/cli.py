@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 import time
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -490,3 +492,24 @@ def _summaries(*apps: typer.Typer) -> None:
 
 
 _summaries(app, recipe_app, experiment_app, models_app, train_app)
+
+
+INTERNAL_ERROR = 70
+"""The exit code of a crash (a bug in chainrag), told apart from 1 (an input was refused, each
+problem named), 2 (a command line click could not parse) and 128 + N (stopped by signal N)."""
+
+
+def entry() -> None:
+    """The ``chainrag`` command: :data:`app`, with an unexpected exception reported as a bug."""
+    try:
+        app()
+    except Exception as exc:
+        from chainrag.credentials import redact
+
+        sys.stderr.write(redact(traceback.format_exc()))
+        typer.secho(
+            f"INTERNAL ERROR: {type(exc).__name__} is a bug in chainrag, not a problem with your "
+            "input; please report it with the traceback above (exit code 70)",
+            fg="red", err=True,
+        )  # fmt: skip
+        sys.exit(INTERNAL_ERROR)

@@ -145,3 +145,29 @@ def test_connection_refused_is_the_connection_error_the_readme_names(tmp_path: P
     request = LLMRequest(messages=(Message("user", "hi"),), prompt_id="t", model="openai/m")
     with pytest.raises(LLMConnectionError):
         backend.complete(request)
+
+
+def test_a_crash_is_told_apart_from_a_refused_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both used to exit 1: a refused input still does, a bug exits 70 and says so."""
+    import chainrag.cli as cli
+
+    def crash() -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(cli, "app", crash)
+    with pytest.raises(SystemExit) as stopped:
+        cli.entry()
+    assert stopped.value.code == cli.INTERNAL_ERROR == 70
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "INTERNAL ERROR: ZeroDivisionError is a bug" in err
+    refused = subprocess.run(
+        [*_cli_entry(), "run", "no-such-recipe.yaml", "--dataset", "musique"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "FAIL" in refused.stderr
+
+
+def _cli_entry() -> list[str]:
+    return [sys.executable, "-c", "from chainrag.cli import entry; entry()"]
