@@ -1,7 +1,7 @@
 # Two commands on a fresh machine (see README):
 #   make demo   set up, then run the main job on the embedded default
 #   make test   set up, then ruff, mypy --strict and the whole test suite
-# Both create or refresh .venv themselves: torch==2.13.0 first, then the exact pins.
+# Both create or refresh .venv themselves from the hash-checked pins of requirements/lock.txt.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
@@ -19,11 +19,9 @@ venv: $(STAMP)
 $(STAMP): requirements/lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "chainrag needs Python >= 3.11, found " + sys.version)'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "== installing torch==2.13.0 (CPU build) first"
-	@$(PIP) install torch==2.13.0 2>&1 | sed '/is ignored: it is neither/d'
-	@echo "== installing the exact pins of requirements/lock.txt"
-	@$(PIP) install --no-deps -r requirements/lock.txt 2>&1 | sed '/is ignored: it is neither/d'
-	@$(PIP) install --no-deps -e . 2>&1 | sed '/is ignored: it is neither/d'
+	@echo "== installing the exact pins of requirements/lock.txt, every file checked against its sha256"
+	@$(PIP) install --require-hashes --no-deps -r requirements/lock.txt 2>&1 | sed '/is ignored: it is neither/d'
+	@$(PIP) install --no-deps --no-build-isolation -e . 2>&1 | sed '/is ignored: it is neither/d'
 	@$(BIN)/python -m pip check
 	@$(BIN)/python -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.13.0") else "wrong torch " + torch.__version__)'
 	@$(BIN)/python scripts/check_site_packages.py

@@ -131,3 +131,31 @@ def test_paired_pools_datasets_without_pairing_across_them(tmp_path: Path) -> No
     assert "0 / 1 / 1 |" in done.stdout
     missing = subprocess.run([*cmd, *folders, "--", "full", "nope"], capture_output=True, text=True)
     assert missing.returncode == 1 and "nope: no predictions.jsonl" in missing.stderr
+
+
+def test_site_packages_check_reads_content_not_only_names(tmp_path: Path) -> None:
+    """A .pth named as an expected one but holding other code, an unknown .pth with code, and
+    sitecustomize/usercustomize are all refused; plain paths and setuptools' own lines pass."""
+    check = _script("check_site_packages")
+    site_dir, elsewhere = tmp_path / "site", tmp_path / "path"
+    site_dir.mkdir()
+    elsewhere.mkdir()
+    shim = (
+        "import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') "
+        "== 'local'; enabled and __import__('_distutils_hack').add_shim(); \n"
+    )
+    (site_dir / "distutils-precedence.pth").write_text(shim)
+    (site_dir / "__editable__.chainrag-0.1.0.pth").write_text(
+        "import __editable___chainrag_0_1_0_finder; __editable___chainrag_0_1_0_finder.install()\n"
+    )
+    (site_dir / "plain.pth").write_text("# a comment\n/opt/somewhere\nrelative/dir\n\n")
+    assert check.problems([str(site_dir)], []) == []
+    (site_dir / "distutils-precedence.pth").write_text(shim + "import os; os.system('curl x')\n")
+    (site_dir / "litellm_init.pth").write_text("import base64; exec(base64.b64decode('...'))\n")
+    (elsewhere / "sitecustomize.py").write_text("print('hi')\n")
+    (site_dir / "usercustomize.py").write_text("")
+    found = check.problems([str(site_dir)], [str(elsewhere)])
+    assert len(found) == 4, found
+    assert any("distutils-precedence.pth, line 2" in p for p in found)
+    assert any("litellm_init.pth, line 1" in p for p in found)
+    assert sum("customize.py" in p for p in found) == 2
