@@ -23,8 +23,8 @@ from chainrag.cli_models import models_app, serve_llm
 from chainrag.cli_runs import check_cache_mode, report, run
 from chainrag.cli_train import train_app
 from chainrag.describe import REQUIRED, catalogue, params
-from chainrag.errors import ChainragError, RecipeError
-from chainrag.recipe import Recipe, dump_recipe, load_recipe, recipe_files
+from chainrag.errors import ChainragError
+from chainrag.recipe import Recipe, check_recipe, dump_recipe, load_recipe, recipe_files
 from chainrag.registry import REGISTRIES
 from chainrag.runs import json_line, write_recipe
 
@@ -61,46 +61,90 @@ def main(
     """Multi-hop retrieval-augmented QA from small components composed by YAML recipes."""
 
 
+LoadPlugins = Annotated[
+    bool,
+    typer.Option(
+        "--load-plugins",
+        help="Import the recipes' plugins: modules (this runs their code) so that the "
+        "components they provide are checked too.",
+    ),
+]
+
+
 @app.command()
 def validate(
     paths: Annotated[
         list[Path], typer.Argument(help="Recipe files, or folders searched for *.yaml/*.yml.")
     ],
+    load_plugins: LoadPlugins = False,
 ) -> None:
-    """Check recipes; print every problem with its path; exit 1 if any."""
+    """Check recipes; print every problem with its path; exit 1 if any.
+
+    Validating runs no code a recipe names: a recipe's plugins: modules must exist but are not
+    imported unless --load-plugins is given. A component kind that no built-in or installed
+    (entry-point) component provides is then reported as "not checked" when the recipe names
+    plugins, and that part of the recipe (its parameters, and checks spanning it) goes
+    unchecked: the recipe is listed as "part" and does not fail. Without plugins, or with
+    --load-plugins, an unknown kind is an error.
+
+    base: files must lie in the recipe's tree (the nearest folder above the file named
+    "recipes", else the file's own folder), in the repository's recipes/ folder, or in a folder
+    listed in $CHAINRAG_RECIPE_ROOTS (separated by ":").
+    """
     files = recipe_files(paths)
     missing = [p for p in paths if not p.exists()]
-    bad = 0
     for path in missing:
         typer.secho(f"FAIL {path}: no such file or folder", fg="red", err=True)
-    for path in (f for f in files if f.exists()):
-        try:
-            recipe = load_recipe(path)
-        except ChainragError as exc:
-            bad += 1
-            typer.secho(f"FAIL {exc}", fg="red", err=True)
-            continue
-        typer.echo(f"ok   {path} ({recipe.name})")
-    checked = len([f for f in files if f.exists()])
-    if checked == 0 and not missing:
+    found = [f for f in files if f.exists()]
+    results = [_validate_one(path, load_plugins) for path in found]
+    if not found and not missing:
         typer.secho("no recipe files found in " + ", ".join(map(str, paths)), fg="red", err=True)
         raise typer.Exit(1)
+    bad, part = results.count("fail"), results.count("part")
     typer.echo(
-        f"{checked - bad} of {checked} recipes valid"
+        f"{len(found) - bad} of {len(found)} recipes valid"
+        + (f" ({part} only partly checked: pass --load-plugins)" if part else "")
         + (f"; {len(missing)} paths missing" if missing else "")
     )
     if bad or missing:
         raise typer.Exit(1)
 
 
-@recipe_app.command("show")
-def recipe_show(path: Annotated[Path, typer.Argument(help="A recipe file.")]) -> None:
-    """Print the fully resolved recipe (bases merged, defaults explicit) as YAML."""
+def _validate_one(path: Path, load_plugins: bool) -> str:
+    """Check one recipe file and print its line: returns "ok", "part" or "fail"."""
     try:
-        typer.echo(dump_recipe(load_recipe(path)), nl=False)
-    except RecipeError as exc:
+        checked = check_recipe(path, load_plugins=load_plugins)
+    except ChainragError as exc:
+        typer.secho(f"FAIL {exc}", fg="red", err=True)
+        return "fail"
+    if checked.unchecked:
+        notes = "".join(f"\n  - {p}" for p in checked.unchecked)
+        typer.secho(f"part {path} ({checked.name}): not fully checked{notes}", fg="yellow")
+        return "part"
+    typer.echo(f"ok   {path} ({checked.name})")
+    return "ok"
+
+
+@recipe_app.command("show")
+def recipe_show(
+    path: Annotated[Path, typer.Argument(help="A recipe file.")],
+    load_plugins: LoadPlugins = False,
+) -> None:
+    """Print the fully resolved recipe (bases merged, defaults explicit) as YAML.
+
+    The recipe's plugins: modules are not imported unless --load-plugins is given; a recipe
+    using components only they provide is then not shown (exit 1) and says so.
+    """
+    try:
+        checked = check_recipe(path, load_plugins=load_plugins)
+    except ChainragError as exc:
         typer.secho(str(exc), fg="red", err=True)
         raise typer.Exit(1) from None
+    if checked.recipe is None:
+        notes = "".join(f"\n  - {p}" for p in checked.unchecked)
+        typer.secho(f"{path}: not shown, parts need plugins{notes}", fg="red", err=True)
+        raise typer.Exit(1)
+    typer.echo(dump_recipe(checked.recipe), nl=False)
 
 
 @app.command()
@@ -146,6 +190,14 @@ def components(
 # --------------------------------------------------------------------------- index
 
 
+CORPUS_HELP = (
+    "A corpus: musique_train, hotpotqa_train, 2wiki, dev:NAME (a dev set's paragraphs), or a "
+    "file (JSON array or JSON Lines of {title, text}); repeat to index several as one (with --out)."
+)
+OUT_HELP = "Build one corpus index in a stream into this folder (resumable; see README)."
+ENGINE_HELP = "local, or ray (split, NER and embeddings as Ray Data batches; RAY_ADDRESS joins)."
+
+
 @app.command("index")
 def index_command(
     recipe: Annotated[Path, typer.Option(help="Recipe whose index: section to build.")],
@@ -153,19 +205,36 @@ def index_command(
         str | None, typer.Option(help="Dataset: one index per question (dev sets) or its corpus.")
     ] = None,
     corpus: Annotated[
-        str | None,
-        typer.Option(help="A corpus name (musique_train, hotpotqa_train, 2wiki) or file."),
+        list[str] | None,
+        typer.Option(help=CORPUS_HELP),
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
     cache: Annotated[bool, typer.Option(help="Reuse and store indexes in the cache.")] = True,
+    out: Annotated[Path | None, typer.Option(help=OUT_HELP)] = None,
+    dtype: Annotated[str, typer.Option(help="Embeddings on disk: float32 or float16.")] = "float32",
+    batch_passages: Annotated[int, typer.Option(min=1, help="Passages per split+NER batch.")] = 512,
+    batch_sentences: Annotated[
+        int, typer.Option(min=1, help="Sentences per embedding batch.")
+    ] = 4096,
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
 ) -> None:
-    """Build (or load from the cache) the indexes of a dataset or corpus and report on them."""
+    """Build (or load from the cache) the indexes of a dataset or corpus and report on them;
+    with --out, build one corpus index in a stream into that folder (resumable)."""
     from chainrag.context import Context
     from chainrag.data import DATASETS, load_corpus, load_dataset
     from chainrag.index import IndexCache, build_index
 
-    if (dataset is None) == (corpus is None):
+    if (dataset is None) == (not corpus):
         typer.secho("give exactly one of --dataset and --corpus", fg="red", err=True)
+        raise typer.Exit(2)
+    if out is not None:
+        from chainrag.cli_corpus import build_corpus
+
+        build_corpus(recipe, corpus or [], out, dtype, batch_passages, batch_sentences, engine)
+        return
+    if corpus and len(corpus) > 1:
+        typer.secho("several --corpus sources need --out (a streamed corpus index)", fg="red",
+                    err=True)  # fmt: skip
         raise typer.Exit(2)
     try:
         spec = load_recipe(recipe).index
@@ -176,11 +245,11 @@ def index_command(
             and DATASETS.get(dataset)
             and DATASETS[dataset].setting == "shared_corpus"
         ):
-            corpus, dataset = dataset, None
+            corpus, dataset = [dataset], None
         contexts = (
             [(q.qid, q.passages) for q in load_dataset(dataset, limit)]
             if dataset is not None
-            else [(str(corpus), tuple(load_corpus(str(corpus))))]
+            else [(corpus[0], tuple(load_corpus(corpus[0])))]  # type: ignore[index]
         )
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)

@@ -25,6 +25,11 @@ CONCURRENCY_HELP = (
 ALL_QUESTIONS_HELP = (
     "Score each run on all of its questions, not only on those every run of the dataset answered."
 )
+INDEX_HELP = (
+    "Answer every question over this prebuilt corpus index (chainrag index ... --out DIR; the "
+    "shared-corpus setting) instead of over its own passages; runs go to "
+    "OUT/<dataset>@<index folder name>/. Retrieval is scored against the gold passages' titles."
+)
 PLOTS_HELP = (
     "Folder for the PNG plots (default: plots/ beside --out, else inside the first run "
     "folder given)."
@@ -93,6 +98,7 @@ def run(
         str, typer.Option(help="LLM response cache: use, bypass or refresh.")
     ] = "use",
     report: Annotated[bool, typer.Option(help="Print the report of these runs at the end.")] = True,
+    index: Annotated[Path | None, typer.Option(help=INDEX_HELP)] = None,
 ) -> None:
     """Answer a dataset's questions with each recipe; one JSON line per question in a run
     directory. Run the same command again to continue a stopped run: finished questions are
@@ -136,11 +142,13 @@ def run(
                 with open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite",
                               cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
                     for path, recipe in members:
-                        folder = out / dataset_slug(dataset) / recipe.name
+                        slug = dataset_slug(dataset) + (f"@{index.name}" if index else "")
+                        folder = out / slug / recipe.name
                         folders.append(folder)
                         result = _run_one(
                             recipe, path, folder, dataset, dataset_file, examples, llm,
                             width=width, slots=1 if managed else width, cache=index_cache,
+                            shared=_open_shared(recipe, index) if index else None,
                         )  # fmt: skip
                         failed += result.failed
     except ChainragError as exc:
@@ -157,9 +165,26 @@ def run(
                     "run the same command again to retry them")  # fmt: skip
 
 
+def _open_shared(recipe: Any, folder: Path) -> Any:
+    """The corpus index at ``folder`` as ``recipe`` searches it; its ``index:`` must be the one
+    the index was built with."""
+    from chainrag.corpus.build import index_digest
+    from chainrag.corpus.store import CorpusIndex, CorpusIndexError, read_manifest
+
+    manifest = read_manifest(folder)
+    if recipe.index is None or index_digest(recipe.index) != manifest["recipe_digest"]:
+        raise CorpusIndexError(
+            f"recipe {recipe.name!r}: its index: section is not the one {folder} was built with "
+            f"({manifest['recipe_digest']}); build an index with this recipe (chainrag index "
+            "--recipe ... --out ...) or run a recipe with that index: section"
+        )
+    weights = recipe.retrieval.edge_weights if recipe.retrieval else None
+    return CorpusIndex.open(folder, recipe.index.embedder, weights or None)
+
+
 def _run_one(
     recipe: Any, path: Path, folder: Path, dataset: str, dataset_file: Path,
-    examples: Sequence[Any], llm: Any, *, width: int, slots: int, cache: Any,
+    examples: Sequence[Any], llm: Any, *, width: int, slots: int, cache: Any, shared: Any = None,
 ) -> Any:  # fmt: skip
     """Run one recipe into ``folder`` and record the session's end, interrupted or not."""
     from chainrag.evaluate import run_recipe
@@ -167,12 +192,13 @@ def _run_one(
 
     with locked(folder):
         run_dir = RunDir(folder)
-        run_dir.start(recipe, path, dataset, dataset_file)
-        bar = _Bar(f"{dataset_slug(dataset)}/{recipe.name}")
+        about = _index_identity(shared) if shared is not None else None
+        run_dir.start(recipe, path, dataset, dataset_file, index=about)
+        bar = _Bar(f"{folder.parent.name}/{recipe.name}")
         try:
             result = run_recipe(
                 recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
-                cache=cache, progress=bar,
+                cache=cache, index=shared, progress=bar,
             )  # fmt: skip
         finally:
             bar.close()
@@ -181,6 +207,12 @@ def _run_one(
     if result.interrupted:
         raise _interrupted(result.interrupted)
     return result
+
+
+def _index_identity(shared: Any) -> dict[str, Any]:
+    m = shared.manifest
+    keys = ("recipe_digest", "sources", "corpus_sha256", "counts")
+    return {"folder": str(shared.folder)} | {k: m[k] for k in keys}
 
 
 def _interrupted(name: str) -> typer.Exit:

@@ -26,8 +26,9 @@ from chainrag.credentials import redact
 from chainrag.errors import ChainragError, signal_name
 from chainrag.graph import units_of
 from chainrag.index import IndexCache
-from chainrag.metrics import gold_items, qa_scores, retrieval_scores
+from chainrag.metrics import gold_items, qa_scores, retrieval_scores, title_retrieval_scores
 from chainrag.protocols.llm import LLM
+from chainrag.protocols.retrieval import Searchable
 from chainrag.recipe import Recipe
 from chainrag.runner import answer_question, searchable_index
 from chainrag.runs import LineWriter, RunDir, done_ids
@@ -66,19 +67,27 @@ def retrieved_units(prediction: Prediction) -> list[int]:
 
 
 def score(
-    example: QAExample, prediction: Prediction, units: Sequence[Any], seconds: float
+    example: QAExample,
+    prediction: Prediction,
+    units: Sequence[Any],
+    seconds: float,
+    *,
+    by_title: bool = False,
 ) -> dict[str, Any]:
-    """The JSON line of one answered question (see :mod:`chainrag.runs`)."""
+    """The JSON line of one answered question (see :mod:`chainrag.runs`); ``by_title`` scores
+    retrieval from a shared corpus against the gold passages' titles."""
     answers = {}
     for named in prediction.answers:
         em, f1 = qa_scores(named.answer.text, example.answers)
         answers[named.name] = {"text": named.answer.text, "em": em, "f1": f1}
     primary = prediction.answers[0].name if prediction.answers else ""
-    level, gold = gold_items(example)
+    _, gold = gold_items(example)
     retrieval = None
     if gold:
         ranked = [units[u] for u in retrieved_units(prediction)]
-        retrieval = {"level": level} | retrieval_scores(example, ranked, RECALL_KS).flat()
+        scorer = title_retrieval_scores if by_title else retrieval_scores
+        found = scorer(example, ranked, RECALL_KS)
+        retrieval = {"level": found.level} | found.flat()
     return {
         "id": example.qid,
         "dataset": example.dataset,
@@ -99,13 +108,20 @@ def score(
 
 
 def answer_and_score(
-    recipe: Recipe, example: QAExample, llm: LLM, models: ModelStore, cache: IndexCache | None
+    recipe: Recipe,
+    example: QAExample,
+    llm: LLM,
+    models: ModelStore,
+    cache: IndexCache | None,
+    shared: Searchable | None = None,
 ) -> dict[str, Any]:
-    """Build (or load) the question's index, answer it, and score it."""
+    """Answer ``example`` over ``shared`` (a corpus index), or over its own passages' index
+    (built or loaded), and score it."""
     started = time.perf_counter()
-    index = searchable_index(recipe, example, models, cache)
+    index = shared if shared is not None else searchable_index(recipe, example, models, cache)
     prediction = answer_question(recipe, example, llm, models=models, index=index)
-    return score(example, prediction, units_of(index), time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return score(example, prediction, units_of(index), seconds, by_title=shared is not None)
 
 
 @attrs.define
@@ -213,6 +229,7 @@ def run_recipe(
     llm_slots: int = 1,
     models: ModelStore | None = None,
     cache: IndexCache | None = None,
+    index: Searchable | None = None,
     progress: Callable[[int, int, Tally], None] | None = None,
 ) -> SessionResult:
     """Answer the questions of ``examples`` that ``run`` has no line for, appending a line each.
@@ -220,6 +237,8 @@ def run_recipe(
     Args:
         concurrency: Questions in flight at once.
         llm_slots: LLM requests in flight at once (1 for the local server).
+        index: One index every question is answered over (a corpus index: the shared-corpus
+            setting); None builds each question's own.
         progress: Called as ``progress(done, total, tally)`` after every question.
     """
     started = time.perf_counter()
@@ -258,7 +277,7 @@ def run_recipe(
         asyncio.run(
             _drive(
                 remaining,
-                lambda e: answer_and_score(recipe, e, limited, models, cache),
+                lambda e: answer_and_score(recipe, e, limited, models, cache, index),
                 on_record,
                 on_error,
                 concurrency,

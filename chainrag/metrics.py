@@ -25,7 +25,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -84,6 +84,17 @@ def retrieval_scores(
     """Scores of the ranked ``units`` (retrieved from ``example.passages``) for ``example``."""
     level, gold = gold_items(example)
     covered_by = [covers(u, example.passages, level) & gold for u in units]
+    return _scores(level, covered_by, gold, units, ks)
+
+
+def _scores(
+    level: Level,
+    covered_by: Sequence[set[Any]],
+    gold: set[Any],
+    units: Sequence[Unit],
+    ks: Iterable[int],
+) -> RetrievalScores:
+    """The metrics of a ranked list, given which gold items each unit covers."""
     recall, hit = {}, {}
     for k in ks:
         got = set().union(*covered_by[:k]) if covered_by[:k] else set()
@@ -99,6 +110,24 @@ def retrieval_scores(
         recall_all=len(everything) / len(gold) if gold else 0.0,
         words=sum(len(u.text.split()) for u in units),
     )
+
+
+def gold_titles(example: QAExample) -> set[str]:
+    """The titles of the passages holding ``example``'s gold evidence."""
+    if example.supporting_sentences:
+        return {fact.title for fact in example.supporting_sentences}
+    return {example.passages[p].title for p in example.supporting_passages}
+
+
+def title_retrieval_scores(
+    example: QAExample, units: Sequence[Unit], ks: Iterable[int] = (2, 5)
+) -> RetrievalScores:
+    """Scores of ``units`` retrieved from a shared corpus, against the gold passages mapped by
+    title (HippoRAG's passage recall in the shared-corpus setting): a unit covers the gold
+    passage whose title it carries. Paragraph level, whatever the dataset's own level."""
+    gold = gold_titles(example)
+    covered_by = [{u.title} & gold for u in units]
+    return _scores("paragraph", covered_by, gold, units, ks)
 
 
 # --------------------------------------------------------------------------- QA answers

@@ -234,6 +234,13 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
+def _index_key(index: Any) -> Any:
+    """What must not change between sessions of a run over a corpus index (not its folder)."""
+    if not isinstance(index, Mapping):
+        return None
+    return index.get("recipe_digest"), index.get("corpus_sha256"), index.get("counts")
+
+
 def write_recipe(path: Path, recipe: Recipe) -> None:
     """The fully resolved ``recipe`` as YAML beside what it produced, credentials masked."""
     path.write_text(redact(dump_recipe(stored_recipe(recipe))), encoding="utf-8")
@@ -284,7 +291,12 @@ class RunDir:
         return value
 
     def start(
-        self, recipe: Recipe, recipe_path: Path, dataset: str, dataset_file: Path
+        self,
+        recipe: Recipe,
+        recipe_path: Path,
+        dataset: str,
+        dataset_file: Path,
+        index: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Create the directory's description, or check that it describes this same run.
 
@@ -312,6 +324,11 @@ class RunDir:
                     f"({meta.get('dataset_fingerprint')}), not on {dataset!r} ({fingerprint}): "
                     "the dataset file changed or another dataset was named"
                 )
+            if index is not None and _index_key(meta.get("index")) != _index_key(index):
+                raise RunError(
+                    f"{self.folder} holds a run over another corpus index "
+                    f"({meta.get('index')}); now {dict(index)}: pass another --out"
+                )
             meta["sessions"] = [*meta.get("sessions", []), session]
         else:
             meta = {
@@ -328,6 +345,8 @@ class RunDir:
                 "models": model_identities(recipe),
                 "sessions": [session],
             }
+            if index is not None:
+                meta["index"] = dict(index)
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta)
         return meta

@@ -1,0 +1,275 @@
+"""The streamed corpus index: equal to the in-memory build, resumable after a kill at any batch,
+bad records named, opened memory-mapped, walked at the cost of its frontier."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chainrag.context import Context
+from chainrag.corpus.build import build_corpus_index
+from chainrag.corpus.source import CorpusError, read_passages
+from chainrag.corpus.store import CorpusIndex, CorpusIndexError, Layer
+from chainrag.graph import GraphView
+from chainrag.index import build_sentence_graph
+from chainrag.recipe import IndexSpec, load_recipe
+
+from .conftest import ROOT, SHARED
+
+pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+
+CORPUS = SHARED / "data" / "hipporag" / "2wikimultihopqa_corpus.json"
+
+
+def recipe(tmp_path: Path) -> tuple[Path, IndexSpec]:
+    """The paper's sentence graph with a cheap deterministic embedder (no model to load)."""
+    path = tmp_path / "graph.yaml"
+    path.write_text(
+        f"base: {ROOT / 'recipes' / 'index' / 'sentence_graph.yaml'}\n"
+        "index: {embedder: {kind: hashed_bow, dim: 64}}\n"
+    )
+    spec = load_recipe(path).index
+    assert spec is not None
+    return path, spec
+
+
+def corpus_file(tmp_path: Path, n: int = 40, bad: dict[int, object] | None = None) -> Path:
+    """The first ``n`` passages of HippoRAG's 2Wiki corpus as JSON Lines; ``bad`` replaces
+    lines (1-based) with other records."""
+    passages = json.loads(CORPUS.read_text())[:n]
+    lines = [json.dumps(p) for p in passages]
+    for number, record in (bad or {}).items():
+        lines[number - 1] = json.dumps(record)
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def build(source: Path, spec: IndexSpec, out: Path, **kw: object) -> dict[str, object]:
+    return build_corpus_index(
+        [str(source)], spec, out, Context(), batch_passages=8, batch_sentences=32, **kw
+    )  # type: ignore[arg-type]
+
+
+def assert_same_index(a: Path, b: Path) -> None:
+    """Two index folders hold the same rows, embeddings and layers."""
+    tables = ("passages", "sentences", "mentions", "keys", "batches")
+    with sqlite3.connect(a / "corpus.sqlite") as da, sqlite3.connect(b / "corpus.sqlite") as db:
+        for table in tables:
+            query = f"SELECT * FROM {table} ORDER BY rowid"
+            assert da.execute(query).fetchall() == db.execute(query).fetchall(), table
+    assert (a / "embeddings.npy").read_bytes() == (b / "embeddings.npy").read_bytes()
+    for layer in sorted(p.name for p in (a / "layers").iterdir()):
+        for part in ("data", "indices", "indptr"):
+            file = Path("layers", layer, f"{part}.npy")
+            assert (a / file).read_bytes() == (b / file).read_bytes(), file
+    ma, mb = (json.loads((f / "manifest.json").read_text()) for f in (a, b))
+    assert (ma["counts"], ma["corpus_sha256"]) == (mb["counts"], mb["corpus_sha256"])
+
+
+def test_streamed_build_equals_the_in_memory_build(tmp_path: Path) -> None:
+    _, spec = recipe(tmp_path)
+    source = corpus_file(tmp_path)
+    build(source, spec, tmp_path / "idx")
+    passages = list(read_passages([str(source)]))
+    graph, _ = build_sentence_graph(passages, spec, Context(), None)
+    index = CorpusIndex.open(tmp_path / "idx", spec.embedder)
+    n = len(graph)
+    assert len(index) == n and list(index.texts) == list(graph.texts)
+    assert [index.sentences[i] for i in range(n)] == list(graph.sentences)
+    assert np.array_equal(np.asarray(index.embeddings), graph.embeddings)
+    for name, matrix in graph.layers.items():
+        assert (index.layers[name].csr(n) != matrix).nnz == 0, name
+    view = GraphView(graph, graph.adjacency())
+    for units in ([0], [3, 17], list(range(0, n, 7)), []):
+        assert index.neighbours(units) == view.neighbours(units)
+
+
+@pytest.mark.parametrize(
+    ("stage", "after"), [("split", 2), ("embed", 3), ("embed", 99)]
+)  # 99: after the last embedding batch, before the key-entity and edge stages
+def test_a_build_stopped_after_any_batch_resumes_to_the_same_index(
+    tmp_path: Path, stage: str, after: int
+) -> None:
+    _, spec = recipe(tmp_path)
+    source = corpus_file(tmp_path)
+    build(source, spec, tmp_path / "whole")
+
+    class KilledError(Exception):
+        pass
+
+    calls: list[str] = []
+
+    def stop(name: str, done: int, total: int) -> None:
+        calls.append(name)
+        if name == stage and (calls.count(name) > after or (total and done == total)):
+            raise KilledError
+
+    with pytest.raises(KilledError):
+        build(source, spec, tmp_path / "part", progress=stop)
+    manifest = json.loads((tmp_path / "part" / "manifest.json").read_text())
+    assert not manifest["complete"]
+    with pytest.raises(CorpusIndexError, match="has not finished"):
+        CorpusIndex.open(tmp_path / "part", spec.embedder)
+    seen: list[tuple[str, int]] = []
+    build(source, spec, tmp_path / "part", progress=lambda s, d, n: seen.append((s, d)))
+    assert_same_index(tmp_path / "whole", tmp_path / "part")
+    if stage == "embed":  # nothing recorded is split or encoded again
+        assert not any(s == "split" for s, _ in seen)
+        assert all(d > 32 * min(after, calls.count("embed")) for s, d in seen if s == "embed")
+
+
+def _rows(folder: Path, table: str) -> int:
+    try:
+        with sqlite3.connect(folder / "corpus.sqlite") as db:
+            return int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_kill_9_during_a_real_build_then_resume_gives_the_same_index(tmp_path: Path) -> None:
+    path, spec = recipe(tmp_path)
+    source = corpus_file(tmp_path, n=120)
+    build_corpus_index([str(source)], spec, tmp_path / "whole", Context(), batch_passages=8)
+    args = [sys.executable, "-c", "from chainrag.cli import entry; entry()", "index",
+            "--recipe", str(path), "--corpus", str(source), "--out", str(tmp_path / "part"),
+            "--batch-passages", "8"]  # fmt: skip
+    env = os.environ | {"TQDM_DISABLE": "1"}
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        db = tmp_path / "part" / "corpus.sqlite"
+        if db.exists() and _rows(tmp_path / "part", "batches") >= 3:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert 3 <= _rows(tmp_path / "part", "batches") < 15
+    again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "passages" in again.stdout and "edges" in again.stdout
+    assert_same_index(tmp_path / "whole", tmp_path / "part")
+
+
+def test_a_bad_record_is_named_and_what_was_built_is_kept(tmp_path: Path) -> None:
+    _, spec = recipe(tmp_path)
+    bad = corpus_file(tmp_path, bad={30: {"title": "X", "text": None}})
+    with pytest.raises(CorpusError, match=r"corpus\.jsonl, line 30: field 'text' must be a string"):
+        build(bad, spec, tmp_path / "idx")
+    kept = _rows(tmp_path / "idx", "batches")
+    assert kept == 3  # the batches before line 30 (8 passages each)
+    fixed = corpus_file(tmp_path)  # the same file, repaired
+    build(fixed, spec, tmp_path / "idx")
+    build(corpus_file(tmp_path), spec, tmp_path / "whole")
+    assert_same_index(tmp_path / "whole", tmp_path / "idx")
+
+
+def test_a_changed_corpus_or_recipe_is_refused(tmp_path: Path) -> None:
+    path, spec = recipe(tmp_path)
+    source = corpus_file(tmp_path, bad={35: {"title": "X"}})
+    with pytest.raises(CorpusError, match="line 35: field 'text' is missing"):
+        build(source, spec, tmp_path / "idx")
+    corpus_file(tmp_path, bad={2: {"title": "Changed", "text": "Another text."}})
+    with pytest.raises(CorpusIndexError, match=r"corpus changed .* \(batch 1\)"):
+        build(source, spec, tmp_path / "idx")
+    other = load_recipe(path).index
+    assert other is not None
+    with pytest.raises(CorpusIndexError, match=r"built otherwise .*batch_passages"):
+        build_corpus_index([str(source)], other, tmp_path / "idx", Context(), batch_passages=4)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"title": "a", "text": "b"}', "expected a JSON array"),
+        ('[{"title": "a", "text": "b"}, 42]', r"record 2: expected a \{title, text\} object"),
+        ('[{"title": ["a"], "text": "b"}]', "record 1: field 'title' must be a string"),
+        ('[{"title": "a", "text": "b"} {"title": "c"}]', "record 2: expected ',' or ']'"),
+        ('[{"title": "a", "text": "b"},', "not closed"),
+    ],
+)
+def test_json_array_records_are_checked(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(text)
+    with pytest.raises(CorpusError, match=message):
+        list(read_passages([str(path)]))
+
+
+def test_a_json_array_is_read_incrementally_across_buffer_boundaries(tmp_path: Path) -> None:
+    import chainrag.corpus.source as source
+
+    items = [{"title": f"t{i} é", "text": "ü" * (i % 50 + 1) + " end"} for i in range(300)]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(items, ensure_ascii=False, indent=1))
+    old, source._CHUNK = source._CHUNK, 37  # odd-sized reads split characters and records
+    try:
+        got = list(read_passages([str(path), str(path)]))  # the second copy is deduplicated
+    finally:
+        source._CHUNK = old
+    assert [(p.title, p.text) for p in got] == [(i["title"], i["text"]) for i in items]
+    assert [p.pid for p in got] == [str(i) for i in range(300)]
+
+
+def test_layers_are_read_by_rows_not_whole(tmp_path: Path) -> None:
+    _, spec = recipe(tmp_path)
+    build(corpus_file(tmp_path), spec, tmp_path / "idx")
+    layer = Layer.open(tmp_path / "idx" / "layers" / "ss")
+    assert isinstance(layer.indices, np.memmap) and isinstance(layer.data, np.memmap)
+    cols, vals = layer.rows(np.array([0, 1]))
+    expected = layer.csr(int(layer.indptr.shape[0] - 1))[[0, 1]]
+    assert sorted(cols.tolist()) == sorted(expected.indices.tolist()) and vals.size == cols.size
+
+
+def test_run_answers_a_dataset_over_a_prebuilt_corpus_index(tmp_path: Path) -> None:
+    """``chainrag run --index DIR``: every question over one shared index, retrieval scored
+    against the gold passages' titles, the index recorded in run.json."""
+    from typer.testing import CliRunner
+
+    from chainrag.cli import app
+    from chainrag.data import load_dataset
+
+    from .fake_openai_server import FakeOpenAI, serve
+
+    examples = load_dataset("musique", 3)
+    source = tmp_path / "corpus.jsonl"
+    source.write_text("".join(json.dumps({"title": p.title, "text": p.text}) + "\n"
+                              for e in examples for p in e.passages))  # fmt: skip
+    fake = FakeOpenAI([], reply="Paris")
+    with serve(fake) as api_base:
+        path = tmp_path / "naive.yaml"
+        path.write_text(
+            f"base: {ROOT / 'recipes' / 'baselines' / 'naive.yaml'}\nname: naive\n"
+            "index: {embedder: {kind: hashed_bow, dim: 64}}\n"
+            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}'}}\n"
+        )
+        runner = CliRunner()
+        built = runner.invoke(app, ["index", "--recipe", str(path), "--corpus", str(source),
+                                    "--out", str(tmp_path / "idx")])  # fmt: skip
+        assert built.exit_code == 0, built.output
+        args = ["run", str(path), "--dataset", "musique", "--limit", "3", "--index",
+                str(tmp_path / "idx"), "--out", str(tmp_path / "runs"), "--no-report"]  # fmt: skip
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+    folder = tmp_path / "runs" / "musique@idx" / "naive"
+    lines = [json.loads(x) for x in (folder / "predictions.jsonl").read_text().splitlines()]
+    assert len(lines) == 3 and all(r["retrieval"]["level"] == "paragraph" for r in lines)
+    assert any(r["retrieval"]["recall@10"] > 0 for r in lines)
+    meta = json.loads((folder / "run.json").read_text())
+    assert meta["index"]["counts"]["passages"] == sum(len(e.passages) for e in examples)
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        f"base: {path}\nname: other\nindex: {{embedder: {{kind: hashed_bow, dim: 32}}}}\n"
+    )
+    refused = CliRunner().invoke(app, ["run", str(other), "--dataset", "musique", "--limit", "1",
+                                       "--index", str(tmp_path / "idx"), "--out",
+                                       str(tmp_path / "runs")])  # fmt: skip
+    assert refused.exit_code == 1 and "not the one" in refused.output
