@@ -28,7 +28,7 @@ ALL_QUESTIONS_HELP = (
 INDEX_HELP = (
     "Answer every question over this prebuilt corpus index (chainrag index ... --out DIR; the "
     "shared-corpus setting) instead of over its own passages; runs go to "
-    "OUT/<dataset>@<index folder name>/. Retrieval is scored against the gold passages' titles."
+    "OUT/<dataset>@<corpus sources>/. Retrieval is scored against the gold passages' titles."
 )
 PLOTS_HELP = (
     "Folder for the PNG plots (default: plots/ beside --out, else inside the first run "
@@ -54,6 +54,16 @@ def dataset_slug(dataset: str) -> str:
     if dataset.startswith("longbench:"):
         return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
     return dataset
+
+
+def run_slug(dataset: str, shared: Any = None) -> str:
+    """The folder of a dataset's runs; over a corpus index ``DATASET@CORPUS`` (the corpus named
+    by its sources, so that runs over a graph and a chunk index of one corpus sit together)."""
+    if shared is None:
+        return dataset_slug(dataset)
+    from chainrag.corpus.store import corpus_label
+
+    return f"{dataset_slug(dataset)}@{corpus_label(shared.manifest['sources'])}"
 
 
 class _Bar:
@@ -142,13 +152,13 @@ def run(
                 with open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite",
                               cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
                     for path, recipe in members:
-                        slug = dataset_slug(dataset) + (f"@{index.name}" if index else "")
-                        folder = out / slug / recipe.name
+                        shared = _open_shared(recipe, index) if index else None
+                        folder = out / run_slug(dataset, shared) / recipe.name
                         folders.append(folder)
                         result = _run_one(
                             recipe, path, folder, dataset, dataset_file, examples, llm,
                             width=width, slots=1 if managed else width, cache=index_cache,
-                            shared=_open_shared(recipe, index) if index else None,
+                            shared=shared,
                         )  # fmt: skip
                         failed += result.failed
     except ChainragError as exc:

@@ -124,7 +124,14 @@ class Run:
 
     @property
     def dataset(self) -> str:
-        return str(self.meta.get("dataset", "?"))
+        """The dataset, or ``DATASET@CORPUS`` for a run over a shared corpus index."""
+        name = str(self.meta.get("dataset", "?"))
+        index = self.meta.get("index")
+        if isinstance(index, dict) and isinstance(index.get("sources"), list):
+            from chainrag.corpus.store import corpus_label
+
+            return f"{name}@{corpus_label(index['sources'])}"
+        return name
 
     @property
     def llm(self) -> str:

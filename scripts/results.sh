@@ -9,6 +9,8 @@
 #   bash scripts/results.sh ablations recurring
 #   bash scripts/results.sh ablations@15    # the MuSiQue ablations on the first 15 questions
 #   bash scripts/results.sh variants        # our variants of ChainRAG (recipes/variants/), MuSiQue
+#   bash scripts/results.sh corpus-2wiki    # the shared-corpus setting: one corpus index of
+#                                           # HippoRAG's 2Wiki corpus + the dev paragraphs
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
 # methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
@@ -76,8 +78,24 @@ pooled() {
   shift
   run "$@" --dataset "pooled:$dataset" --limit $N --out $OUT --cache-mode refresh --no-report
 }
+# corpus DATASET: one corpus index of HippoRAG's corpus of that dataset plus every dev
+# question's own paragraphs (runs/corpus/, resumable), for the sentence graph and for chunks,
+# then ChainRAG and NaiveRAG over it on the first N dev questions (HippoRAG 2's setting).
+corpus() {
+  local dataset=$1 graph=runs/corpus/$1-graph chunks=runs/corpus/$1-chunks
+  $BIN/chainrag index --recipe recipes/chainrag/ansint.yaml --corpus "$dataset" \
+    --corpus "dev:$dataset" --out "$graph"
+  $BIN/chainrag index --recipe recipes/baselines/naive.yaml --corpus "$dataset" \
+    --corpus "dev:$dataset" --out "$chunks"
+  run recipes/baselines/naive.yaml --dataset "$dataset" --index "$chunks" --limit $N \
+    --out $OUT --cache-mode refresh --no-report
+  run recipes/chainrag/ansint.yaml --dataset "$dataset" --index "$graph" --limit $N \
+    --out $OUT --cache-mode refresh --no-report
+}
 for what in ${targets[@]}; do
-  if [[ $what == seeds ]]; then
+  if [[ $what == corpus-* ]]; then
+    corpus "${what#corpus-}"
+  elif [[ $what == seeds ]]; then
     for dataset in musique 2wiki hotpotqa; do
       mapfile -t seeds < <(seeds_for "$dataset")
       pooled "$dataset" "${seeds[@]}"

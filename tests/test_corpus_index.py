@@ -259,12 +259,15 @@ def test_run_answers_a_dataset_over_a_prebuilt_corpus_index(tmp_path: Path) -> N
                 str(tmp_path / "idx"), "--out", str(tmp_path / "runs"), "--no-report"]  # fmt: skip
         done = runner.invoke(app, args)
         assert done.exit_code == 0, done.output
-    folder = tmp_path / "runs" / "musique@idx" / "naive"
+    folder = tmp_path / "runs" / "musique@corpus" / "naive"
     lines = [json.loads(x) for x in (folder / "predictions.jsonl").read_text().splitlines()]
     assert len(lines) == 3 and all(r["retrieval"]["level"] == "paragraph" for r in lines)
     assert any(r["retrieval"]["recall@10"] > 0 for r in lines)
     meta = json.loads((folder / "run.json").read_text())
     assert meta["index"]["counts"]["passages"] == sum(len(e.passages) for e in examples)
+    from chainrag.report import find_runs
+
+    assert find_runs([folder])[0].dataset == "musique@corpus"
     other = tmp_path / "other.yaml"
     other.write_text(
         f"base: {path}\nname: other\nindex: {{embedder: {{kind: hashed_bow, dim: 32}}}}\n"

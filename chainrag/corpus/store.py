@@ -58,6 +58,12 @@ class CorpusIndexError(ChainragError):
     """A corpus index folder is missing, of another format, or built from something else."""
 
 
+def corpus_label(sources: Sequence[str]) -> str:
+    """A short name of a corpus for folders and tables: ``2wiki+dev-2wiki``."""
+    names = [Path(s).stem if s.endswith((".json", ".jsonl")) else s for s in sources]
+    return "+".join(n.replace(":", "-").replace("/", "-") for n in names)
+
+
 def connect(folder: Path) -> sqlite3.Connection:
     """The folder's SQLite database (created with its schema if new)."""
     db = sqlite3.connect(folder / DATABASE, isolation_level=None, check_same_thread=False)
