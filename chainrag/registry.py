@@ -153,6 +153,7 @@ NERS: Registry[p.NER] = Registry("ner", p.NER)
 KEY_ENTITY_SCORERS: Registry[p.KeyEntityScorer] = Registry("key_entity_scorer", p.KeyEntityScorer)
 EDGE_BUILDERS: Registry[p.EdgeBuilder] = Registry("edge_builder", p.EdgeBuilder)
 EMBEDDERS: Registry[p.Embedder] = Registry("embedder", p.Embedder)
+VECTOR_SEARCH: Registry[p.VectorSearch] = Registry("vector_search", p.VectorSearch)
 SEED_RETRIEVERS: Registry[p.SeedRetriever] = Registry("seed_retriever", p.SeedRetriever)
 RERANKERS: Registry[p.Reranker] = Registry("reranker", p.Reranker)
 EXPANDERS: Registry[p.Expander] = Registry("expander", p.Expander)
@@ -177,6 +178,7 @@ REGISTRIES: tuple[Registry[Any], ...] = (
     KEY_ENTITY_SCORERS,
     EDGE_BUILDERS,
     EMBEDDERS,
+    VECTOR_SEARCH,
     SEED_RETRIEVERS,
     RERANKERS,
     EXPANDERS,

@@ -136,6 +136,10 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
         ("",),
     ],
     "edge_builder": lambda: [(_graph_inputs(),), (GraphInputs((), (), np.zeros((0, 4))),)],
+    "vector_search": lambda: [
+        (_graph_inputs().embeddings,),
+        (np.zeros((0, 4), dtype=np.float32),),
+    ],
     "seed_retriever": lambda: [
         ("Where is Paris?", _toy_graph(), Context()),
         ("", _toy_graph(), Context()),

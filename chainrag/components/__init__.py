@@ -15,6 +15,7 @@ from chainrag.components import (
     rerankers,
     retrievers,
     rewrite_triggers,
+    search,
     spacy_nlp,
 )
 
@@ -33,5 +34,6 @@ __all__ = [
     "rerankers",
     "retrievers",
     "rewrite_triggers",
+    "search",
     "spacy_nlp",
 ]

@@ -16,7 +16,9 @@ import numpy as np
 from scipy import sparse
 
 from chainrag.components.key_entities import rows_csr
+from chainrag.components.search import ExactSearch, float32_rows, top_k_lowest_index
 from chainrag.errors import ChainragError
+from chainrag.protocols.index import VectorSearch
 from chainrag.registry import EDGE_BUILDERS
 from chainrag.types import GraphInputs, ScoredEntity
 
@@ -388,6 +390,12 @@ SimilarityWeighting = Literal["binary", "similarity"]
 BLOCK_ELEMENTS = 1 << 22
 """At most this many similarities (16 MiB of float32) are held at once by the SS builder."""
 
+WHOLE_ROWS = 8192
+"""Up to this many sentences an SS query block spans whole rows of similarities, at most
+:data:`BLOCK_ELEMENTS` of them: the blocks :func:`topk_similarity_edges` uses, so exact search
+gives its edges to the bit. Past it, blocks of ``block`` rows, tiled over columns by the search
+(the old rule shrank them to ``BLOCK_ELEMENTS // n`` rows: 4 at a time at 1M sentences)."""
+
 
 def topk_similarity_edges(
     embeddings: np.ndarray, m: int, *, block: int = 4096
@@ -396,7 +404,8 @@ def topk_similarity_edges(
 
     Similarity is the inner product (cosine for L2-normalised rows), computed ``block`` rows at
     a time (fewer when n is large, so that a block holds at most :data:`BLOCK_ELEMENTS`
-    similarities: memory stays linear in n). Ties are broken by the lower index.
+    similarities: memory stays linear in n). Ties are broken by the lower index. The reference
+    for :func:`nearest_others`, which does the same at any n.
     """
     x = np.asarray(embeddings, dtype=np.float32)
     n = x.shape[0]
@@ -410,59 +419,43 @@ def topk_similarity_edges(
         sim = x[start : start + block] @ x.T
         local = np.arange(sim.shape[0])
         sim[local, start + local] = -np.inf
-        chosen = _top_k_lowest_index(sim, k)
+        chosen = top_k_lowest_index(sim, k)
         rows.append(np.repeat(start + local, k))
         cols.append(chosen.ravel())
         sims.append(np.take_along_axis(sim, chosen, axis=1).ravel())
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
 
 
-def _top_k_lowest_index(sim: np.ndarray, k: int) -> np.ndarray:
-    """Column indexes of the k largest values per row; among equals, the lower index first."""
-    extra = 1 if k < sim.shape[1] else 0  # one more than needed reveals a tie at the boundary
-    values, chosen = _top_k(sim, k + extra)  # best first; equal values in any order
-    # rows holding equal values (rare) are put in (value descending, index ascending) order
-    tied_rows = np.nonzero((values[:, 1:] == values[:, :-1]).any(axis=1))[0]
-    if tied_rows.size:
-        order = np.lexsort((chosen[tied_rows], -values[tied_rows]), axis=1)
-        chosen[tied_rows] = np.take_along_axis(chosen[tied_rows], order, axis=1)
-        values[tied_rows] = np.take_along_axis(values[tied_rows], order, axis=1)
-    boundary = np.nonzero(values[:, k - 1] == values[:, k])[0] if extra else tied_rows[:0]
-    chosen = chosen[:, :k]
-    for row in boundary:  # a tie at the boundary: keep the lowest indexes among the equals
-        threshold = values[row, k - 1]
-        above = np.nonzero(sim[row] > threshold)[0]
-        equal = np.nonzero(sim[row] == threshold)[0][: k - above.size]
-        picked = np.concatenate([above, equal])
-        order = np.lexsort((picked, -sim[row, picked]))
-        chosen[row] = picked[order]
-    return chosen
+def query_rows(n: int, block: int) -> int:
+    """Rows per SS query block for n sentences (see :data:`WHOLE_ROWS`)."""
+    return max(1, min(block, BLOCK_ELEMENTS // n)) if n <= WHOLE_ROWS else block
 
 
-def _top_k(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(values, indexes) of the k largest per row, largest first, in no order among equals.
+def nearest_others(
+    embeddings: np.ndarray, m: int, search: VectorSearch, *, block: int = 4096
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row i, its ``m`` most similar other rows by ``search``, as (rows, cols, sims).
 
-    Uses ``torch.topk`` on one thread when torch is installed (4× faster than a numpy
-    partition), else ``np.argpartition``. One thread, because ``sim`` has just come from a
-    multi-threaded BLAS product whose worker threads keep spinning on the other cores for tens
-    of milliseconds after it returns: torch's own workers would compete with them for the cores
-    (on 2 cores the same top-k took 15 ms on two threads right after the product, 11 ms on one,
-    6 ms on two once the BLAS threads were idle).
+    With exact search, :func:`topk_similarity_edges`'s result at any n, in bounded memory.
+    An approximate search may find fewer than m for a row. In-memory embeddings are made
+    float32 once, as before; a memory map is converted a block of rows at a time.
     """
-    try:
-        import torch
-    except ImportError:
-        part = np.argpartition(sim, sim.shape[1] - k, axis=1)[:, -k:]
-        values = np.take_along_axis(sim, part, axis=1)
-        order = np.argsort(-values, axis=1)
-        return np.take_along_axis(values, order, axis=1), np.take_along_axis(part, order, axis=1)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # process-wide while it lasts: other torch work may run slower
-    try:
-        top = torch.topk(torch.from_numpy(np.ascontiguousarray(sim)), k, dim=1, sorted=True)
-    finally:
-        torch.set_num_threads(threads)
-    return top.values.numpy(), top.indices.numpy().astype(np.int64)
+    x = embeddings if isinstance(embeddings, np.memmap) else np.asarray(embeddings, np.float32)
+    n = x.shape[0]
+    k = min(m, n - 1)
+    if k <= 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=np.float32)
+    index = search(x)
+    step = query_rows(n, block)
+    found = []
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        found.append(index.search(float32_rows(x, start, stop), k, np.arange(start, stop)))
+    ids = np.concatenate([f[0] for f in found])
+    sims = np.concatenate([f[1] for f in found])
+    keep = ids >= 0
+    return np.nonzero(keep)[0], ids[keep], sims[keep]
 
 
 def similarity_edges(
@@ -493,13 +486,17 @@ class SimilarityTopK:
 
     §3.1 (m = 10, union); ``mutual: true`` links only pairs that choose each other (the
     summary's reading). ``weighting: similarity`` weighs edges by max(cosine, 0), so pairs of
-    non-positive similarity drop out. Recipe: ``{kind: similarity_topk, m: 10}``.
+    non-positive similarity drop out. ``search`` finds the m most similar: ``exact`` (the
+    paper's; memory bounded at any n) or approximate (``faiss_hnsw``, ``faiss_ivf``) for large
+    corpora; ``block`` sentences are searched at a time. Recipe: ``{kind: similarity_topk, m:
+    10}``, or ``{kind: similarity_topk, m: 10, search: {kind: faiss_ivf, nprobe: 16}}``.
     """
 
     m: int = attrs.field(default=10, validator=attrs.validators.ge(1))
     mutual: bool = False
     weighting: SimilarityWeighting = "binary"
     block: int = attrs.field(default=4096, validator=attrs.validators.ge(1))
+    search: VectorSearch = attrs.field(factory=ExactSearch)
 
     def __call__(self, inputs: GraphInputs) -> sparse.csr_matrix:
         n = len(inputs.sentences)
@@ -507,5 +504,5 @@ class SimilarityTopK:
             raise ValueError("similarity_topk needs sentence embeddings: set index.embedder")
         if inputs.embeddings.shape[0] != n:
             raise ValueError(f"{inputs.embeddings.shape[0]} embeddings for {n} sentences")
-        rows, cols, sims = topk_similarity_edges(inputs.embeddings, self.m, block=self.block)
+        rows, cols, sims = nearest_others(inputs.embeddings, self.m, self.search, block=self.block)
         return similarity_edges(rows, cols, sims, n, mutual=self.mutual, weighting=self.weighting)

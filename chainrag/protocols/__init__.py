@@ -8,6 +8,8 @@ from chainrag.protocols.index import (
     EmbedRole,
     KeyEntityScorer,
     SentenceSplitter,
+    VectorIndex,
+    VectorSearch,
 )
 from chainrag.protocols.knowledge import CacheTrigger, KnowledgeFilter, QueryRewriter
 from chainrag.protocols.llm import LLM
@@ -58,4 +60,6 @@ __all__ = [
     "SentenceSplitter",
     "SufficiencyJudge",
     "Summarizer",
+    "VectorIndex",
+    "VectorSearch",
 ]

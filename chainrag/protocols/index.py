@@ -1,4 +1,5 @@
-"""Protocols of the index stages: splitting, chunking, NER, key entities, edges, embedding."""
+"""Protocols of the index stages: splitting, chunking, NER, key entities, edges, embedding,
+vector search."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 from chainrag.types import Chunk, FloatArray, Mention, Passage, ScoredEntity, Sentence
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    import numpy as np
+    from numpy.typing import NDArray
     from scipy.sparse import csr_matrix
 
     from chainrag.context import Context
@@ -66,3 +71,33 @@ class Embedder(Protocol):
     def __call__(
         self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
     ) -> FloatArray: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """A built inner-product index over n vectors, searched by (q, d) float32 queries."""
+
+    def search(
+        self, queries: FloatArray, k: int, exclude: NDArray[np.int64] | None = None
+    ) -> tuple[NDArray[np.int64], FloatArray]:
+        """(ids, similarities), each (q, k): best first, equal similarities by lower id, padded
+        with id -1 and similarity -inf where fewer than k exist; ``exclude[i]`` (one id per
+        query) is never returned for query i."""
+        ...
+
+    def save(self, path: Path) -> None:
+        """Write the index to one file at ``path`` (its vectors are not written)."""
+        ...
+
+
+@runtime_checkable
+class VectorSearch(Protocol):
+    """(n, d) L2-normalised vectors → a :class:`VectorIndex` (SS edges §3.1, seeds §3.2).
+
+    ``vectors`` may be a read-only ``np.memmap``, float32 or float16; the index may keep a
+    reference to it. ``load`` reopens what :meth:`VectorIndex.save` wrote, over the same vectors.
+    """
+
+    def __call__(self, vectors: FloatArray) -> VectorIndex: ...
+
+    def load(self, path: Path, vectors: FloatArray) -> VectorIndex: ...

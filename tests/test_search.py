@@ -1,0 +1,229 @@
+"""The vector-search stage: exact tiled top-k against brute force, FAISS, save and load."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chainrag.components.search import (
+    ExactSearch,
+    FaissHNSW,
+    FaissIVF,
+    exact_top_k,
+    spans,
+)
+from chainrag.protocols import VectorIndex, VectorSearch
+
+# --------------------------------------------------------------------------- strategies
+
+# small integers: every inner product is exact in float32, so ties are real ties
+ROW = st.lists(st.integers(-2, 2).map(float), min_size=3, max_size=3)
+matrices = st.lists(ROW, max_size=25).map(lambda rows: np.array(rows, np.float32).reshape(-1, 3))
+
+
+def brute_force(
+    queries: np.ndarray, vectors: np.ndarray, k: int, exclude: list[int] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's k best by (similarity descending, id ascending), padded with -1 / -inf."""
+    ids = np.full((len(queries), k), -1, np.int64)
+    sims = np.full((len(queries), k), -np.inf, np.float32)
+    for i, q in enumerate(queries.astype(np.float64)):
+        scored = [(-float(q @ v), j) for j, v in enumerate(vectors.astype(np.float64))]
+        best = sorted(s for s in scored if exclude is None or s[1] != exclude[i])[:k]
+        ids[i, : len(best)] = [j for _, j in best]
+        sims[i, : len(best)] = [-s for s, _ in best]
+    return ids, sims
+
+
+def unit_rows(n: int, d: int, seed: int = 0) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+# --------------------------------------------------------------------------- exact
+
+
+@given(
+    matrices,
+    matrices,
+    st.integers(0, 30),
+    st.integers(1, 7),
+    st.integers(1, 40),
+    st.data(),
+)
+def test_exact_top_k_is_brute_force(
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+    columns: int,
+    elements: int,
+    data: st.DataObject,
+) -> None:
+    ids_range = st.integers(-1, max(len(vectors), 1))
+    exclude = data.draw(
+        st.none() | st.lists(ids_range, min_size=len(queries), max_size=len(queries))
+    )
+    excluded = None if exclude is None else np.array(exclude, np.int64).reshape(-1)
+    ids, sims = exact_top_k(queries, vectors, k, excluded, columns=columns, elements=elements)
+    want_ids, want_sims = brute_force(queries, vectors, k, exclude)
+    assert ids.dtype == np.int64
+    assert sims.dtype == np.float32
+    assert np.array_equal(ids, want_ids)
+    assert np.array_equal(sims, want_sims)
+
+
+@given(st.integers(0, 200), st.integers(1, 50))
+def test_spans_cover_evenly(n: int, width: int) -> None:
+    parts = spans(n, width)
+    assert parts[0][0] == 0
+    assert parts[-1][1] == n
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(parts))
+    lengths = [stop - start for start, stop in parts]
+    assert max(lengths) <= width
+    assert max(lengths) - min(lengths) <= 1
+
+
+def test_exact_search_reads_a_float16_memmap_in_place(tmp_path: Path) -> None:
+    x = unit_rows(500, 16).astype(np.float16)
+    np.save(tmp_path / "e.npy", x)
+    mapped = np.load(tmp_path / "e.npy", mmap_mode="r")  # read-only: a write would raise
+    index = ExactSearch(tile_columns=64, tile_elements=1000)(mapped)
+    queries = x[:40].astype(np.float32)
+    ids, sims = index.search(queries, 7, np.arange(40))
+    want_ids, want_sims = exact_top_k(queries, x.astype(np.float32), 7, np.arange(40))
+    assert np.array_equal(ids, want_ids)
+    assert np.allclose(sims, want_sims, atol=1e-6)
+
+
+def test_exact_search_memory_stays_within_its_tiles() -> None:
+    """1,000 queries × 20,000 vectors would be 80 MB of similarities at once."""
+    vectors = unit_rows(20_000, 8)
+    queries = vectors[:1000]
+    exact_top_k(queries[:1], vectors[:2], 1)  # imports torch (if installed) outside the trace
+    tracemalloc.start()
+    try:
+        exact_top_k(queries, vectors, 10, columns=4096, elements=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_empty_and_oversized_requests_are_padded() -> None:
+    x = unit_rows(3, 4)
+    ids, sims = ExactSearch()(x).search(x, 5, np.arange(3))
+    assert ids.shape == (3, 5)
+    assert np.all(ids[:, 2:] == -1)
+    assert np.all(np.isneginf(sims[:, 2:]))
+    ids, sims = ExactSearch()(np.zeros((0, 4), np.float32)).search(x, 2)
+    assert np.all(ids == -1)
+    assert ExactSearch()(x).search(x, 0)[0].shape == (3, 0)
+
+
+def test_components_satisfy_the_protocols() -> None:
+    x = unit_rows(10, 4)
+    for search in (ExactSearch(), FaissHNSW(m=4), FaissIVF(nlist=2)):
+        assert isinstance(search, VectorSearch)
+        if not isinstance(search, ExactSearch):
+            pytest.importorskip("faiss")
+        assert isinstance(search(x), VectorIndex)
+
+
+# --------------------------------------------------------------------------- save and load
+
+
+def _searches() -> list[VectorSearch]:
+    return [ExactSearch(), FaissHNSW(m=8, ef_search=300), FaissIVF(nlist=6, nprobe=6)]
+
+
+@pytest.mark.parametrize("search", _searches(), ids=lambda s: type(s).__name__)
+def test_save_then_load_searches_the_same(search: VectorSearch, tmp_path: Path) -> None:
+    if not isinstance(search, ExactSearch):
+        pytest.importorskip("faiss")
+    x = unit_rows(300, 16)
+    np.save(tmp_path / "e.npy", x)
+    mapped = np.load(tmp_path / "e.npy", mmap_mode="r")
+    index = search(mapped)
+    index.save(tmp_path / "index")
+    loaded = search.load(tmp_path / "index", mapped)
+    got, want = loaded.search(x[:50], 10, np.arange(50)), index.search(x[:50], 10, np.arange(50))
+    assert np.array_equal(got[0], want[0])
+    assert np.array_equal(got[1], want[1])
+    with pytest.raises(ValueError, match=r"indexes 300×16 vectors, but the embeddings are 299×16"):
+        search.load(tmp_path / "index", mapped[:299])
+
+
+def test_loading_another_kind_of_file_says_what_it_is(tmp_path: Path) -> None:
+    pytest.importorskip("faiss")
+    x = unit_rows(100, 8)
+    ExactSearch()(x).save(tmp_path / "exact")
+    FaissIVF(nlist=4)(x).save(tmp_path / "ivf")
+    with pytest.raises(ValueError, match="not a FAISS index file"):
+        FaissHNSW().load(tmp_path / "exact", x)
+    with pytest.raises(ValueError, match="holds a IndexIVFFlat, not an inner-product hnsw"):
+        FaissHNSW().load(tmp_path / "ivf", x)
+    with pytest.raises(ValueError, match="is not an exact vector index file"):
+        ExactSearch().load(tmp_path / "ivf", x)
+
+
+# --------------------------------------------------------------------------- FAISS
+
+
+@pytest.mark.parametrize(
+    "search",
+    [FaissIVF(nlist=12, nprobe=12), FaissHNSW(m=8, ef_construction=40, ef_search=400)],
+    ids=["ivf_nprobe_nlist", "hnsw_ef_n"],
+)
+def test_exhaustive_approximate_search_is_exact(search: VectorSearch) -> None:
+    """IVF probing every list and HNSW with efSearch ≥ n visit every vector."""
+    pytest.importorskip("faiss")
+    x = unit_rows(400, 24, seed=3)  # no ties: the top-k is unique
+    index = search(x)
+    for exclude in (None, np.arange(400)):
+        ids, sims = index.search(x, 10, exclude)
+        want_ids, want_sims = exact_top_k(x, x, 10, exclude)
+        assert np.array_equal(ids, want_ids)
+        assert np.allclose(sims, want_sims, atol=1e-5)
+
+
+def test_faiss_pads_and_restores_its_thread_count() -> None:
+    faiss = pytest.importorskip("faiss")
+    before = faiss.omp_get_max_threads()
+    x = unit_rows(5, 4)
+    for search in (FaissHNSW(m=4), FaissIVF(nlist=2, nprobe=2)):
+        ids, sims = search(x).search(x, 8, np.arange(5))
+        assert np.all(ids[:, 4:] == -1)
+        assert np.all(np.isneginf(sims[:, 4:]))
+        assert not np.any(ids == np.arange(5)[:, None])
+        assert faiss.omp_get_max_threads() == before
+
+
+def test_ivf_training_is_seeded() -> None:
+    pytest.importorskip("faiss")
+    x = unit_rows(2000, 16)
+    assert FaissIVF(seed=1)(x) == FaissIVF(seed=1)(x)
+    assert FaissIVF(seed=1)(x) != FaissIVF(seed=2)(x)
+
+
+def test_the_package_imports_and_searches_exactly_without_faiss() -> None:
+    code = (
+        "import sys; sys.modules['faiss'] = None\n"
+        "import numpy as np, chainrag.components\n"
+        "from chainrag.components.search import ExactSearch, FaissIVF\n"
+        "x = np.eye(4, dtype=np.float32)\n"
+        "assert ExactSearch()(x).search(x, 1)[0].tolist() == [[0], [1], [2], [3]]\n"
+        "try:\n"
+        "    FaissIVF()(x)\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "need faiss-cpu" in out.stdout
