@@ -11,12 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
-from chainrag.data import POOLED
+from chainrag.data import dataset_slug as dataset_slug  # the run folder of a dataset
 from chainrag.errors import ChainragError, Interrupted, signal_name
 
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
-    "questions' passages (seed 002's shared store); or longbench:PATH for a LongBench jsonl file."
+    "questions' passages (seed 002's shared store); or longbench:PATH for a LongBench jsonl file. "
+    "Repeat for a grid of recipes x datasets."
 )
 CONCURRENCY_HELP = (
     "Questions in flight at once (default: the recipe's llm.concurrency); LLM requests stay "
@@ -25,6 +26,11 @@ CONCURRENCY_HELP = (
 ALL_QUESTIONS_HELP = (
     "Score each run on all of its questions, not only on those every run of the dataset answered."
 )
+ENGINE_HELP = (
+    "local: in this process; ray: each recipe x dataset as a Ray task (a local Ray, or the "
+    "cluster at RAY_ADDRESS), each writing its own resumable run folder."
+)
+RAY_CPUS_HELP = "CPUs a Ray task reserves (a managed local LLM's job: the cores its server uses)."
 INDEX_HELP = (
     "Answer every question over this prebuilt corpus index (chainrag index ... --out DIR; the "
     "shared-corpus setting) instead of over its own passages; runs go to "
@@ -45,25 +51,6 @@ def check_cache_mode(cache_mode: str) -> None:
     """Exit 2 with a clear message unless ``cache_mode`` is one the LLM cache knows."""
     if cache_mode not in ("use", "bypass", "refresh"):
         raise _fail(f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", 2)
-
-
-def dataset_slug(dataset: str) -> str:
-    """The run folder name of a dataset: its name, ``pooled-<name>`` or ``longbench-<stem>``."""
-    if dataset.startswith(POOLED):
-        return "pooled-" + dataset.removeprefix(POOLED)
-    if dataset.startswith("longbench:"):
-        return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
-    return dataset
-
-
-def run_slug(dataset: str, shared: Any = None) -> str:
-    """The folder of a dataset's runs; over a corpus index ``DATASET@CORPUS`` (the corpus named
-    by its sources, so that runs over a graph and a chunk index of one corpus sit together)."""
-    if shared is None:
-        return dataset_slug(dataset)
-    from chainrag.corpus.store import corpus_label
-
-    return f"{dataset_slug(dataset)}@{corpus_label(shared.manifest['sources'])}"
 
 
 class _Bar:
@@ -90,10 +77,7 @@ class _Bar:
 
 def run(
     recipes: Annotated[list[Path], typer.Argument(help="Method recipes to run, one run each.")],
-    dataset: Annotated[
-        str,
-        typer.Option(help=DATASET_HELP),
-    ],
+    dataset: Annotated[list[str], typer.Option(help=DATASET_HELP)],
     limit: Annotated[
         int | None, typer.Option(min=1, help="Only the first N questions (default: all).")
     ] = None,
@@ -109,120 +93,76 @@ def run(
     ] = "use",
     report: Annotated[bool, typer.Option(help="Print the report of these runs at the end.")] = True,
     index: Annotated[Path | None, typer.Option(help=INDEX_HELP)] = None,
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
+    ray_cpus: Annotated[float, typer.Option(min=0.1, help=RAY_CPUS_HELP)] = 1.0,
 ) -> None:
     """Answer a dataset's questions with each recipe; one JSON line per question in a run
     directory. Run the same command again to continue a stopped run: finished questions are
     kept, a torn last line is repaired, only the rest is run."""
-    from chainrag.data import dataset_path, load_dataset
-    from chainrag.index import IndexCache
-    from chainrag.llm import open_llm
-    from chainrag.paths import cache_root
-    from chainrag.recipe import load_recipe
-    from chainrag.report import find_runs, markdown
-    from chainrag.runner import check_runnable
+    from chainrag.jobs import Job, load_questions, load_recipes
 
     check_cache_mode(cache_mode)
+    if engine not in ("local", "ray"):
+        raise _fail(f"--engine must be local or ray, not {engine!r}", 2)
     try:
-        loaded = [(path, load_recipe(path)) for path in recipes]
-        for _, recipe in loaded:
-            check_runnable(recipe)
-        names = [r.name for _, r in loaded]
-        if len(set(names)) != len(names):
-            raise _fail(f"two recipes share a name ({', '.join(names)}); each run needs its own")
-        dataset_file, _ = dataset_path(dataset)
-        examples = load_dataset(dataset, limit)
-        _check_ids(examples, dataset)
+        loaded = load_recipes(recipes)
+        questions = {d: load_questions(d, limit, index is not None) for d in dataset}
     except ChainragError as exc:
         raise _fail(str(exc)) from None
-    typer.echo(f"{len(examples)} questions of {dataset}; {len(loaded)} recipe(s); runs in {out}/")
-    groups: dict[Any, list[tuple[Path, Any]]] = {}
-    for path, recipe in loaded:
-        groups.setdefault(recipe.llm, []).append((path, recipe))
-    folders, failed = [], 0
-    index_cache = IndexCache()
+    jobs = [Job(path, d, out, limit, concurrency, cache_mode, index)
+            for d in dataset for path, _ in loaded]  # fmt: skip
+    for d, examples in questions.items():
+        typer.echo(f"{len(examples)} questions of {d}; {len(loaded)} recipe(s); runs in {out}/")
+    results = _on_ray(jobs, ray_cpus) if engine == "ray" else _locally(jobs, loaded, questions)
+    if report:
+        from chainrag.report import find_runs, markdown
+
+        typer.echo("")
+        typer.echo(markdown(find_runs([r.folder for r in results])))
+    failed = sum(r.session.failed for r in results)
+    if failed:
+        raise _fail(f"{failed} question(s) failed (see errors.jsonl in the run directories); "
+                    "run the same command again to retry them")  # fmt: skip
+
+
+def _locally(jobs: Sequence[Any], loaded: Sequence[Any], questions: dict[str, Any]) -> list[Any]:
+    """Every dataset's recipes in this process (recipes with one llm: share its server)."""
+    from chainrag.jobs import run_group
+
+    results: list[Any] = []
     try:
         with sigterm_as_interrupt():
-            for spec, members in groups.items():
-                managed = spec.kind == "local_gguf"
-                width = concurrency or spec.concurrency
-                if managed and width > 1:
-                    typer.echo(f"note: {width} questions in flight, 1 LLM request at a time")
-                if managed:
-                    typer.echo(f"starting the local {spec.model} server…")
-                with open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite",
-                              cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
-                    for path, recipe in members:
-                        shared = _open_shared(recipe, index) if index else None
-                        folder = out / run_slug(dataset, shared) / recipe.name
-                        folders.append(folder)
-                        result = _run_one(
-                            recipe, path, folder, dataset, dataset_file, examples, llm,
-                            width=width, slots=1 if managed else width, cache=index_cache,
-                            shared=shared,
-                        )  # fmt: skip
-                        failed += result.failed
+            for job in jobs[:: len(loaded)]:  # one job per dataset stands for its group
+                done = run_group(job, loaded, questions[job.dataset], bar=_Bar,
+                                 on_result=_say_result, say=typer.echo)  # fmt: skip
+                results += done
+                if done and done[-1].session.interrupted:
+                    raise _interrupted(done[-1].session.interrupted)
     except ChainragError as exc:
         raise _fail(
             f"{exc}\n(finished questions are kept; run the same command to resume)"
         ) from None
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM outside a recipe's questions
         raise _interrupted(signal_name(exc)) from None
-    if report:
-        typer.echo("")
-        typer.echo(markdown(find_runs(folders)))
-    if failed:
-        raise _fail(f"{failed} question(s) failed (see errors.jsonl in the run directories); "
-                    "run the same command again to retry them")  # fmt: skip
+    return results
 
 
-def _open_shared(recipe: Any, folder: Path) -> Any:
-    """The corpus index at ``folder`` as ``recipe`` searches it; its ``index:`` must be the one
-    the index was built with."""
-    from chainrag.corpus.build import index_digest
-    from chainrag.corpus.store import CorpusIndex, CorpusIndexError, read_manifest
+def _on_ray(jobs: Sequence[Any], cpus: float) -> list[Any]:
+    """Every job as a Ray task; each prints its result as the grid finishes."""
+    from chainrag.jobs import run_grid_ray
 
-    manifest = read_manifest(folder)
-    if recipe.index is None or index_digest(recipe.index) != manifest["recipe_digest"]:
-        raise CorpusIndexError(
-            f"recipe {recipe.name!r}: its index: section is not the one {folder} was built with "
-            f"({manifest['recipe_digest']}); build an index with this recipe (chainrag index "
-            "--recipe ... --out ...) or run a recipe with that index: section"
-        )
-    weights = recipe.retrieval.edge_weights if recipe.retrieval else None
-    return CorpusIndex.open(folder, recipe.index.embedder, weights or None)
-
-
-def _run_one(
-    recipe: Any, path: Path, folder: Path, dataset: str, dataset_file: Path,
-    examples: Sequence[Any], llm: Any, *, width: int, slots: int, cache: Any, shared: Any = None,
-) -> Any:  # fmt: skip
-    """Run one recipe into ``folder`` and record the session's end, interrupted or not."""
-    from chainrag.evaluate import run_recipe
-    from chainrag.runs import RunDir, locked
-
-    with locked(folder):
-        run_dir = RunDir(folder)
-        about = _index_identity(shared) if shared is not None else None
-        run_dir.start(recipe, path, dataset, dataset_file, index=about)
-        bar = _Bar(f"{folder.parent.name}/{recipe.name}")
-        try:
-            result = run_recipe(
-                recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
-                cache=cache, index=shared, progress=bar,
-            )  # fmt: skip
-        finally:
-            bar.close()
-        run_dir.finish_session(result.summary())
-    _say_result(folder, result)
-    if result.interrupted:
-        raise _interrupted(result.interrupted)
-    return result
-
-
-def _index_identity(shared: Any) -> dict[str, Any]:
-    m = shared.manifest
-    keys = ("recipe_digest", "sources", "corpus_sha256", "counts")
-    return {"folder": str(shared.folder)} | {k: m[k] for k in keys}
+    typer.echo(f"{len(jobs)} job(s) as Ray tasks ({cpus:g} CPU each)…")
+    try:
+        results = run_grid_ray(jobs, cpus)
+    except ChainragError as exc:
+        raise _fail(
+            f"{exc}\n(finished questions are kept; run the same command to resume)"
+        ) from None
+    except KeyboardInterrupt as exc:
+        raise _interrupted(signal_name(exc)) from None
+    for result in results:
+        _say_result(result)
+    return results
 
 
 def _interrupted(name: str) -> typer.Exit:
@@ -248,23 +188,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _check_ids(examples: Sequence[Any], dataset: str) -> None:
-    from chainrag.data import DatasetError
-
-    seen: set[str] = set()
-    if examples and not any(e.passages for e in examples):
-        raise DatasetError(
-            f"{dataset}: its questions carry no passages of their own (a shared-corpus set); "
-            "runs answer each question over its own passages"
-        )
-    for example in examples:
-        if example.qid in seen:
-            raise DatasetError(f"{dataset}: question id {example.qid!r} occurs twice; "
-                               "runs key their lines by question id")  # fmt: skip
-        seen.add(example.qid)
-
-
-def _say_result(folder: Path, result: Any) -> None:
+def _say_result(job_result: Any) -> None:
+    folder, result = job_result.folder, job_result.session
     parts = [f"{result.answered} answered"]
     if result.skipped:
         parts.append(f"{result.skipped} already done")

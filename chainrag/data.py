@@ -631,3 +631,13 @@ def load_context_file(path: Path) -> tuple[Passage, ...]:
     if not out:
         raise DatasetError(f"{path}: no text")
     return tuple(out)
+
+
+def dataset_slug(dataset: str) -> str:
+    """The run folder name of a dataset: its name, ``pooled-<name>`` or ``longbench-<stem>``."""
+    if dataset.startswith(POOLED):
+        return "pooled-" + dataset.removeprefix(POOLED)
+    if dataset.startswith("longbench:"):
+        return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
+    return dataset
+

@@ -1,0 +1,205 @@
+"""Run jobs: recipes over a dataset into their run folders, in this process or as Ray tasks.
+
+    results = run_group(recipes, "musique", out=Path("runs"))          # one LLM server shared
+    results = run_grid_ray([Job(Path("r.yaml"), "2wiki", Path("runs"))])  # a task per job
+
+A job is one recipe over one dataset (optionally over a prebuilt corpus index) into
+``OUT/<dataset slug>/<recipe name>/``; its run folder is resumable, so a grid whose tasks were
+lost is finished by running it again. :func:`run_group` runs several recipes over one dataset
+in this process, sharing one LLM (one managed server) between the recipes that name the same
+``llm:``; :func:`run_grid_ray` sends each job to a Ray task (a local Ray, or the cluster at
+``RAY_ADDRESS``), which runs it with :func:`run_group` on its worker.
+
+Layer: run orchestration. May import recipes, data, the LLM layer, the index and corpus
+packages, the evaluation loop and run folders; never the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from chainrag.data import DatasetError, dataset_path, dataset_slug, load_dataset
+from chainrag.evaluate import SessionResult, Tally, run_recipe
+from chainrag.index import IndexCache
+from chainrag.recipe import Recipe, load_recipe
+from chainrag.runner import check_runnable
+from chainrag.runs import RunDir, locked
+from chainrag.types import QAExample
+
+Bar = Callable[[str], Callable[[int, int, Tally], None]]
+"""``bar(label)`` gives the progress callback of one run (the CLI's tqdm bar)."""
+
+
+@attrs.frozen
+class Job:
+    """One recipe over one dataset; what ``chainrag run`` is given for it."""
+
+    recipe: Path
+    dataset: str
+    out: Path
+    limit: int | None = None
+    concurrency: int | None = None
+    cache_mode: str = "use"
+    index: Path | None = None
+
+
+@attrs.frozen
+class JobResult:
+    folder: Path
+    session: SessionResult
+
+
+def run_slug(dataset: str, shared: Any = None) -> str:
+    """The folder of a dataset's runs; over a corpus index ``DATASET@CORPUS`` (the corpus named
+    by its sources, so that runs over a graph and a chunk index of one corpus sit together)."""
+    if shared is None:
+        return dataset_slug(dataset)
+    from chainrag.corpus.store import corpus_label
+
+    return f"{dataset_slug(dataset)}@{corpus_label(shared.manifest['sources'])}"
+
+
+def load_recipes(paths: Sequence[Path]) -> list[tuple[Path, Recipe]]:
+    """The recipes, each able to answer questions, with names unique among them."""
+    loaded = [(path, load_recipe(path)) for path in paths]
+    for _, recipe in loaded:
+        check_runnable(recipe)
+    names = [r.name for _, r in loaded]
+    if len(set(names)) != len(names):
+        raise DatasetError(f"two recipes share a name ({', '.join(names)}); each run needs its own")
+    return loaded
+
+
+def load_questions(dataset: str, limit: int | None, shared: bool) -> list[QAExample]:
+    """The dataset's questions, checked for what a run needs (ids unique; passages of their
+    own unless a corpus index is given)."""
+    examples = load_dataset(dataset, limit)
+    if examples and not shared and not any(e.passages for e in examples):
+        raise DatasetError(
+            f"{dataset}: its questions carry no passages of their own (a shared-corpus set); "
+            "run it over a corpus index (--index)"
+        )
+    seen: set[str] = set()
+    for example in examples:
+        if example.qid in seen:
+            raise DatasetError(f"{dataset}: question id {example.qid!r} occurs twice; "
+                               "runs key their lines by question id")  # fmt: skip
+        seen.add(example.qid)
+    return examples
+
+
+def open_shared(recipe: Recipe, folder: Path) -> Any:
+    """The corpus index at ``folder`` as ``recipe`` searches it; its ``index:`` must be the one
+    the index was built with."""
+    from chainrag.corpus.build import index_digest
+    from chainrag.corpus.store import CorpusIndex, CorpusIndexError, read_manifest
+
+    manifest = read_manifest(folder)
+    if recipe.index is None or index_digest(recipe.index) != manifest["recipe_digest"]:
+        raise CorpusIndexError(
+            f"recipe {recipe.name!r}: its index: section is not the one {folder} was built with "
+            f"({manifest['recipe_digest']}); build an index with this recipe (chainrag index "
+            "--recipe ... --out ...) or run a recipe with that index: section"
+        )
+    assert recipe.index.embedder is not None
+    weights = recipe.retrieval.edge_weights if recipe.retrieval else None
+    return CorpusIndex.open(folder, recipe.index.embedder, weights or None)
+
+
+def index_identity(shared: Any) -> dict[str, Any]:
+    """What ``run.json`` records of the corpus index a run is answered over."""
+    m = shared.manifest
+    keys = ("recipe_digest", "sources", "corpus_sha256", "counts")
+    return {"folder": str(shared.folder)} | {k: m[k] for k in keys}
+
+
+def run_into(
+    recipe: Recipe, path: Path, folder: Path, dataset: str, examples: Sequence[QAExample],
+    llm: Any, *, width: int, slots: int, cache: IndexCache | None, shared: Any = None,
+    bar: Bar | None = None,
+) -> SessionResult:  # fmt: skip
+    """Run one recipe into ``folder`` and record the session's end, interrupted or not."""
+    dataset_file, _ = dataset_path(dataset)
+    with locked(folder):
+        run_dir = RunDir(folder)
+        about = index_identity(shared) if shared is not None else None
+        run_dir.start(recipe, path, dataset, dataset_file, index=about)
+        progress = bar(f"{folder.parent.name}/{recipe.name}") if bar else None
+        try:
+            result = run_recipe(
+                recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
+                cache=cache, index=shared, progress=progress,
+            )  # fmt: skip
+        finally:
+            getattr(progress, "close", lambda: None)()
+        run_dir.finish_session(result.summary())
+    return result
+
+
+def run_group(
+    job: Job,
+    recipes: Sequence[tuple[Path, Recipe]],
+    examples: Sequence[QAExample],
+    *,
+    bar: Bar | None = None,
+    on_result: Callable[[JobResult], None] | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> list[JobResult]:
+    """``recipes`` over ``job.dataset`` in this process; recipes with the same ``llm:`` share
+    one LLM (one managed server). Stops after a run that was interrupted."""
+    from chainrag.llm import open_llm
+    from chainrag.paths import cache_root
+
+    groups: dict[Any, list[tuple[Path, Recipe]]] = {}
+    for path, recipe in recipes:
+        groups.setdefault(recipe.llm, []).append((path, recipe))
+    results, cache = [], IndexCache()
+    for spec, members in groups.items():
+        managed = spec.kind == "local_gguf"
+        width = job.concurrency or spec.concurrency
+        if managed:
+            say(f"starting the local {spec.model} server…")
+        with open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite",
+                      cache_mode=job.cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
+            for path, recipe in members:
+                shared = open_shared(recipe, job.index) if job.index else None
+                folder = job.out / run_slug(job.dataset, shared) / recipe.name
+                session = run_into(recipe, path, folder, job.dataset, examples, llm,
+                                   width=width, slots=1 if managed else width, cache=cache,
+                                   shared=shared, bar=bar)  # fmt: skip
+                results.append(JobResult(folder, session))
+                if on_result:
+                    on_result(results[-1])
+                if session.interrupted:
+                    return results
+    return results
+
+
+def run_job(job: Job) -> JobResult:
+    """One job from scratch (load its recipe and questions, open its LLM): a Ray task's body."""
+    recipes = load_recipes([job.recipe])
+    examples = load_questions(job.dataset, job.limit, job.index is not None)
+    return run_group(job, recipes, examples)[0]
+
+
+def run_grid_ray(jobs: Sequence[Job], cpus_per_job: float = 1.0) -> list[JobResult]:
+    """Each job as a Ray task (a local Ray, or the cluster at ``RAY_ADDRESS``), in job order.
+
+    A job's task needs ``cpus_per_job`` CPUs (give a managed local LLM's job the cores its
+    server uses). Workers import chainrag as the driver does (on a cluster, install it on every
+    node). A task that fails raises here; every run folder keeps what its task finished, so
+    running the grid again completes it.
+    """
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False,
+                 log_to_driver=False)  # fmt: skip
+    task = ray.remote(num_cpus=cpus_per_job, max_retries=0)(run_job)
+    refs = [task.remote(job) for job in jobs]
+    return list(ray.get(refs))
