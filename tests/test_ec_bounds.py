@@ -102,6 +102,8 @@ def test_unbounded_layer_is_the_paper_layer_bit_for_bit(
     want = reference_cooccurrence(incidence, scores, weighting)
     got = cooccurrence_edges(incidence, scores, weighting, block_products=block)  # type: ignore[arg-type]
     assert_identical(got, want)
+    exact = cooccurrence_edges(incidence, scores, weighting, max_entries=want.nnz)  # type: ignore[arg-type]
+    assert_identical(exact, want)  # written into arrays of exactly its size
     built = EntityCooccurrence(weighting)(inputs_of(keys))  # type: ignore[arg-type]
     assert_identical(built, reference_cooccurrence(*key_incidence(keys, len(keys)), weighting))
 
@@ -255,10 +257,11 @@ def test_a_layer_over_max_edges_is_an_error_that_says_why() -> None:
     message = str(e.value)
     assert isinstance(e.value, ChainragError)
     assert "more than its max_edges, 1,000" in message
-    assert "'american' (60), 'first' (20)" in message
+    assert "the largest: 'american' (60 sentences), 'first' (20)," in message
     assert "GiB" in message and "index.ner.labels" in message
     assert (
-        "max_sentences: 20 (which removes the EC edges of 1 key entity) or nearest: 10" in message
+        "max_sentences: 20 or less (no EC edges from 1 key entity then), or nearest: 10 or less"
+        in message
     )
 
 

@@ -8,7 +8,7 @@ on arrays. Nothing here makes an n×n dense matrix: SS works on blocks of rows.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 import attrs
@@ -93,7 +93,7 @@ EntityWeighting = Literal["binary", "count", "score_sum"]
 
 MAX_EC_EDGES: int | None = 150_000_000
 """Default ceiling of an EC layer: 150M edges are 300M stored entries, 2.4 GB as float32 CSR
-(about twice that while the blocks are joined): room to spare on a 24 GiB machine."""
+(built in place, so little more while it is built): room to spare on a 24 GiB machine."""
 
 EC_BLOCK_PRODUCTS = 1 << 22
 """Rows of ``K·Kᵀ`` are computed in blocks whose rows share a key entity with at most about this
@@ -195,18 +195,41 @@ def cooccurrence_edges(
         raise ec_too_large(counts, names, (lower, upper), max_entries)
     transposed = incidence.T.tocsr()
     weights = sparse.diags(np.maximum(scores, 0.0).astype(np.float32))
-    blocks, stored = [], 0
-    for start, stop in row_blocks(incidence @ counts, block_products):
-        block = _cooccurrence_rows(incidence[start:stop], start, transposed, weights, weighting)
-        stored += block.nnz
-        if max_entries is not None and stored > max_entries:
-            raise ec_too_large(counts, names, (stored, upper), max_entries, done=stop)
-        blocks.append(block)
-    n = incidence.shape[0]
-    if not blocks:
-        return sparse.csr_matrix((n, n), dtype=np.float32)
-    out = sparse.csr_matrix(sparse.vstack(blocks, format="csr"), dtype=np.float32)
-    out.sort_indices()
+    blocks = (
+        (stop, _cooccurrence_rows(incidence[start:stop], start, transposed, weights, weighting))
+        for start, stop in row_blocks(incidence @ counts, block_products)
+    )
+    capacity = upper if max_entries is None else min(upper, max_entries)
+    out = stacked_rows(blocks, incidence.shape[0], capacity)
+    if isinstance(out, tuple):  # past the capacity, so past max_entries: never past upper
+        assert max_entries is not None
+        raise ec_too_large(counts, names, (out[0], upper), max_entries, done=out[1])
+    return out
+
+
+def stacked_rows(
+    blocks: Iterable[tuple[int, sparse.csr_matrix]], n: int, capacity: int
+) -> sparse.csr_matrix | tuple[int, int]:
+    """The n×n CSR matrix whose rows are those of ``blocks`` ((rows done, block) pairs, in
+    order), written into arrays of ``capacity`` entries as the blocks come: memory holds the
+    result and one block, not the blocks and a joined copy (``np.empty`` takes its pages only
+    as they are written). Blocks that do not fit: (entries so far, rows done) instead.
+    """
+    index = np.int32 if max(capacity, n) < 2**31 else np.int64
+    indptr = np.zeros(n + 1, dtype=index)
+    indices, data = np.empty(capacity, dtype=index), np.empty(capacity, dtype=np.float32)
+    at, row = 0, 0
+    for done, block in blocks:
+        stop = at + block.nnz
+        if stop > capacity:
+            return stop, done
+        indices[at:stop], data[at:stop] = block.indices, block.data
+        indptr[row + 1 : done + 1] = block.indptr[1:] + at
+        at, row = stop, done
+    if at < capacity * 0.8:  # give back a reservation much larger than the result
+        indices, data = indices[:at].copy(), data[:at].copy()
+    out = sparse.csr_matrix((data[:at], indices[:at], indptr), shape=(n, n))
+    out.has_sorted_indices = True  # each block's are sorted
     return out
 
 
@@ -311,15 +334,18 @@ def ec_too_large(
     memory = f"{gib[0]:.1f}" if low == high else f"{gib[0]:.1f}–{gib[1]:.1f}"
     column = list(names()) if names is not None else []
     top = np.argsort(-counts, kind="stable")[:5].tolist()
-    hubs = ", ".join(f"{column[j] if j < len(column) else f'#{j}'!r} ({counts[j]:,})" for j in top)
+    hubs = ", ".join(
+        f"{column[j] if j < len(column) else f'#{j}'!r} ({counts[j]:,}{' sentences' * (r == 0)})"
+        for r, j in enumerate(top)
+    )
     layer = f"entity_cooccurrence, nearest: {nearest}" if nearest else "entity_cooccurrence"
     return LayerTooLargeError(
         f"the EC layer ({layer}) would hold {size} edges{where}, {memory} GiB as a float32 "
-        f"CSR matrix: more than its max_edges, {max_entries // 2:,}. The key entities in "
-        f"most sentences make most of them (sentences): {hubs}. Bound the layer with "
-        f"entity_cooccurrence's {ec_bounds_hint(counts, max_entries)}; or keep fewer entity "
-        "types (index.ner.labels, e.g. without NORP, ORDINAL, CARDINAL, DATE); or raise "
-        "max_edges where the memory is there"
+        f"CSR matrix: more than its max_edges, {max_entries // 2:,}. A key entity in d "
+        f"sentences links all d(d−1)/2 pairs of them; the largest: {hubs}. Bound the layer "
+        f"with entity_cooccurrence's {ec_bounds_hint(counts, max_entries)}; or keep fewer "
+        "entity types (index.ner.labels, e.g. without NORP, ORDINAL, CARDINAL, DATE); or "
+        "raise max_edges where the memory is there"
     )
 
 
@@ -331,9 +357,9 @@ def ec_bounds_hint(counts: np.ndarray, max_entries: int) -> str:
     fits = int(ordered[within][-1]) if within.any() else 1
     dropped = int((counts > fits).sum())
     entities = "key entity" if dropped == 1 else "key entities"
-    hint = f"max_sentences: {fits:,} (which removes the EC edges of {dropped:,} {entities})"
+    hint = f"max_sentences: {fits:,} or less (no EC edges from {dropped:,} {entities} then)"
     nearest = [k for k in NEAREST_HINTS if 2 * nearest_pair_count(counts, k) <= max_entries]
-    return hint + (f" or nearest: {nearest[-1]}" if nearest else "")
+    return hint + (f", or nearest: {nearest[-1]} or less" if nearest else "")
 
 
 _POSITIVE_OR_NONE = attrs.validators.optional(attrs.validators.ge(1))
