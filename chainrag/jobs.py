@@ -96,11 +96,11 @@ def load_questions(dataset: str, limit: int | None, shared: bool) -> list[QAExam
 def open_shared(recipe: Recipe, folder: Path) -> Any:
     """The corpus index at ``folder`` as ``recipe`` searches it; its ``index:`` must be the one
     the index was built with."""
-    from chainrag.corpus.build import index_digest
+    from chainrag.corpus.build import same_index
     from chainrag.corpus.store import CorpusIndex, CorpusIndexError, read_manifest
 
     manifest = read_manifest(folder)
-    if recipe.index is None or index_digest(recipe.index) != manifest["recipe_digest"]:
+    if recipe.index is None or not same_index(manifest.get("index"), recipe.index):
         raise CorpusIndexError(
             f"recipe {recipe.name!r}: its index: section is not the one {folder} was built with "
             f"({manifest['recipe_digest']}); build an index with this recipe (chainrag index "

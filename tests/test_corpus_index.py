@@ -276,3 +276,28 @@ def test_run_answers_a_dataset_over_a_prebuilt_corpus_index(tmp_path: Path) -> N
                                        "--index", str(tmp_path / "idx"), "--out",
                                        str(tmp_path / "runs")])  # fmt: skip
     assert refused.exit_code == 1 and "not the one" in refused.output
+
+
+def test_seed_retrieval_over_a_corpus_index_through_each_search(tmp_path: Path) -> None:
+    """Seeds from the memory-mapped embeddings: exact, and FAISS with parameters that make it
+    exhaustive, give the same candidates; a built vector index is kept and read again."""
+    from chainrag.components.retrievers import DenseRerank
+    from chainrag.components.search import ExactSearch, FaissHNSW, FaissIVF
+
+    pytest.importorskip("faiss")
+    _, spec = recipe(tmp_path)
+    build(corpus_file(tmp_path), spec, tmp_path / "idx")
+    index = CorpusIndex.open(tmp_path / "idx", spec.embedder)
+    ctx = Context()
+    n = len(index)
+    dense = index.embeddings @ spec.embedder(["the film director"], ctx, "query")[0]
+    expected = np.lexsort((np.arange(n), -dense))[:20].tolist()
+    for search in (ExactSearch(), FaissIVF(nlist=4, nprobe=4), FaissHNSW(ef_search=n)):
+        retriever = DenseRerank(k=20, candidates=20, search=search)
+        hits = retriever("the film director", index, ctx)
+        assert [h.index for h in hits] == expected, search
+    saved = sorted((tmp_path / "idx" / "search").iterdir())
+    assert len(saved) == 3
+    again = CorpusIndex.open(tmp_path / "idx", spec.embedder)
+    hits = DenseRerank(k=5, search=FaissIVF(nlist=4, nprobe=4))("the film director", again, ctx)
+    assert [h.index for h in hits] == expected[:5]

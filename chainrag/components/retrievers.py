@@ -1,8 +1,10 @@
 """Seed retrieval (ChainRAG §3.2, step 1): dense scores → candidates → reranker → top-k.
 
-The dense scores of all units come from one matrix product; the ``candidates`` best (the paper:
-100) go to the reranker, and its ``k`` best (the paper: 3) are the seeds. With ``hybrid: true``
-the candidates are a reciprocal-rank fusion of the dense ranking and a BM25 ranking (bm25s).
+The dense scores of all units come from one matrix product (``search: {kind: exact}``, the
+default), or from a vector index (``faiss_hnsw``, ``faiss_ivf``: approximate, for corpus
+indexes of a million sentences); the ``candidates`` best (the paper: 100) go to the reranker,
+and its ``k`` best (the paper: 3) are the seeds. With ``hybrid: true`` the candidates are a
+reciprocal-rank fusion of the dense ranking and a BM25 ranking (bm25s).
 The same retriever serves the sentence graph and chunk mode: it only needs a ``Searchable``.
 """
 
@@ -16,7 +18,9 @@ import attrs
 import numpy as np
 
 from chainrag.components.rerankers import NoRerank
+from chainrag.components.search import ExactSearch
 from chainrag.context import Context
+from chainrag.protocols.index import VectorIndex, VectorSearch
 from chainrag.protocols.retrieval import Reranker, Searchable
 from chainrag.registry import SEED_RETRIEVERS
 from chainrag.types import FloatArray, Hit
@@ -64,6 +68,23 @@ def bm25_scores(query: str, texts: Sequence[str], ctx: Context) -> np.ndarray:
     return np.asarray(retriever.get_scores(known), dtype=np.float64)
 
 
+def vector_index(index: Searchable, search: VectorSearch, ctx: Context) -> VectorIndex | None:
+    """The vector index ``search`` makes of ``index``'s embeddings, or None where the plain
+    inner products serve (exact search of an index held in memory: one matrix product).
+
+    A corpus index keeps its vector indexes on disk (built once per search); for an index in
+    memory one is built per index and kept in ``ctx.models`` while the index lives.
+    """
+    opener = getattr(index, "vector_index", None)
+    if opener is not None:
+        found: VectorIndex = opener(search)
+        return found
+    if isinstance(search, ExactSearch):
+        return None
+    embeddings = index.embeddings
+    return ctx.models.get(("vector_index", id(embeddings), search), lambda: search(embeddings))
+
+
 @SEED_RETRIEVERS.register("dense_rerank", example={"k": 2, "candidates": 4})
 @attrs.frozen
 class DenseRerank:
@@ -77,6 +98,7 @@ class DenseRerank:
     reranker: Reranker = attrs.field(factory=NoRerank)
     hybrid: bool = False
     rrf_k: int = attrs.field(default=60, validator=attrs.validators.ge(1))
+    search: VectorSearch = attrs.field(factory=ExactSearch)
 
     def candidate_hits(self, query: str, index: Searchable, ctx: Context) -> tuple[Hit, ...]:
         """The first stage: dense (or hybrid) candidates, best first."""
@@ -84,7 +106,12 @@ class DenseRerank:
         if n == 0:
             return ()
         q = index.embedder([query], ctx, "query")
-        dense = index.embeddings @ q[0]
+        if not self.hybrid and (searcher := vector_index(index, self.search, ctx)) is not None:
+            ids, sims = searcher.search(q, self.candidates)
+            return tuple(
+                Hit(int(i), float(v)) for i, v in zip(ids[0], sims[0], strict=True) if i >= 0
+            )
+        dense = np.asarray(index.embeddings @ q[0])
         if not self.hybrid:
             return top_k_hits(dense, self.candidates)
         lexical = bm25_scores(query, index.texts, ctx)

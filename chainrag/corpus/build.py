@@ -50,6 +50,7 @@ from chainrag.corpus.store import (
     save_layer,
     write_manifest,
 )
+from chainrag.errors import ChainragError
 from chainrag.index import IndexBuildError, digest, entity_name
 from chainrag.recipe import IndexSpec
 from chainrag.structure import unstructure
@@ -87,6 +88,17 @@ class LocalEngine:
 def index_digest(spec: IndexSpec) -> str:
     """``sha256:<hex>`` of the recipe's ``index:`` section: what decides the index's content."""
     return "sha256:" + digest({"format": FORMAT, "index": unstructure(spec)})
+
+
+def same_index(stored: Any, spec: IndexSpec) -> bool:
+    """Whether the ``index:`` section a manifest stored is ``spec``, compared as components
+    (so a parameter added to a component since, with its default, changes nothing)."""
+    from chainrag.recipe import structure
+
+    try:
+        return structure({"name": "index", "index": stored}, "the index's manifest").index == spec
+    except ChainragError:
+        return False
 
 
 def build_corpus_index(
@@ -137,7 +149,6 @@ def _start(
     out: Path, sources: Sequence[str], spec: IndexSpec, dtype: Dtype, bp: int, bs: int
 ) -> dict[str, Any]:
     wanted = {
-        "recipe_digest": index_digest(spec),
         "sources": list(sources),
         "dtype": dtype,
         "batch_passages": bp,
@@ -146,6 +157,9 @@ def _start(
     if (out / "manifest.json").exists():
         manifest = read_manifest(out)
         differs = [k for k, v in wanted.items() if manifest.get(k) != v]
+        if not same_index(manifest.get("index"), spec):
+            differs.append("index")
+            wanted["index"] = unstructure(spec)
         if differs:
             shown = "; ".join(f"{k}: {manifest.get(k)!r} there, {wanted[k]!r} now" for k in differs)
             raise CorpusIndexError(f"{out} holds an index built otherwise ({shown}): pass "
@@ -154,7 +168,8 @@ def _start(
     if any(out.iterdir()):
         raise CorpusIndexError(f"{out} is not empty and holds no corpus index: pass another --out")
     unit = "chunk" if spec.chunker is not None else "sentence"
-    manifest = {"kind": KIND, "format": FORMAT, **wanted, "index": unstructure(spec), "unit": unit,
+    manifest = {"kind": KIND, "format": FORMAT, "recipe_digest": index_digest(spec), **wanted,
+                "index": unstructure(spec), "unit": unit,
                 "stages": {}, "layers": list(spec.edges), "complete": False}  # fmt: skip
     write_manifest(out, manifest)
     return manifest

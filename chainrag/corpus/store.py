@@ -6,6 +6,7 @@
                              sha256 of every finished batch of passages
     DIR/embeddings.npy       (n, d) float32 or float16 sentence embeddings
     DIR/layers/NAME/{data,indices,indptr}.npy    one CSR matrix per edge layer
+    DIR/search/DIGEST.index  a vector index per ``search:`` used (exact or FAISS), built once
 
 An edge layer is three ``.npy`` files rather than one ``.npz`` because a member of an ``.npz``
 cannot be memory-mapped. :class:`CorpusIndex` opens the folder in well under a second whatever
@@ -30,7 +31,7 @@ import numpy as np
 from scipy import sparse
 
 from chainrag.errors import ChainragError
-from chainrag.protocols.index import Embedder
+from chainrag.protocols.index import Embedder, VectorIndex, VectorSearch
 from chainrag.types import FloatArray, Sentence
 
 FORMAT = 1
@@ -39,6 +40,7 @@ MANIFEST = "manifest.json"
 DATABASE = "corpus.sqlite"
 EMBEDDINGS = "embeddings.npy"
 LAYERS = "layers"
+SEARCH = "search"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS passages (
@@ -218,6 +220,8 @@ class CorpusIndex:
     weights: Mapping[str, float]
     texts: SentenceTexts
     sentences: SentenceRows
+    _searchers: dict[Any, Any] = attrs.field(factory=dict, init=False, repr=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
 
     @classmethod
     def open(
@@ -241,6 +245,30 @@ class CorpusIndex:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def vector_index(self, search: VectorSearch) -> VectorIndex:
+        """The vector index ``search`` makes of the embeddings: read from ``DIR/search/`` where
+        an earlier call built it, else built once and written there (atomically)."""
+        with self._lock:
+            if search not in self._searchers:
+                self._searchers[search] = self._open_or_build(search)
+            found: VectorIndex = self._searchers[search]
+            return found
+
+    def _open_or_build(self, search: VectorSearch) -> VectorIndex:
+        from chainrag.index import digest
+        from chainrag.structure import unstructure
+
+        folder = self.folder / SEARCH
+        path = folder / f"{digest(unstructure(search))[:24]}.index"
+        if path.is_file():
+            return search.load(path, self.embeddings)
+        built = search(self.embeddings)
+        folder.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        built.save(tmp)
+        os.replace(tmp, path)
+        return built
 
     def neighbours(self, units: Sequence[int]) -> tuple[int, ...]:
         given = np.unique(np.asarray(units, dtype=np.int64))
