@@ -8,6 +8,7 @@ Recipes name components by these keys (``{kind: pronoun_words}``), never by impo
 Third-party components arrive only through an explicit ``plugins:`` list in a recipe (module
 names imported before the recipe is read) or through the entry-point group
 ``chainrag.components`` (each entry point names a module that registers on import).
+Validation can check that a recipe's plugins exist without importing them (:func:`find_plugin`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import difflib
 import importlib
 import importlib.metadata
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
+from types import SimpleNamespace
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -233,11 +236,63 @@ def load_builtins() -> None:
                 ) from exc
 
 
-def load_plugin(module: str) -> None:
-    """Import a plugin module named in a recipe's ``plugins:`` list so it registers."""
+def check_plugin_name(module: str) -> None:
+    """Raise :class:`PluginError` unless ``module`` is a dotted module name."""
     if not _MODULE.match(module):
         raise PluginError(f"plugin {module!r} is not a module name (e.g. 'my_pkg.components')")
+
+
+def load_plugin(module: str) -> None:
+    """Import a plugin module named in a recipe's ``plugins:`` list so it registers.
+
+    Whatever the import raises (``ImportError``, but also a ``SyntaxError`` in the module, a
+    ``RuntimeError`` or a ``SystemExit`` from its top level) becomes a :class:`PluginError`
+    naming the module.
+    """
+    check_plugin_name(module)
     try:
         importlib.import_module(module)
     except ImportError as exc:
         raise PluginError(f"plugin module {module!r} could not be imported: {exc}") from exc
+    except (Exception, SystemExit) as exc:
+        raise PluginError(
+            f"plugin module {module!r} failed while being imported: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def find_plugin(module: str) -> None:
+    """Check that a plugin module exists without importing it (nor its parent packages).
+
+    ``importlib.util.find_spec("a.b")`` would import ``a`` and run its ``__init__``; this asks
+    the import system's finders for each part in turn instead, so no code the recipe names runs.
+
+    Raises:
+        PluginError: ``module`` is not a module name, or no finder locates it.
+    """
+    check_plugin_name(module)
+    parts = module.split(".")
+    search: Any = None
+    for depth in range(1, len(parts) + 1):
+        name, parent = ".".join(parts[:depth]), ".".join(parts[: depth - 1])
+        if depth > 1 and search is None and name not in sys.modules:  # os.path is, os is not
+            raise PluginError(f"plugin module {module!r} not found ({parent!r} is not a package)")
+        spec = _spec(name, search)
+        if spec is None:
+            raise PluginError(f"plugin module {module!r} not found (no module named {name!r})")
+        search = spec.submodule_search_locations
+
+
+def _spec(name: str, search: Any) -> Any:
+    """The module spec the import system would use for ``name``, found without importing."""
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return SimpleNamespace(submodule_search_locations=getattr(loaded, "__path__", None))
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        try:
+            spec = find(name, search) if find is not None else None
+        except Exception:  # a finder's own trouble with an odd name: not found by that one
+            spec = None
+        if spec is not None:
+            return spec
+    return None

@@ -36,15 +36,31 @@ class InvalidValueError(ChainragError, ValueError):
     """A value of the wrong type or out of range, described for a person."""
 
 
+_SHOWN = 80
+"""At most this many characters of a value are quoted in an error message."""
+
+
 def describe(value: object) -> str:
-    """How a value is named in an error message: ``7.9``, ``'no'``, ``a list``."""
+    """How a value is named in an error message: ``7.9``, ``'no'``, ``a list``.
+
+    A long value is cut to its first characters, so an error never echoes a whole file.
+    """
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, list | tuple):
         return "a list"
     if value is None:
         return "null"
-    return repr(value)
+    shown = repr(value)
+    return shown if len(shown) <= _SHOWN else f"{shown[: _SHOWN - 5]}...{shown[-1]} (cut)"
+
+
+def type_name(value: object) -> str:
+    """What kind of value this is, without quoting it: ``a string``, ``an integer``."""
+    if isinstance(value, Mapping | list | tuple) or value is None:
+        return describe(value)
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    return names.get(type(value), f"a YAML {type(value).__name__}")
 
 
 _SCALARS: dict[type, tuple[str, Callable[[object], bool]]] = {
@@ -245,14 +261,24 @@ def unstructure(obj: Any) -> Any:
 
 def problems(exc: BaseException, path: str) -> list[Problem]:
     """Every leaf problem in a cattrs error tree, each with its path from ``path``."""
+    return [p for where, leaf in leaves(exc, path) for p in leaf_problems(leaf, where)]
+
+
+def leaves(exc: BaseException, path: str) -> list[tuple[str, BaseException]]:
+    """The leaf exceptions of a cattrs error tree, each with its path from ``path``."""
     if isinstance(exc, ClassValidationError):
         with_notes, without = exc.group_exceptions()
-        out = [p for e, n in with_notes for p in problems(e, f"{path}.{n.name}")]
-        return out + [p for e in without for p in problems(e, path)]
+        out = [leaf for e, n in with_notes for leaf in leaves(e, f"{path}.{n.name}")]
+        return out + [leaf for e in without for leaf in leaves(e, path)]
     if isinstance(exc, IterableValidationError):
         with_notes_i, without_i = exc.group_exceptions()
-        out = [p for e, n in with_notes_i for p in problems(e, _index_path(path, n.index))]
-        return out + [p for e in without_i for p in problems(e, path)]
+        out = [leaf for e, n in with_notes_i for leaf in leaves(e, _index_path(path, n.index))]
+        return out + [leaf for e in without_i for leaf in leaves(e, path)]
+    return [(path, exc)]
+
+
+def leaf_problems(exc: BaseException, path: str) -> list[Problem]:
+    """The problems one leaf exception stands for (an extra-keys error: one per key)."""
     if isinstance(exc, ForbiddenExtraKeysError):
         known = sorted(f.name for f in attrs.fields(exc.cl))
         return [
@@ -265,14 +291,15 @@ def problems(exc: BaseException, path: str) -> list[Problem]:
 def _index_path(path: str, index: int | str) -> str:
     if isinstance(index, int):
         return f"{path}[{index}]"
-    return f"{path}.{index}" if index.isidentifier() else f"{path}[{index!r}]"
+    short = len(index) <= _SHOWN
+    return f"{path}.{index}" if index.isidentifier() and short else f"{path}[{describe(index)}]"
 
 
 def _unknown_key_message(key: object, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(str(key), known, n=1) if isinstance(key, str) else []
     hint = f"; did you mean {close[0]!r}?" if close else ""
     listed = ", ".join(known) if known else "none"
-    return f"unknown key {key!r}{hint} (known keys: {listed})"
+    return f"unknown key {describe(key)}{hint} (known keys: {listed})"
 
 
 def _message(exc: BaseException) -> str:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import importlib.metadata
+import sys
+import uuid
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -119,3 +122,38 @@ def test_entry_point_plugins_register(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(reg._loaded, "entry_points", False)
     reg.load_builtins()
     assert "toy_question_mark" in REWRITE_TRIGGERS
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("raise RuntimeError('boom')", r"failed while being imported: RuntimeError: boom"),
+        ("def (:", r"failed while being imported: SyntaxError: invalid syntax"),
+        ("raise SystemExit(2)", r"failed while being imported: SystemExit: 2"),
+    ],
+)
+def test_a_plugin_raising_anything_on_import_is_a_plugin_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, message: str
+) -> None:
+    name = f"chainrag_bad_plugin_{uuid.uuid4().hex[:12]}"
+    (tmp_path / f"{name}.py").write_text(body + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError, match=rf"^plugin module '{name}' {message}"):
+        reg.load_plugin(name)
+
+
+def test_find_plugin_imports_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = f"chainrag_probe_pkg_{uuid.uuid4().hex[:12]}"
+    package = tmp_path / name
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('the package ran')\n")
+    (package / "sub.py").write_text("raise RuntimeError('the module ran')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg.find_plugin(f"{name}.sub")
+    assert name not in sys.modules
+    with pytest.raises(PluginError, match=rf"'{name}.nope' not found \(no module named"):
+        reg.find_plugin(f"{name}.nope")
+    with pytest.raises(PluginError, match=r"\('os.path' is not a package\)"):
+        reg.find_plugin("os.path.join")
+    reg.find_plugin("os.path")  # a module os puts in sys.modules, though os is no package
+    reg.find_plugin("venv.__main__")  # found, and not run
