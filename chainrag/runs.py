@@ -312,7 +312,7 @@ class RunDir:
         }
         if (self.folder / RUN_FILE).exists():
             meta = self.meta()
-            if meta.get("recipe_digest") != digest:
+            if meta.get("recipe_digest") != digest and not self._same_recipe(recipe):
                 raise RunError(
                     f"{self.folder} holds a run of another recipe ({meta.get('recipe_name')!r}, "
                     f"{meta.get('recipe_digest')}; now {recipe.name!r}, {digest}): pass another "
@@ -350,6 +350,19 @@ class RunDir:
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta)
         return meta
+
+    def _same_recipe(self, recipe: Recipe) -> bool:
+        """Whether the folder's ``recipe.yaml`` is ``recipe`` compared as components, so that
+        a parameter a component gained since (with its default) does not make it another."""
+        from chainrag.recipe import parse_yaml, structure
+
+        path = self.folder / RECIPE_FILE
+        try:
+            stored = structure(parse_yaml(path.read_text(encoding="utf-8"), str(path)), str(path))
+        except (ChainragError, OSError, UnicodeDecodeError):
+            return False
+        mine = stored_recipe(recipe)
+        return attrs.evolve(stored, name=mine.name, description=mine.description) == mine
 
     def finish_session(self, summary: Mapping[str, Any]) -> None:
         """Record how the current session ended (questions done, failed, wall time); a

@@ -16,7 +16,7 @@ import pytest
 from chainrag.data import load_dataset
 from chainrag.evaluate import run_recipe
 from chainrag.llm.fake import ScriptedLLM
-from chainrag.runs import RunDir, read_lines
+from chainrag.runs import RunDir, RunError, read_lines
 from chainrag.types import LLMRequest
 
 from .conftest import SHARED
@@ -171,3 +171,26 @@ def test_a_crash_is_told_apart_from_a_refused_input(
 
 def _cli_entry() -> list[str]:
     return [sys.executable, "-c", "from chainrag.cli import entry; entry()"]
+
+
+def test_a_run_made_before_components_gained_parameters_still_resumes(tmp_path: Path) -> None:
+    """docs/runs/2wiki/ansint was written before EC and SS gained parameters (their defaults
+    keep the paper's behaviour): its digest differs, its recipe does not."""
+    import shutil
+
+    from chainrag.data import dataset_path
+    from chainrag.recipe import load_recipe
+    from chainrag.runs import recipe_digest
+
+    from .conftest import ROOT
+
+    folder = tmp_path / "ansint"
+    shutil.copytree(ROOT / "docs" / "runs" / "2wiki" / "ansint", folder)
+    recipe = load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml")
+    run = RunDir(folder)
+    assert run.meta()["recipe_digest"] != recipe_digest(recipe)
+    file, _ = dataset_path("2wiki")
+    run.start(recipe, ROOT / "recipes" / "chainrag" / "ansint.yaml", "2wiki", file)
+    other = load_recipe(ROOT / "recipes" / "ablations" / "no_ec.yaml")
+    with pytest.raises(RunError, match="another recipe"):
+        run.start(other, ROOT / "recipes" / "ablations" / "no_ec.yaml", "2wiki", file)
