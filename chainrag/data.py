@@ -640,4 +640,3 @@ def dataset_slug(dataset: str) -> str:
     if dataset.startswith("longbench:"):
         return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
     return dataset
-
