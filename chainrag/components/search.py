@@ -347,6 +347,8 @@ class FaissHNSW:
     node, ``ef_construction`` candidates while building, ``ef_search`` while searching (at
     least k). The index holds a float32 copy of the vectors; ``load`` maps it from the file.
     Built on several threads, the graph (and so the results) can differ from run to run.
+    The defaults find 0.99 of the exact top-10 on the 21.7k real 2Wiki sentence vectors and
+    0.97 on 100k (bench/ss_search.py).
     Recipe: ``{kind: faiss_hnsw, m: 32, ef_construction: 40, ef_search: 64}``.
     """
 
@@ -390,14 +392,16 @@ class FaissIVF:
     (default ``lists_per_sqrt_n``·√n), trained by spherical k-means on ``train_size`` vectors
     (default 40 per list) drawn with ``seed``; a search scans the ``nprobe`` nearest lists
     (``nprobe = nlist`` scans every vector: exact). ``load`` maps the lists from the file.
-    Recipe: ``{kind: faiss_ivf, nprobe: 16}``.
+    The defaults (the fastest build reaching 0.95) find 0.955 of the exact top-10 on the
+    21.7k real 2Wiki sentence vectors and 0.977 on 100k (bench/ss_search.py).
+    Recipe: ``{kind: faiss_ivf, lists_per_sqrt_n: 1, nprobe: 24}``.
     """
 
     nlist: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
-    lists_per_sqrt_n: float = attrs.field(default=4.0, validator=attrs.validators.gt(0))
-    nprobe: int = attrs.field(default=16, validator=attrs.validators.ge(1))
+    lists_per_sqrt_n: float = attrs.field(default=1.0, validator=attrs.validators.gt(0))
+    nprobe: int = attrs.field(default=24, validator=attrs.validators.ge(1))
     train_size: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
