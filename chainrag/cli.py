@@ -1,7 +1,8 @@
 """The ``chainrag`` command line.
 
 Commands: ``validate``, ``recipe show``, ``components``, ``models fetch|list``, ``serve-llm``,
-``index``, ``experiment``, ``ask``, ``run``, ``report``, ``train adapter|reranker``.
+``index``, ``experiment``, ``ask``, ``run``, ``report``, ``compare``, ``walks``,
+``integration-gap``, ``train adapter|reranker``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import attrs
 import typer
 
 from chainrag import __version__
+from chainrag.cli_analysis import compare, integration_gap, walks
 from chainrag.cli_models import models_app, serve_llm
 from chainrag.cli_runs import check_cache_mode, report, run
 from chainrag.cli_train import train_app
@@ -41,6 +43,9 @@ app.add_typer(models_app, name="models")
 app.command("serve-llm")(serve_llm)
 app.command("run")(run)
 app.command("report")(report)
+app.command("compare")(compare)
+app.command("walks")(walks)
+app.command("integration-gap")(integration_gap)
 app.add_typer(train_app, name="train")
 experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")

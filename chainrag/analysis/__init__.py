@@ -1,0 +1,41 @@
+"""Analyses of finished runs, read from their run folders: is a difference between runs more
+than noise (:mod:`~chainrag.analysis.paired`), what ChainRAG's graph walks did
+(:mod:`~chainrag.analysis.walks`), and where its two integrations part ways
+(:mod:`~chainrag.analysis.integration_gap`). The commands ``chainrag compare``, ``chainrag
+walks`` and ``chainrag integration-gap`` print what these functions return.
+
+Layer: this package may import the run folders (:mod:`chainrag.runs`), the report's run reader
+(:mod:`chainrag.report`), the answer metrics (:mod:`chainrag.metrics`) and the errors; never
+the LLM layer (:mod:`chainrag.llm`, nor components that pull it in) nor the CLI. It reads
+stored records only: no model, no LLM call.
+"""
+
+from chainrag.analysis.integration_gap import IntegrationGap, Split, holds, integration_gap
+from chainrag.analysis.paired import (
+    Comparison,
+    Paired,
+    compare,
+    compare_runs,
+    paired,
+    pooled,
+    sign_test,
+)
+from chainrag.analysis.walks import WalkSummary, summary, walks, walks_table
+
+__all__ = [
+    "Comparison",
+    "IntegrationGap",
+    "Paired",
+    "Split",
+    "WalkSummary",
+    "compare",
+    "compare_runs",
+    "holds",
+    "integration_gap",
+    "paired",
+    "pooled",
+    "sign_test",
+    "summary",
+    "walks",
+    "walks_table",
+]

@@ -1,0 +1,105 @@
+"""What ChainRAG's graph walks did in a run, from its traces: sub-questions per question, how
+many were rewritten (the trigger fired) and in how many the rewriter changed the text, the
+sufficiency judge's verdicts, hops per walk and words per walk.
+
+    chainrag walks docs/runs/musique/ansint docs/runs/2wiki/ansint
+
+A walk is one sub-question's expansion (seeds, then hops until the judge says "yes", the word
+budget is spent or nothing new is reachable). A verdict is one sufficiency check; "unread"
+counts replies that were neither yes nor no (read as "no": the walk goes on), within "no".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from chainrag.analysis.records import predictions, reading
+
+# The first standalone yes/no of a judge's reply, as the judges read it
+# (chainrag.components.judges.parse_yes_no, which this package may not import: it pulls in the
+# LLM layer; tests/test_analysis.py checks that the two agree).
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def read_verdict(raw: str) -> bool | None:
+    """True for a reply whose first standalone yes/no is "yes", False for "no", else None."""
+    match = _YES_NO.search(raw)
+    return None if match is None else match.group(1).lower() == "yes"
+
+
+@attrs.frozen
+class WalkSummary:
+    """Counts over a run's trace steps (see the module docstring); ``hops``: walks by hops."""
+
+    questions: int
+    sub_questions: int
+    rewritten: int
+    changed: int
+    checks: int
+    yes: int
+    no: int
+    unread: int
+    walks: int
+    hops: Mapping[int, int]
+    words: float  # mean words per walk
+    unanswered: int
+
+
+def changed(step: Mapping[str, Any]) -> bool:
+    """The step was rewritten and the rewriter changed its text (a small model often returns
+    the sub-question as it was)."""
+    rewritten = step.get("rewritten")
+    return bool(rewritten) and str(rewritten).strip() != str(step.get("question", "")).strip()
+
+
+def summary(records: Sequence[Mapping[str, Any]]) -> WalkSummary:
+    """Counts over the records' trace steps."""
+    steps = [s for r in records for s in r.get("trace", {}).get("steps", [])]
+    walks = [s["expansion"] for s in steps if s.get("expansion")]
+    verdicts = [v for w in walks for v in w.get("verdicts", [])]
+    yes = sum(1 for v in verdicts if v.get("ok") is True)
+    return WalkSummary(
+        questions=len(records),
+        sub_questions=len(steps),
+        rewritten=sum(1 for s in steps if s.get("rewritten")),
+        changed=sum(1 for s in steps if changed(s)),
+        checks=len(verdicts),
+        yes=yes,
+        no=len(verdicts) - yes,
+        unread=sum(1 for v in verdicts if read_verdict(str(v.get("raw", ""))) is None),
+        walks=len(walks),
+        hops=dict(sorted(Counter(int(w.get("hops", 0)) for w in walks).items())),
+        words=sum(int(w.get("words", 0)) for w in walks) / len(walks) if walks else 0.0,
+        unanswered=sum(1 for s in steps if s.get("answer") and not s["answer"]["answered"]),
+    )
+
+
+def walks(folder: Path) -> WalkSummary:
+    """The walks of one run folder; a RunError naming it if it is not a run or its records
+    are not ChainRAG's."""
+    records = predictions(folder)
+    with reading(folder):
+        return summary(records)
+
+
+def walks_table(folders: Sequence[Path]) -> str:
+    """One markdown row per run folder."""
+    lines = [
+        "| run | questions | sub-q/q | rewritten (text changed) | checks | yes | no (unread) "
+        "| walks by hops | words/walk | sub-q not answered |",
+        "|---" * 10 + "|",
+    ]
+    for folder in folders:
+        s = walks(folder)
+        hops = ", ".join(f"{h}: {n}" for h, n in s.hops.items()) or "–"
+        lines.append(f"| {folder} | {s.questions} | {s.sub_questions / s.questions:.1f} "
+                     f"| {s.rewritten} ({s.changed}) | {s.checks} | {s.yes} "
+                     f"| {s.no} ({s.unread}) "
+                     f"| {hops} | {s.words:.0f} | {s.unanswered} |")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,260 @@
+"""The analyses of chainrag.analysis (chainrag compare, walks, integration-gap) on hand-written
+run records; moved from tests/test_scripts.py with the code they test (scripts/paired.py,
+walks.py and integration_gap.py), assertions unchanged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+
+from chainrag.analysis import compare, compare_runs, integration_gap, paired, sign_test, summary
+from chainrag.analysis.walks import read_verdict, walks_table
+from chainrag.errors import ChainragError
+
+CHAINRAG = [str(Path(sys.executable).parent / "chainrag")]
+
+
+def _step(hops: int, raws: list[str], words: int, rewritten: str | None = None) -> dict:
+    verdicts = [{"ok": raw.lower().startswith("yes"), "raw": raw} for raw in raws]
+    expansion = {"units": [1], "seeds": [1], "hops": hops, "verdicts": verdicts, "words": words}
+    answer = {"question": "q", "answer": "a", "answered": bool(raws and raws[-1] == "yes")}
+    return {"question": "q", "rewritten": rewritten, "expansion": expansion, "answer": answer}
+
+
+RECORDS = [
+    {"id": "a", "trace": {"steps": [_step(1, ["yes"], 400), _step(2, ["no", "yes"], 800, "q?")]}},
+    {"id": "b", "trace": {"steps": [_step(3, ["perhaps", "no", "no"], 1200)]}},
+    {"id": "c", "trace": {"steps": [{"question": "q", "rewritten": None, "expansion": None}]}},
+]
+
+
+def test_walks_counts_verdicts_hops_and_words() -> None:
+    s = attrs.asdict(summary(RECORDS))
+    assert (s["questions"], s["sub_questions"], s["rewritten"], s["changed"]) == (3, 4, 1, 1)
+    assert (s["checks"], s["yes"], s["no"], s["unread"]) == (6, 2, 4, 1)
+    assert (s["walks"], s["hops"], s["words"]) == (3, {1: 1, 2: 1, 3: 1}, 800.0)
+    assert s["unanswered"] == 1
+
+
+def test_walks_command(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    cmd = [*CHAINRAG, "walks"]
+    done = subprocess.run([*cmd, str(run)], capture_output=True, text=True, check=True)
+    assert (
+        f"| {run} | 3 | 1.3 | 1 (1) | 6 | 2 | 4 (1) | 1: 1, 2: 1, 3: 1 | 800 | 1 |" in done.stdout
+    )
+    missing = subprocess.run([*cmd, str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 1 and "no such file (not a run directory?)" in missing.stderr
+    assert missing.stdout == ""
+
+
+def test_sign_test_is_the_exact_binomial() -> None:
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(3, 3) == 1.0
+    assert sign_test(0, 5) == sign_test(5, 0) == 2 / 32
+    assert abs(sign_test(1, 6) - 2 * (1 + 7) / 128) < 1e-12
+
+
+def test_paired_counts_changes_and_brackets_the_mean_difference() -> None:
+    p = paired([0.0, 1.0, 0.5, 0.0], [1.0, 1.0, 0.0, 1.0], resamples=2000, seed=1)
+    assert (p.n, p.better, p.worse, p.same) == (4, 2, 1, 1)
+    assert abs(p.delta - 100 * (1 + 0 - 0.5 + 1) / 4) < 1e-9
+    assert p.low <= p.delta <= p.high
+    same = paired([0.2, 0.4], [0.2, 0.4])
+    assert (same.low, same.high, same.p_sign) == (0.0, 0.0, 1.0)
+
+
+def _run(folder: Path, f1s: dict[str, dict[str, float]]) -> Path:
+    folder.mkdir()
+    lines = []
+    for qid, answers in f1s.items():
+        primary = next(iter(answers.values()))
+        named = {k: {"text": "x", "em": v, "f1": v} for k, v in answers.items()}
+        lines.append({"id": qid, "f1": primary, "em": primary, "answers": named})
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (folder / "run.json").write_text(json.dumps({"recipe_name": folder.name}))
+    return folder
+
+
+def test_paired_compares_shared_variants_on_shared_questions(tmp_path: Path) -> None:
+    base = [{"id": q, "f1": a, "answers": {"ansint": {"f1": a}, "cxtint": {"f1": c}}}
+            for q, a, c in [("q1", 1.0, 1.0), ("q2", 0.0, 1.0), ("q3", 0.0, 0.0)]]  # fmt: skip
+    ablated = [{"id": q, "f1": a, "answers": {"ansint": {"f1": a}, "cxtint": {"f1": c}}}
+               for q, a, c in [("q1", 0.0, 1.0), ("q2", 0.0, 0.0)]]  # fmt: skip
+    found = compare(base, ablated, resamples=100)
+    assert list(found) == ["ansint", "cxtint"]
+    assert (found["ansint"].n, found["ansint"].worse, found["cxtint"].worse) == (2, 1, 1)
+    naive = [{"id": "q1", "f1": 0.0, "answers": {"naive": {"f1": 0.0}}}]
+    assert list(compare(base, naive, resamples=100)) == ["ansint vs primary", "cxtint vs primary"]
+
+
+def test_paired_command(tmp_path: Path) -> None:
+    base = _run(tmp_path / "full", {"q1": {"ansint": 1.0}, "q2": {"ansint": 0.0}})
+    other = _run(tmp_path / "no_graph", {"q1": {"ansint": 0.0}, "q2": {"ansint": 0.0}})
+    cmd = [*CHAINRAG, "compare"]
+    done = subprocess.run([*cmd, str(base), str(other)], capture_output=True, text=True, check=True)
+    assert (
+        "| no_graph | ansint | 2 | 50.00 | 0.00 | -50.00 | [-100.0, +0.0] | 0 / 1 / 1 | 1.000 |"
+        in (done.stdout)
+    )
+    missing = subprocess.run([*cmd, str(base), str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 1 and "not a run directory?" in missing.stderr
+    (other / "run.json").unlink()
+    no_meta = subprocess.run([*cmd, str(base), str(other)], capture_output=True, text=True)
+    assert no_meta.returncode == 1 and "not a run directory (no run.json)" in no_meta.stderr
+    assert "Traceback" not in no_meta.stderr
+
+
+def test_paired_pools_datasets_without_pairing_across_them(tmp_path: Path) -> None:
+    for dataset, full, ablated in [("musique", 1.0, 0.0), ("2wiki", 1.0, 1.0)]:
+        (tmp_path / dataset).mkdir()
+        _run(tmp_path / dataset / "full", {"q1": {"ansint": full}})
+        _run(tmp_path / dataset / "no_graph", {"q1": {"ansint": ablated}})
+    folders = [str(tmp_path / "musique"), str(tmp_path / "2wiki")]
+    cmd = [*CHAINRAG, "compare", *(a for f in folders for a in ("--over", f))]
+    done = subprocess.run(
+        [*cmd, "--", "full", "no_graph"], capture_output=True, text=True, check=True
+    )
+    assert "| no_graph | ansint | 2 | 100.00 | 50.00 | -50.00 |" in done.stdout
+    assert "0 / 1 / 1 |" in done.stdout
+    missing = subprocess.run([*cmd, "--", "full", "nope"], capture_output=True, text=True)
+    assert missing.returncode == 1 and "nope: no predictions.jsonl" in missing.stderr
+
+
+# --------------------------------------------------------------------------- new with the move
+
+
+def test_compare_runs_as_a_library_function(tmp_path: Path) -> None:
+    base = _run(tmp_path / "full", {"q1": {"ansint": 1.0}, "q2": {"ansint": 0.0}})
+    other = _run(tmp_path / "no_graph", {"q1": {"ansint": 0.0}, "q2": {"ansint": 0.0}})
+    found = compare_runs(str(base), [str(other)], resamples=100)
+    [(name, label, p)] = found.rows
+    assert (name, label, p.n, p.worse, p.same) == ("no_graph", "ansint", 2, 1, 1)
+    table = found.markdown()
+    assert table.startswith(f"F1 in %, against {base} on the questions both answered")
+    assert "from 100 paired bootstrap resamples (seed 0)" in table
+    lonely = _run(tmp_path / "other_questions", {"q9": {"ansint": 1.0}})
+    with pytest.raises(ChainragError, match=f"{lonely}: no question in common with {base}"):
+        compare_runs(str(base), [str(lonely)])
+
+
+FOLDER_PROBLEMS = [
+    (None, r"no predictions.jsonl — no such file \(not a run directory\?\)"),
+    ("", r"predictions.jsonl: no predictions yet"),
+    ("[1, 2]\n", r"predictions.jsonl, line 1: expected a JSON object"),
+    ('{"id": "q1"', r"predictions.jsonl: no predictions yet"),  # a torn line is not read
+]
+
+
+@pytest.mark.parametrize(("content", "message"), FOLDER_PROBLEMS)
+def test_missing_or_malformed_run_folders_are_errors_naming_them(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    if content is not None:
+        (run / "predictions.jsonl").write_text(content)
+    with pytest.raises(ChainragError, match=f"{run}.*{message}"):
+        integration_gap(run)
+    with pytest.raises(ChainragError, match=f"{run}.*{message}"):
+        walks_table([run])
+
+
+def test_records_of_another_kind_are_errors_naming_the_folder(tmp_path: Path) -> None:
+    run = tmp_path / "naive"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text('{"id": "q1", "f1": 0.5, "trace": null}\n')
+    with pytest.raises(ChainragError, match=f"{run}: a record has no 'gold' field"):
+        integration_gap(run)
+    with pytest.raises(ChainragError, match=f"{run}: a record of another shape"):
+        walks_table([run])
+
+
+def test_compare_refuses_records_without_f1(tmp_path: Path) -> None:
+    run = _run(tmp_path / "full", {"q1": {"ansint": 1.0}})
+    (run / "predictions.jsonl").write_text('{"id": "q1"}\n')
+    with pytest.raises(ChainragError, match=f"{run}: a record has no 'f1' field"):
+        compare_runs(str(run), [str(run)])
+
+
+def _chainrag_record(qid: str, ansint: str, cxtint: str, subs: list[str], gold: str) -> dict:
+    named = [("ansint", ansint), ("cxtint", cxtint)]
+    answers = [{"name": n, "answer": {"text": t}} for n, t in named]
+    steps = [{"answer": {"answer": s}} for s in subs] + [{"answer": None}]
+    return {"id": qid, "gold": [gold], "trace": {"answers": answers, "steps": steps}}
+
+
+def test_integration_gap_splits_questions_by_case(tmp_path: Path) -> None:
+    run = tmp_path / "ansint"
+    run.mkdir()
+    records = [
+        _chainrag_record("q1", "Paris", "Paris", ["Paris, France"], "Paris"),
+        _chainrag_record("q2", "Lyon", "Paris", ["Lyon"], "Paris"),
+        _chainrag_record("q3", "Lyon", "Paris", ["in Paris"], "Paris"),
+        _chainrag_record("q4", "Lyon", "Nice", [], "Paris"),
+    ]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    gap = integration_gap(run)
+    assert [s.case for s in gap.splits] == [
+        ("right", "right", "yes"),
+        ("wrong", "right", "no"),
+        ("wrong", "right", "yes"),
+        ("wrong", "wrong", "no"),
+    ]
+    table = gap.markdown()
+    assert table.startswith(f"{run}: 4 questions, 1.8 steps each on average (right = F1 ≥ 0.5)\n\n")
+    assert table.endswith("| wrong | wrong | no | 1 |")
+    listed = gap.markdown(listing=True).splitlines()
+    assert listed[1] == (
+        "q2\tAnsInt wrong\tCxtInt right\tin sub-answers no\tgold 'Paris'\tsub-answers ['Lyon']"
+    )
+    (run / "predictions.jsonl").write_text(json.dumps({**records[0], "trace": {
+        "answers": [{"name": "naive", "answer": {"text": "x"}}], "steps": []}}) + "\n")  # fmt: skip
+    with pytest.raises(ChainragError, match=f"{run}: question q1 has no AnsInt and CxtInt"):
+        integration_gap(run)
+
+
+def test_integration_gap_command(tmp_path: Path) -> None:
+    run = tmp_path / "ansint"
+    run.mkdir()
+    record = _chainrag_record("q1", "Paris", "Nice", ["Paris"], "Paris")
+    (run / "predictions.jsonl").write_text(json.dumps(record) + "\n")
+    cmd = [*CHAINRAG, "integration-gap"]
+    done = subprocess.run([*cmd, str(run), "--list"], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[0].startswith("q1\tAnsInt right\tCxtInt wrong")
+    assert "| right | wrong | yes | 1 |" in done.stdout
+    missing = subprocess.run([*cmd, str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 1 and f"FAIL {tmp_path}: no predictions.jsonl" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "raw", ["Yes.", "no", "NO, not enough", "I think yes", "unsure", "", "yesno"]
+)
+def test_verdicts_are_read_as_the_judges_read_them(raw: str) -> None:
+    from chainrag.components.judges import parse_yes_no
+
+    assert read_verdict(raw) == parse_yes_no(raw)
+
+
+def test_analysis_imports_neither_the_llm_layer_nor_the_cli() -> None:
+    code = (
+        "import sys, chainrag.analysis; "
+        "print(sorted(m for m in sys.modules if m.startswith(('chainrag.llm', 'chainrag.cli', "
+        "'chainrag.components'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_commands_have_help() -> None:
+    for command in ("compare", "walks", "integration-gap"):
+        done = subprocess.run([*CHAINRAG, command, "--help"], capture_output=True, text=True)
+        assert done.returncode == 0 and "Usage: chainrag " + command in done.stdout, command
