@@ -31,8 +31,12 @@ def test_every_pin_carries_hashes() -> None:
 
 
 def test_every_installed_package_is_pinned_at_its_installed_version() -> None:
+    """Every distribution in the environment's site-packages (what the set-up installed; not
+    whatever another test put on sys.path for a while) is in the lock at its version."""
+    import site
+
     locked = pins()
-    for dist in metadata.distributions():
+    for dist in metadata.distributions(path=site.getsitepackages()):
         name = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
         if name == "chainrag":
             continue
