@@ -22,7 +22,14 @@ CREDENTIAL_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|PRIVATE",
     re.IGNORECASE,
 )
-"""An environment variable whose name matches this anywhere holds a credential."""
+"""An environment variable whose name matches this anywhere holds a credential..."""
+
+SETTING_NAME = re.compile(
+    r"_(MODE|TYPE|KIND|PATH|FILE|DIR|SOCK|HOST|PORT|URL|LEVEL|VERSION|ENABLED?|DISABLED?)$",
+    re.IGNORECASE,
+)
+"""...unless its name ends like a setting's (``RAY_AUTH_MODE=token``, ``SSH_AUTH_SOCK``):
+masking ``token`` made every ``max_tokens`` in a run's files ``max_***s``."""
 
 MIN_SECRET_CHARS = 4
 """Shorter values are not masked: masking ``"1"`` or ``"no"`` would mangle every text."""
@@ -41,7 +48,11 @@ def strip_userinfo(url: str) -> str:
 def credential_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """The values of credential-named environment variables, longest first."""
     env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if CREDENTIAL_NAME.search(k) and len(v) >= MIN_SECRET_CHARS}
+    values = {
+        v
+        for k, v in env.items()
+        if CREDENTIAL_NAME.search(k) and not SETTING_NAME.search(k) and len(v) >= MIN_SECRET_CHARS
+    }
     return sorted(values, key=len, reverse=True)
 
 

@@ -242,8 +242,11 @@ def _index_key(index: Any) -> Any:
 
 
 def write_recipe(path: Path, recipe: Recipe) -> None:
-    """The fully resolved ``recipe`` as YAML beside what it produced, credentials masked."""
-    path.write_text(redact(dump_recipe(stored_recipe(recipe))), encoding="utf-8")
+    """The fully resolved ``recipe`` as YAML beside what it produced. A recipe holds no key (keys
+    come from the environment); the one credential it can hold, userinfo in ``api_base``, is
+    stripped. It is not masked by value: it is read back to resume, and a masked word (an
+    environment value that also occurs in a field name) would make it another recipe."""
+    path.write_text(dump_recipe(stored_recipe(recipe)), encoding="utf-8")
 
 
 @contextmanager

@@ -113,3 +113,11 @@ def test_redact_masks_every_credential_by_value() -> None:
     for secret in ("wJalrXUtnFEMI", "sk-1", 'p\\"w', "hunter22", "bob"):
         assert secret not in masked, secret
     assert "/root" in masked and "https://***@llm.example/v1" in masked
+
+
+def test_settings_named_like_credentials_are_not_masked() -> None:
+    """Ray sets RAY_AUTH_MODE=token: masking it turned every max_tokens into max_***s, and a
+    run's recipe.yaml could not be read back."""
+    env = {"RAY_AUTH_MODE": "token", "SSH_AUTH_SOCK": "/tmp/agent.sock", "HF_TOKEN": "hf_abc1"}
+    masked = redact("llm: {max_tokens: 512} via /tmp/agent.sock with hf_abc1", environ=env)
+    assert masked == "llm: {max_tokens: 512} via /tmp/agent.sock with ***"

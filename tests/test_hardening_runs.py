@@ -194,3 +194,14 @@ def test_a_run_made_before_components_gained_parameters_still_resumes(tmp_path: 
     other = load_recipe(ROOT / "recipes" / "ablations" / "no_ec.yaml")
     with pytest.raises(RunError, match="another recipe"):
         run.start(other, ROOT / "recipes" / "ablations" / "no_ec.yaml", "2wiki", file)
+
+
+def test_a_run_folder_reads_back_whatever_the_environment_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """recipe.yaml is read back to resume: no credential value may be masked into it."""
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tokens")
+    path, recipe = naive_recipe(tmp_path)
+    run = start(tmp_path, path, recipe)
+    assert "max_tokens" in (run.folder / "recipe.yaml").read_text()
+    start(tmp_path, path, recipe)  # resumes: the stored recipe is this recipe
