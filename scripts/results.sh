@@ -80,7 +80,8 @@ pooled() {
 }
 # corpus DATASET: one corpus index of HippoRAG's corpus of that dataset plus every dev
 # question's own paragraphs (runs/corpus/, resumable), for the sentence graph and for chunks,
-# then ChainRAG and NaiveRAG over it on the first N dev questions (HippoRAG 2's setting).
+# then NaiveRAG and ChainRAG (chainrag_4k) over it on the first N dev questions (HippoRAG 2's
+# setting).
 corpus() {
   local dataset=$1 graph=runs/corpus/$1-graph chunks=runs/corpus/$1-chunks
   $BIN/chainrag index --recipe recipes/chainrag/ansint.yaml --corpus "$dataset" \
@@ -89,7 +90,9 @@ corpus() {
     --corpus "dev:$dataset" --out "$chunks"
   run recipes/baselines/naive.yaml --dataset "$dataset" --index "$chunks" --limit $N \
     --out $OUT --cache-mode refresh --no-report
-  run recipes/chainrag/ansint.yaml --dataset "$dataset" --index "$graph" --limit $N \
+  # the paper's 3,000-word budgets overflow the local model's 4k context once the walk can
+  # reach a whole corpus (every sub-answer failed): chainrag_4k keeps 1,200 / 1,500 words
+  run recipes/variants/chainrag_4k.yaml --dataset "$dataset" --index "$graph" --limit $N \
     --out $OUT --cache-mode refresh --no-report
 }
 for what in ${targets[@]}; do
