@@ -448,7 +448,9 @@ def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
         "in the first k units retrieved (paragraphs on MuSiQue, sentences on HotpotQA/2Wiki); "
         "Hit@4 = all of it in the first 4 (strict, as seed 002); Hit@10 the same in the first 10 "
         "(read tree retrieval, whose context holds up to 9 passages, there)."
-    ]
+        + (" DATASET@CORPUS: over a shared corpus index, R@k counts gold paragraphs by title."
+           if any("@" in t.dataset for t, _ in tables) else "")
+    ]  # fmt: skip
     main = {t.dataset: rows for t, rows in tables if t.group == "main"}
     if table := across_datasets(main):
         sections.append(f"## Across datasets\n\n{table}")
