@@ -32,7 +32,13 @@ from typing import Any, Literal
 import attrs
 import yaml
 
-from chainrag.errors import PluginError, Problem, RecipeError, UnknownComponentError
+from chainrag.errors import (
+    ChainragError,
+    PluginError,
+    Problem,
+    RecipeError,
+    UnknownComponentError,
+)
 from chainrag.protocols import (
     NER,
     Chunker,
@@ -530,6 +536,16 @@ def _unchecked(where: str, leaf: UnknownComponentError, unloaded: Sequence[str])
 
 def _unique(items: Iterable[Problem]) -> list[Problem]:
     return list(dict.fromkeys(items))
+
+
+def structure_stored(data: Any, source: str) -> Recipe | None:
+    """A recipe stored as plain data (a run's ``recipe.yaml``, an index manifest's ``index:``)
+    as today's components, or None where it no longer structures. Comparing the result with
+    ``==`` ignores a parameter a component gained since, at its default."""
+    try:
+        return structure(data, source)
+    except ChainragError:
+        return None
 
 
 def load_recipe(path: str | Path, roots: Iterable[str | Path] = ()) -> Recipe:

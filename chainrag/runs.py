@@ -315,23 +315,7 @@ class RunDir:
         }
         if (self.folder / RUN_FILE).exists():
             meta = self.meta()
-            if meta.get("recipe_digest") != digest and not self._same_recipe(recipe):
-                raise RunError(
-                    f"{self.folder} holds a run of another recipe ({meta.get('recipe_name')!r}, "
-                    f"{meta.get('recipe_digest')}; now {recipe.name!r}, {digest}): pass another "
-                    "--out, or remove that directory to start over"
-                )
-            if (meta.get("dataset"), meta.get("dataset_fingerprint")) != (dataset, fingerprint):
-                raise RunError(
-                    f"{self.folder} holds a run on {meta.get('dataset')!r} "
-                    f"({meta.get('dataset_fingerprint')}), not on {dataset!r} ({fingerprint}): "
-                    "the dataset file changed or another dataset was named"
-                )
-            if index is not None and _index_key(meta.get("index")) != _index_key(index):
-                raise RunError(
-                    f"{self.folder} holds a run over another corpus index "
-                    f"({meta.get('index')}); now {dict(index)}: pass another --out"
-                )
+            self._check_same_run(meta, recipe, digest, (dataset, fingerprint), index)
             meta["sessions"] = [*meta.get("sessions", []), session]
         else:
             meta = {
@@ -347,24 +331,53 @@ class RunDir:
                 "packages": package_versions(),
                 "models": model_identities(recipe),
                 "sessions": [session],
-            }
-            if index is not None:
-                meta["index"] = dict(index)
+            } | ({"index": dict(index)} if index is not None else {})
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta)
         return meta
 
+    def _check_same_run(
+        self,
+        meta: Mapping[str, Any],
+        recipe: Recipe,
+        digest: str,
+        data: tuple[str, str],
+        index: Mapping[str, Any] | None,
+    ) -> None:
+        """Raise unless the folder's run is of this recipe, dataset file and corpus index."""
+        if meta.get("recipe_digest") != digest and not self._same_recipe(recipe):
+            raise RunError(
+                f"{self.folder} holds a run of another recipe ({meta.get('recipe_name')!r}, "
+                f"{meta.get('recipe_digest')}; now {recipe.name!r}, {digest}): pass another "
+                "--out, or remove that directory to start over"
+            )
+        if (meta.get("dataset"), meta.get("dataset_fingerprint")) != data:
+            raise RunError(
+                f"{self.folder} holds a run on {meta.get('dataset')!r} "
+                f"({meta.get('dataset_fingerprint')}), not on {data[0]!r} ({data[1]}): "
+                "the dataset file changed or another dataset was named"
+            )
+        if index is not None and _index_key(meta.get("index")) != _index_key(index):
+            raise RunError(
+                f"{self.folder} holds a run over another corpus index "
+                f"({meta.get('index')}); now {dict(index)}: pass another --out"
+            )
+
     def _same_recipe(self, recipe: Recipe) -> bool:
         """Whether the folder's ``recipe.yaml`` is ``recipe`` compared as components, so that
         a parameter a component gained since (with its default) does not make it another."""
-        from chainrag.recipe import parse_yaml, structure
+        from chainrag.recipe import parse_yaml, structure_stored
 
         path = self.folder / RECIPE_FILE
         try:
-            stored = structure(parse_yaml(path.read_text(encoding="utf-8"), str(path)), str(path))
+            stored = structure_stored(
+                parse_yaml(path.read_text(encoding="utf-8"), str(path)), str(path)
+            )
         except (ChainragError, OSError, UnicodeDecodeError):
             return False
         mine = stored_recipe(recipe)
+        if stored is None:
+            return False
         return attrs.evolve(stored, name=mine.name, description=mine.description) == mine
 
     def finish_session(self, summary: Mapping[str, Any]) -> None:

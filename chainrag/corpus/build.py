@@ -50,7 +50,6 @@ from chainrag.corpus.store import (
     save_layer,
     write_manifest,
 )
-from chainrag.errors import ChainragError
 from chainrag.index import IndexBuildError, digest, entity_name
 from chainrag.recipe import IndexSpec
 from chainrag.structure import unstructure
@@ -93,12 +92,10 @@ def index_digest(spec: IndexSpec) -> str:
 def same_index(stored: Any, spec: IndexSpec) -> bool:
     """Whether the ``index:`` section a manifest stored is ``spec``, compared as components
     (so a parameter added to a component since, with its default, changes nothing)."""
-    from chainrag.recipe import structure
+    from chainrag.recipe import structure_stored
 
-    try:
-        return structure({"name": "index", "index": stored}, "the index's manifest").index == spec
-    except ChainragError:
-        return False
+    found = structure_stored({"name": "index", "index": stored}, "the index's manifest")
+    return found is not None and found.index == spec
 
 
 def build_corpus_index(
