@@ -78,7 +78,7 @@ class FlagModelEmbedder:
 
             transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
-            return FlagModel(
+            model = FlagModel(
                 path,
                 pooling_method=self.pooling,
                 normalize_embeddings=True,
@@ -89,6 +89,8 @@ class FlagModelEmbedder:
                 query_max_length=self.max_length,
                 passage_max_length=self.max_length,
             )
+            model.model.eval()  # what FlagModel.encode does before every job; one_batch needs it
+            return model
 
         key = (
             "flag_model",
@@ -106,6 +108,8 @@ class FlagModelEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         model = self._model(ctx)
+        if len(texts) <= self.batch_size:
+            return l2_normalise(one_batch(model, texts, role, self.max_length))
         encode = model.encode_queries if role == "query" else model.encode_corpus
         # One call for all texts: FlagModel sorts them by length and probes its batch size
         # with a forward pass on every call, so splitting the job would cost twice as much.
@@ -114,6 +118,36 @@ class FlagModelEmbedder:
         with contextlib.redirect_stderr(io.StringIO()) if quiet else contextlib.nullcontext():
             vectors = encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True)
         return l2_normalise(vectors)
+
+
+def one_batch(model: Any, texts: Sequence[str], role: EmbedRole, max_length: int) -> FloatArray:
+    """FlagModel's vectors of a job that fits one batch, by one forward pass.
+
+    ``FlagModel.encode`` runs the first batch twice (a probe of the batch size, then the
+    batch): for a query that doubles the cost of seed retrieval (bench/corpus_scale.py). Here
+    the same steps on the same tensors — instruction, tokenizer, texts sorted by length and
+    padded together, network, FlagModel's own pooling and normalisation — once, so the vectors
+    are FlagModel's, bit for bit (tests/test_embedders.py).
+    """
+    import torch
+    from FlagEmbedding.utils.tokenizer_compat import pad_with_compat
+
+    instruction = model.query_instruction_for_retrieval if role == "query" else None
+    if instruction:
+        form = model.query_instruction_format
+        texts = [model.get_detailed_instruct(form, instruction, t) for t in texts]
+    tokens = model.tokenizer(list(texts), truncation=True, max_length=max_length)
+    order = np.argsort([-len(ids) for ids in tokens["input_ids"]])
+    rows = [{key: tokens[key][i] for key in tokens} for i in order.tolist()]
+    with torch.inference_mode():
+        batch = pad_with_compat(model.tokenizer, rows, padding=True, return_tensors="pt")
+        hidden = model.model(**batch, return_dict=True).last_hidden_state
+        pooled = model._truncate_embeddings(model.pooling(hidden, batch["attention_mask"]))
+        if model.normalize_embeddings:
+            pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        vectors = pooled.float().numpy()
+    out: FloatArray = vectors[np.argsort(order)]
+    return out
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
