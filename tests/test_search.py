@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chainrag.components.search import (
+    BlockedIVF,
     ExactSearch,
     FaissHNSW,
     FaissIVF,
@@ -130,9 +131,9 @@ def test_empty_and_oversized_requests_are_padded() -> None:
 
 def test_components_satisfy_the_protocols() -> None:
     x = unit_rows(10, 4)
-    for search in (ExactSearch(), FaissHNSW(m=4), FaissIVF(nlist=2)):
+    for search in (ExactSearch(), BlockedIVF(nlist=2), FaissHNSW(m=4), FaissIVF(nlist=2)):
         assert isinstance(search, VectorSearch)
-        if not isinstance(search, ExactSearch):
+        if not isinstance(search, ExactSearch | BlockedIVF):
             pytest.importorskip("faiss")
         assert isinstance(search(x), VectorIndex)
 
@@ -141,12 +142,17 @@ def test_components_satisfy_the_protocols() -> None:
 
 
 def _searches() -> list[VectorSearch]:
-    return [ExactSearch(), FaissHNSW(m=8, ef_search=300), FaissIVF(nlist=6, nprobe=6)]
+    return [
+        ExactSearch(),
+        BlockedIVF(nlist=6, nprobe=3),
+        FaissHNSW(m=8, ef_search=300),
+        FaissIVF(nlist=6, nprobe=6),
+    ]
 
 
 @pytest.mark.parametrize("search", _searches(), ids=lambda s: type(s).__name__)
 def test_save_then_load_searches_the_same(search: VectorSearch, tmp_path: Path) -> None:
-    if not isinstance(search, ExactSearch):
+    if not isinstance(search, ExactSearch | BlockedIVF):
         pytest.importorskip("faiss")
     x = unit_rows(300, 16)
     np.save(tmp_path / "e.npy", x)
@@ -227,3 +233,58 @@ def test_the_package_imports_and_searches_exactly_without_faiss() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "need faiss-cpu" in out.stdout
+
+
+# --------------------------------------------------------------------------- blocked IVF
+
+
+def test_blocked_ivf_probing_every_list_is_exact() -> None:
+    """nprobe = nlist scans every vector: the exact top-k, by search and by self-join, in
+    query blocks of any size."""
+    x = unit_rows(400, 24, seed=3)  # no ties: the top-k is unique
+    for query_block in (1, 37, 4096):
+        index = BlockedIVF(nlist=12, nprobe=12, query_block=query_block)(x)
+        for exclude in (None, np.arange(400)):
+            ids, sims = index.search(x, 10, exclude)
+            want_ids, want_sims = exact_top_k(x, x, 10, exclude)
+            assert np.array_equal(ids, want_ids)
+            assert np.allclose(sims, want_sims, atol=1e-5)
+        ids, sims = index.self_join(10, rows=50)
+        want_ids, want_sims = exact_top_k(x, x, 10, np.arange(400))
+        assert np.array_equal(ids, want_ids)
+        assert np.allclose(sims, want_sims, atol=1e-5)
+
+
+@given(matrices, st.integers(1, 5), st.integers(1, 5), st.integers(1, 30))
+def test_blocked_ivf_exhaustive_is_brute_force_with_ties(
+    x: np.ndarray, nlist: int, extra: int, k: int
+) -> None:
+    """Small-integer vectors (real ties, zero rows): probing every list gives brute force's
+    ids, ties by lower id, padded with -1 / -inf, a query never finding itself."""
+    index = BlockedIVF(nlist=nlist, nprobe=nlist + extra, iterations=3)(x)
+    exclude = np.arange(len(x))
+    ids, sims = index.search(x, k, exclude)
+    want_ids, want_sims = brute_force(x, x, k, exclude.tolist())
+    assert np.array_equal(ids, want_ids)
+    assert np.array_equal(sims, want_sims)
+    assert np.array_equal(index.self_join(k, rows=3)[0], want_ids)
+
+
+def test_blocked_ivf_is_seeded_and_recalls_most_with_few_probes() -> None:
+    x = unit_rows(3000, 16, seed=5)
+    assert BlockedIVF(seed=1)(x) == BlockedIVF(seed=1)(x)
+    assert BlockedIVF(seed=1)(x) != BlockedIVF(seed=2)(x)
+    index = BlockedIVF(nlist=20, nprobe=4)(x)
+    ids, _ = index.self_join(10, rows=500)
+    want, _ = exact_top_k(x, x, 10, np.arange(3000))
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, want, strict=True)])
+    assert 0.3 < recall < 1.0  # approximate, yet no accident
+
+
+def test_self_join_of_every_index_excludes_the_row_itself() -> None:
+    pytest.importorskip("faiss")
+    x = unit_rows(200, 8, seed=2)
+    want, _ = exact_top_k(x, x, 5, np.arange(200))
+    for search in (ExactSearch(), FaissIVF(nlist=4, nprobe=4), BlockedIVF(nlist=4, nprobe=4)):
+        ids, _ = search(x).self_join(5, rows=64)
+        assert np.array_equal(ids, want), type(search).__name__

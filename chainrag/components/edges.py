@@ -16,7 +16,7 @@ import numpy as np
 from scipy import sparse
 
 from chainrag.components.key_entities import rows_csr
-from chainrag.components.search import ExactSearch, float32_rows, top_k_lowest_index
+from chainrag.components.search import ExactSearch, top_k_lowest_index
 from chainrag.errors import ChainragError
 from chainrag.protocols.index import VectorSearch
 from chainrag.registry import EDGE_BUILDERS
@@ -472,14 +472,7 @@ def nearest_others(
     if k <= 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0, dtype=np.float32)
-    index = search(x)
-    step = query_rows(n, block)
-    found = []
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        found.append(index.search(float32_rows(x, start, stop), k, np.arange(start, stop)))
-    ids = np.concatenate([f[0] for f in found])
-    sims = np.concatenate([f[1] for f in found])
+    ids, sims = search(x).self_join(k, query_rows(n, block))
     keep = ids >= 0
     return np.nonzero(keep)[0], ids[keep], sims[keep]
 
@@ -513,9 +506,10 @@ class SimilarityTopK:
     §3.1 (m = 10, union); ``mutual: true`` links only pairs that choose each other (the
     summary's reading). ``weighting: similarity`` weighs edges by max(cosine, 0), so pairs of
     non-positive similarity drop out. ``search`` finds the m most similar: ``exact`` (the
-    paper's; memory bounded at any n) or approximate (``faiss_hnsw``, ``faiss_ivf``) for large
-    corpora; ``block`` sentences are searched at a time. Recipe: ``{kind: similarity_topk, m:
-    10}``, or ``{kind: similarity_topk, m: 10, search: {kind: faiss_ivf, nprobe: 16}}``.
+    paper's; memory bounded at any n) or approximate (``blocked_ivf``, ``faiss_hnsw``,
+    ``faiss_ivf``) for large corpora; ``block`` sentences are searched at a time. Recipe:
+    ``{kind: similarity_topk, m: 10}``, or ``{kind: similarity_topk, m: 10, search: {kind:
+    blocked_ivf, nprobe: 24}}``.
     """
 
     m: int = attrs.field(default=10, validator=attrs.validators.ge(1))

@@ -60,10 +60,10 @@ def spans(n: int, width: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def top_k_lowest_index(sim: np.ndarray, k: int) -> np.ndarray:
+def top_k_lowest_index(sim: np.ndarray, k: int, threads: int = 1) -> np.ndarray:
     """Column indexes of the k largest values per row; among equals, the lower index first."""
     extra = 1 if k < sim.shape[1] else 0  # one more than needed reveals a tie at the boundary
-    values, chosen = top_k(sim, k + extra)  # best first; equal values in any order
+    values, chosen = top_k(sim, k + extra, threads)  # best first; equal values in any order
     # rows holding equal values (rare) are put in (value descending, index ascending) order
     tied_rows = np.nonzero((values[:, 1:] == values[:, :-1]).any(axis=1))[0]
     if tied_rows.size:
@@ -82,7 +82,7 @@ def top_k_lowest_index(sim: np.ndarray, k: int) -> np.ndarray:
     return chosen
 
 
-def top_k(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def top_k(sim: np.ndarray, k: int, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """(values, indexes) of the k largest per row, largest first, in no order among equals.
 
     Uses ``torch.topk`` on one thread when torch is installed (4× faster than a numpy
@@ -90,7 +90,8 @@ def top_k(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     multi-threaded BLAS product whose worker threads keep spinning on the other cores for tens
     of milliseconds after it returns: torch's own workers would compete with them for the cores
     (on 2 cores the same top-k took 15 ms on two threads right after the product, 11 ms on one,
-    6 ms on two once the BLAS threads were idle).
+    6 ms on two once the BLAS threads were idle). ``threads`` > 1 where the product was
+    small and the top-k is the larger part of the work (:class:`BlockedIVFIndex`).
     """
     try:
         import torch
@@ -99,12 +100,12 @@ def top_k(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         values = np.take_along_axis(sim, part, axis=1)
         order = np.argsort(-values, axis=1)
         return np.take_along_axis(values, order, axis=1), np.take_along_axis(part, order, axis=1)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # process-wide while it lasts: other torch work may run slower
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)  # process-wide while it lasts: other torch work may wait
     try:
         top = torch.topk(torch.from_numpy(np.ascontiguousarray(sim)), k, dim=1, sorted=True)
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
     return top.values.numpy(), top.indices.numpy().astype(np.int64)
 
 
@@ -112,6 +113,21 @@ def best_first(ids: IntArray, sims: FloatArray, k: int) -> tuple[IntArray, Float
     """The first ``k`` of each row in (similarity descending, id ascending) order."""
     order = np.lexsort((ids, -sims), axis=1)[:, :k]
     return np.take_along_axis(ids, order, axis=1), np.take_along_axis(sims, order, axis=1)
+
+
+def merge_best_first(ids: IntArray, sims: FloatArray, k: int) -> tuple[IntArray, FloatArray]:
+    """:func:`best_first` of wide rows of candidates: a top-(k+1) by similarity first, the full
+    (similarity, id) sort only for the rows where equal similarities make the id order count."""
+    width = ids.shape[1]
+    if width <= 2 * k:
+        return best_first(ids, sims, k)
+    values, cols = top_k(sims, k + 1, threads=cores())
+    tied = np.nonzero((values[:, 1:] == values[:, :-1]).any(axis=1))[0]
+    out_ids = np.take_along_axis(ids, cols[:, :k], axis=1)
+    out_sims = np.ascontiguousarray(values[:, :k], dtype=np.float32)
+    if tied.size:
+        out_ids[tied], out_sims[tied] = best_first(ids[tied], sims[tied], k)
+    return out_ids, out_sims
 
 
 def finish(ids: IntArray, sims: FloatArray) -> tuple[IntArray, FloatArray]:
@@ -170,6 +186,21 @@ def _tile_top_k(
     return chosen + start, np.take_along_axis(sim, chosen, axis=1)
 
 
+def self_join_by_blocks(
+    index: Any, vectors: np.ndarray, k: int, rows: int
+) -> tuple[IntArray, FloatArray]:
+    """``index.search`` of every row of ``vectors`` (its own row excluded), ``rows`` at a time:
+    the self-join of an index that searches query by query."""
+    n = vectors.shape[0]
+    found = [
+        index.search(float32_rows(vectors, start, stop), k, np.arange(start, stop))
+        for start, stop in ((a, min(n, a + rows)) for a in range(0, n, max(1, rows)))
+    ]
+    if not found:
+        return np.zeros((0, k), np.int64), np.zeros((0, k), np.float32)
+    return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+
+
 # --------------------------------------------------------------------------- exact
 
 
@@ -192,6 +223,9 @@ class ExactIndex:
         return exact_top_k(
             q, self.vectors, k, exclude, columns=self.columns, elements=self.elements
         )
+
+    def self_join(self, k: int, rows: int) -> tuple[IntArray, FloatArray]:
+        return self_join_by_blocks(self, self.vectors, k, rows)
 
     def save(self, path: Path) -> None:
         n, d = self.vectors.shape
@@ -290,6 +324,8 @@ class FaissIndex:
     index: Any = attrs.field(eq=attrs.cmp_using(eq=_same_faiss), repr=False)
     kind: Literal["hnsw", "ivf"]
     breadth: int
+    vectors: np.ndarray = attrs.field(eq=False, repr=False)
+    """The vectors indexed (not copied): the queries of :meth:`self_join`."""
 
     def search(
         self, queries: FloatArray, k: int, exclude: IntArray | None = None
@@ -306,6 +342,9 @@ class FaissIndex:
         drop = (ids < 0) if exclude is None else (ids < 0) | (ids == exclude[:, None])
         sims[drop], ids[drop] = -np.inf, _EMPTY
         return finish(*best_first(ids.astype(np.int64), sims, k))
+
+    def self_join(self, k: int, rows: int) -> tuple[IntArray, FloatArray]:
+        return self_join_by_blocks(self, self.vectors, k, rows)
 
     def _parameters(self, faiss: Any, k: int) -> Any:
         if self.kind == "hnsw":
@@ -361,12 +400,13 @@ class FaissHNSW:
         index = faiss.IndexHNSWFlat(vectors.shape[1], self.m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = self.ef_construction
         add_in_batches(faiss, index, vectors)
-        return FaissIndex(index, "hnsw", self.ef_search)
+        return FaissIndex(index, "hnsw", self.ef_search, vectors)
 
     def load(self, path: Path, vectors: FloatArray) -> FaissIndex:
         faiss = load_faiss()
         flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY
-        return FaissIndex(read_faiss(path, vectors, "hnsw", flags), "hnsw", self.ef_search)
+        index = read_faiss(path, vectors, "hnsw", flags)
+        return FaissIndex(index, "hnsw", self.ef_search, vectors)
 
 
 def default_nlist(n: int, per_sqrt_n: float) -> int:
@@ -419,9 +459,211 @@ class FaissIVF:
         with faiss_threads(faiss, n):
             index.train(sample)
         add_in_batches(faiss, index, vectors)
-        return FaissIndex(index, "ivf", self.nprobe)
+        return FaissIndex(index, "ivf", self.nprobe, vectors)
 
     def load(self, path: Path, vectors: FloatArray) -> FaissIndex:
         faiss = load_faiss()
         flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY
-        return FaissIndex(read_faiss(path, vectors, "ivf", flags), "ivf", self.nprobe)
+        return FaissIndex(read_faiss(path, vectors, "ivf", flags), "ivf", self.nprobe, vectors)
+
+
+# --------------------------------------------------------------------------- IVF in blocks
+
+IVF_FORMAT = "chainrag.blocked_ivf"
+"""Format name written in the file a blocked IVF index saves."""
+
+ASSIGN_ROWS = 16384
+"""Vectors compared with every centroid at a time."""
+
+
+def nearest_lists(vectors: np.ndarray, centroids: FloatArray, p: int) -> IntArray:
+    """The ``p`` centroids of largest inner product with each row, best first, (n, p)."""
+    n = vectors.shape[0]
+    out = np.zeros((n, p), dtype=np.int64)
+    for start in range(0, n, ASSIGN_ROWS):
+        block = float32_rows(vectors, start, start + ASSIGN_ROWS)
+        out[start : start + block.shape[0]] = top_k(block @ centroids.T, p)[1]
+    return out
+
+
+def spherical_kmeans(sample: FloatArray, k: int, iterations: int, seed: int) -> FloatArray:
+    """``k`` unit centroids of the unit rows of ``sample`` by spherical k-means (Lloyd's steps
+    on cosine), started from ``k`` rows drawn with ``seed``; a list left empty keeps its
+    centroid. Plain numpy: the same sample and seed give the same centroids."""
+    rng = np.random.default_rng(seed)
+    centroids = sample[np.sort(rng.choice(sample.shape[0], size=k, replace=False))].copy()
+    for _ in range(iterations):
+        assign = nearest_lists(sample, centroids, 1)[:, 0]
+        order = np.argsort(assign, kind="stable")
+        used, starts = np.unique(assign[order], return_index=True)
+        sums = np.add.reduceat(sample[order], starts, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        ok = norms[:, 0] > 0
+        centroids[used[ok]] = sums[ok] / norms[ok]
+    return centroids
+
+
+@attrs.frozen
+class BlockedIVFIndex:
+    """Inverted lists searched list by list with one matrix product per list.
+
+    ``order`` holds the vector ids list by list (ascending within a list) and
+    ``offsets[c]:offsets[c + 1]`` is list c's part of it. A search gathers, for every list
+    some query probes, the queries that probe it and multiplies them with the list's vectors
+    at once: the work of FAISS's IndexIVFFlat, done as BLAS products over many queries, so a
+    list's vectors are read once per block of queries instead of once per query.
+    """
+
+    vectors: np.ndarray = attrs.field(eq=False, repr=False)
+    centroids: FloatArray = attrs.field(eq=attrs.cmp_using(eq=_same_array), repr=False)
+    order: IntArray = attrs.field(eq=attrs.cmp_using(eq=_same_array), repr=False)
+    offsets: IntArray = attrs.field(eq=False, repr=False)
+    nprobe: int
+    query_block: int
+    threads: int = 1
+    """Threads of the per-list top-k (the products use BLAS's own)."""
+
+    @property
+    def nlist(self) -> int:
+        return int(self.centroids.shape[0])
+
+    def search(
+        self, queries: FloatArray, k: int, exclude: IntArray | None = None
+    ) -> tuple[IntArray, FloatArray]:
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        if k == 0 or q.shape[0] == 0 or self.vectors.shape[0] == 0:
+            shape = (q.shape[0], k)
+            return finish(np.full(shape, _EMPTY, np.int64), np.full(shape, -np.inf, np.float32))
+        probes = nearest_lists(q, self.centroids, min(self.nprobe, self.nlist))
+
+        def gathered(c: int) -> FloatArray:
+            members = self.order[self.offsets[c] : self.offsets[c + 1]]
+            return np.asarray(self.vectors[members], dtype=np.float32)
+
+        return self._scan(q, probes, k, exclude, gathered)
+
+    def self_join(self, k: int, rows: int) -> tuple[IntArray, FloatArray]:
+        """Every vector's k nearest others, in blocks of at least :attr:`query_block` rows,
+        over one float32 copy of the vectors in list order (each list's vectors contiguous)."""
+        n = self.vectors.shape[0]
+        in_lists = np.empty((n, self.vectors.shape[1]), dtype=np.float32)
+        for start in range(0, n, ADD_BATCH):
+            ids = self.order[start : start + ADD_BATCH]
+            in_lists[start : start + ids.size] = self.vectors[ids]
+
+        def contiguous(c: int) -> FloatArray:
+            return in_lists[self.offsets[c] : self.offsets[c + 1]]
+
+        step = max(rows, self.query_block)
+        ids_out = np.zeros((n, k), np.int64)
+        sims_out = np.zeros((n, k), np.float32)
+        for start in range(0, n, step):
+            q = float32_rows(self.vectors, start, start + step)
+            stop = start + q.shape[0]
+            probes = nearest_lists(q, self.centroids, min(self.nprobe, self.nlist))
+            found = self._scan(q, probes, k, np.arange(start, stop), contiguous)
+            ids_out[start:stop], sims_out[start:stop] = found
+        return ids_out, sims_out
+
+    def _scan(
+        self,
+        q: FloatArray,
+        probes: IntArray,
+        k: int,
+        exclude: IntArray | None,
+        list_vectors: Any,
+    ) -> tuple[IntArray, FloatArray]:
+        """Each query's top-k among the lists it probes: list-major products, then a merge of
+        the per-list top-k (best first, equal similarities by lower id)."""
+        p = probes.shape[1]
+        cand_ids = np.full((q.shape[0], p * k), _EMPTY, dtype=np.int64)
+        cand_sims = np.full((q.shape[0], p * k), -np.inf, dtype=np.float32)
+        pairs = np.argsort(probes.ravel(), kind="stable")
+        bounds = np.searchsorted(probes.ravel()[pairs], np.arange(self.nlist + 1))
+        for c in np.nonzero(np.diff(bounds))[0].tolist():
+            at = pairs[bounds[c] : bounds[c + 1]]
+            rows, slots = at // p, at % p
+            members = self.order[self.offsets[c] : self.offsets[c + 1]]  # ids ascending
+            if members.size == 0:
+                continue
+            sim = q[rows] @ list_vectors(c).T
+            if exclude is not None:  # a query's own id is in at most one column
+                at_id = np.minimum(np.searchsorted(members, exclude[rows]), members.size - 1)
+                hit = np.nonzero(members[at_id] == exclude[rows])[0]
+                sim[hit, at_id[hit]] = -np.inf
+            kc = min(k, members.size)
+            chosen = top_k_lowest_index(sim, kc, self.threads)
+            cols = slots[:, None] * k + np.arange(kc)
+            cand_ids[rows[:, None], cols] = members[chosen]
+            cand_sims[rows[:, None], cols] = np.take_along_axis(sim, chosen, axis=1)
+        cand_ids[np.isneginf(cand_sims)] = _EMPTY
+        return finish(*merge_best_first(cand_ids, cand_sims, k))
+
+    def save(self, path: Path) -> None:
+        n, d = self.vectors.shape
+        with Path(path).open("wb") as f:
+            np.savez(
+                f,
+                header=np.array(json.dumps({"format": IVF_FORMAT, "n": n, "d": d})),
+                centroids=self.centroids,
+                order=self.order,
+                offsets=self.offsets,
+            )
+
+
+@VECTOR_SEARCH.register("blocked_ivf", example={"nlist": 2, "nprobe": 1})
+@attrs.frozen
+class BlockedIVF:
+    """Approximate top-k in inverted lists, each list searched by one matrix product.
+
+    For the SS layer of a large corpus (§3.1): every sentence is a query, so the lists are
+    scanned list by list for :attr:`query_block` queries at a time (BLAS products, each
+    list's vectors read once per block) — at 1M sentences FAISS's IndexIVFFlat, scanning the
+    same lists query by query, is bound by reading them again for every query. ``nlist``
+    lists (default ``lists_per_sqrt_n``·√n) by spherical k-means (numpy, ``iterations``
+    steps) on ``train_size`` vectors (default 40 per list) drawn with ``seed``; a query scans
+    its ``nprobe`` nearest lists, exactly (``nprobe = nlist``: exact search). The self-join
+    holds a float32 copy of the vectors in list order; ``load`` reads the lists (not the
+    vectors) from the file. Recipe: ``{kind: blocked_ivf, nprobe: 24}``.
+    """
+
+    nlist: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
+    )
+    lists_per_sqrt_n: float = attrs.field(default=1.0, validator=attrs.validators.gt(0))
+    nprobe: int = attrs.field(default=24, validator=attrs.validators.ge(1))
+    train_size: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
+    )
+    iterations: int = attrs.field(default=20, validator=attrs.validators.ge(0))
+    seed: int = 0
+    query_block: int = attrs.field(default=65536, validator=attrs.validators.ge(1))
+
+    def __call__(self, vectors: FloatArray) -> BlockedIVFIndex:
+        n = vectors.shape[0]
+        nlist = min(max(n, 1), self.nlist or default_nlist(n, self.lists_per_sqrt_n))
+        sample = training_sample(vectors, max(nlist, self.train_size or 40 * nlist), self.seed)
+        centroids = spherical_kmeans(sample, nlist, self.iterations, self.seed)
+        lists = nearest_lists(vectors, centroids, 1)[:, 0]
+        order = np.argsort(lists, kind="stable")
+        offsets = np.searchsorted(lists[order], np.arange(nlist + 1)).astype(np.int64)
+        return BlockedIVFIndex(vectors, centroids, order, offsets, self.nprobe, self.query_block)
+
+    def load(self, path: Path, vectors: FloatArray) -> BlockedIVFIndex:
+        try:
+            with np.load(Path(path), allow_pickle=False) as saved:
+                header = json.loads(str(saved["header"]))
+                parts = {key: saved[key] for key in ("centroids", "order", "offsets")}
+        except (OSError, ValueError, KeyError) as exc:
+            raise ValueError(f"{path} is not a blocked IVF index file: {exc}") from None
+        if not isinstance(header, dict) or header.get("format") != IVF_FORMAT:
+            raise ValueError(f"{path} is not a blocked IVF index file")
+        check_shape(path, (header.get("n"), header.get("d")), vectors)
+        return BlockedIVFIndex(
+            vectors,
+            parts["centroids"],
+            parts["order"],
+            parts["offsets"],
+            self.nprobe,
+            self.query_block,
+        )

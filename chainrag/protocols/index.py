@@ -85,6 +85,12 @@ class VectorIndex(Protocol):
         query) is never returned for query i."""
         ...
 
+    def self_join(self, k: int, rows: int) -> tuple[NDArray[np.int64], FloatArray]:
+        """Each indexed vector's ``k`` most similar other indexed vectors, (n, k) as
+        :meth:`search` gives them (the SS layer, §3.1); ``rows`` of them searched at a time
+        where the index searches in query blocks."""
+        ...
+
     def save(self, path: Path) -> None:
         """Write the index to one file at ``path`` (its vectors are not written)."""
         ...
