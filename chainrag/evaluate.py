@@ -53,13 +53,6 @@ class LimitedLLM:
         with self.slots:
             return self.inner.complete(request)
 
-    async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        await asyncio.to_thread(self.slots.acquire)
-        try:
-            return await self.inner.acomplete(request)
-        finally:
-            self.slots.release()
-
 
 def retrieved_units(prediction: Prediction) -> list[int]:
     """Every unit a method retrieved, in order of first retrieval across its steps."""

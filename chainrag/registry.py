@@ -203,14 +203,6 @@ REGISTRIES: tuple[Registry[Any], ...] = (
 :class:`~chainrag.recipe.LLMSpec`, and backends implement :class:`~chainrag.protocols.LLM`."""
 
 
-def registry_for(protocol: type) -> Registry[Any] | None:
-    """The registry whose stage Protocol is ``protocol``, if any."""
-    for reg in REGISTRIES:
-        if reg.protocol is protocol:
-            return reg
-    return None
-
-
 def registered_key(cls: type) -> tuple[str, str] | None:
     """``(stage, key)`` of a registered component class, else None."""
     return _BY_CLASS.get(cls)

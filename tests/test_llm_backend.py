@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 
@@ -125,20 +124,6 @@ def test_schema_goes_as_response_format(slept: list[float]) -> None:
     }
     assert "response_format" not in fake.bodies[2]
     assert "response_format" not in fake.bodies[3]
-
-
-def test_async_completion_retries_too() -> None:
-    waited: list[float] = []
-
-    async def asleep(s: float) -> None:
-        waited.append(s)
-
-    fake = FakeOpenAI(["429"])
-    with serve(fake) as api_base:
-        llm = LiteLLMBackend(api_base=api_base, api_key="unused", timeout_s=1.0, asleep=asleep)
-        response = asyncio.run(llm.acomplete(request()))
-    assert response.text == "ok"
-    assert len(waited) == 1
 
 
 def test_api_keys_never_appear_in_errors(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import os
 from pathlib import Path
@@ -124,7 +123,7 @@ def test_metered_llm_counts_calls_hits_and_tokens_per_prompt(tmp_path: Path) -> 
     llm = MeteredLLM(shared, ledger)
     llm.complete(req("q", "a"))
     llm.complete(req("q", "a"))  # cache hit
-    asyncio.run(llm.acomplete(req("q", "b")))
+    llm.complete(req("q", "b"))
     by = ledger.by_prompt()
     assert by["a"] == Usage(calls=1, cache_hits=1, prompt_tokens=1, completion_tokens=2)
     assert by["b"].calls == 1

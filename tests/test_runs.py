@@ -181,9 +181,6 @@ class SlowLLM:
             self.now -= 1
         return LLMResponse("Paris", "slow", Usage(calls=1, prompt_tokens=5, completion_tokens=1))
 
-    async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        raise NotImplementedError
-
 
 @pytest.mark.parametrize(("concurrency", "slots"), [(1, 1), (4, 1), (4, 2), (6, 6)])
 def test_concurrency_bounds_llm_requests_in_flight(

@@ -10,13 +10,12 @@ sees, logs or stores one, and masks every credential it can see out of error mes
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -121,7 +120,7 @@ def classify(exc: BaseException) -> type[LLMError]:
 
 @attrs.define
 class LiteLLMBackend:
-    """Completes requests with ``litellm.completion`` / ``acompletion``.
+    """Completes requests with ``litellm.completion``.
 
     Args:
         api_base: Base URL of an OpenAI-compatible server, or None for the provider's.
@@ -146,7 +145,6 @@ class LiteLLMBackend:
     free: bool = False
     seed: int = 0
     sleep: Callable[[float], None] = time.sleep
-    asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     _rng: random.Random = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -165,21 +163,6 @@ class LiteLLMBackend:
                 if not error.retryable or attempt == self.retry.max_retries:
                     raise error from exc
             self.sleep(self.retry.delay(attempt, self._rng))
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        litellm = import_litellm()
-        kwargs = self._kwargs(request, litellm)
-        for attempt in range(self.retry.max_retries + 1):
-            started = time.perf_counter()
-            try:
-                raw = await litellm.acompletion(**kwargs)
-                return self._response(request, raw, time.perf_counter() - started, litellm)
-            except Exception as exc:
-                error = self._error(request, exc, attempt)
-                if not error.retryable or attempt == self.retry.max_retries:
-                    raise error from exc
-            await self.asleep(self.retry.delay(attempt, self._rng))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _kwargs(self, request: LLMRequest, litellm: Any) -> dict[str, Any]:

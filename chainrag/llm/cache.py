@@ -113,11 +113,3 @@ class CachedLLM:
         if self.mode != "bypass":
             self.cache.put(request, response, self.endpoint)
         return response
-
-    async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        if self.mode == "use" and (hit := self.cache.get(request, self.endpoint)) is not None:
-            return hit
-        response = await self.inner.acomplete(request)
-        if self.mode != "bypass":
-            self.cache.put(request, response, self.endpoint)
-        return response

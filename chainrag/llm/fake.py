@@ -63,9 +63,6 @@ class ScriptedLLM:
         usage = Usage(calls=1, prompt_tokens=prompt_words, completion_tokens=len(text.split()))
         return LLMResponse(text=text, model=request.model or self.model, usage=usage)
 
-    async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        return self.complete(request)
-
     def calls(self, prompt_id: str | None = None) -> int:
         """How many requests were made (for one prompt id, or all)."""
         return sum(1 for r in self.requests if prompt_id in (None, r.prompt_id))

@@ -49,11 +49,6 @@ class MeteredLLM:
         self.ledger.record(request.prompt_id, response.usage)
         return response
 
-    async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        response = await self.inner.acomplete(request)
-        self.ledger.record(request.prompt_id, response.usage)
-        return response
-
 
 @attrs.define
 class BoundLLM:
@@ -76,6 +71,3 @@ class BoundLLM:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         return self.inner.complete(self.bind(request))
-
-    async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        return await self.inner.acomplete(self.bind(request))

@@ -198,19 +198,3 @@ def complete_json(
         return _read(second.text, validate), [first, second]
     except (ValueError, TypeError) as exc:
         raise _give_up(request, second.text, exc) from exc
-
-
-async def acomplete_json(
-    llm: LLM, request: LLMRequest, validate: Callable[[Any], T] = lambda v: v
-) -> tuple[T, list[LLMResponse]]:
-    """The asynchronous :func:`complete_json`."""
-    first = await llm.acomplete(request)
-    try:
-        return _read(first.text, validate), [first]
-    except (ValueError, TypeError) as exc:
-        fix = _repair(request, first.text, exc)
-    second = await llm.acomplete(fix)
-    try:
-        return _read(second.text, validate), [first, second]
-    except (ValueError, TypeError) as exc:
-        raise _give_up(request, second.text, exc) from exc
