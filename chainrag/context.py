@@ -7,13 +7,28 @@ Tests build a context around a scripted fake LLM; a run builds one around the re
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from chainrag.errors import ChainragError
 from chainrag.protocols.llm import LLM
+from chainrag.protocols.retrieval import Graph, Retrieval, Searchable
+from chainrag.types import Expansion, Usage
+
+if TYPE_CHECKING:
+    from chainrag.corpus.store import CorpusIndex
+    from chainrag.graph import ChunkIndex, GraphView
+    from chainrag.llm.stack import Ledger
+
+    def _indexes_conform(
+        view: GraphView, corpus: CorpusIndex, chunks: ChunkIndex
+    ) -> tuple[Graph, Graph, Searchable]:
+        """What ``Context.index`` holds, checked by mypy: a question's graph view and a corpus
+        index are graphs that expanders walk, a chunk index is searchable only."""
+        return view, corpus, chunks
+
 
 T = TypeVar("T")
 
@@ -56,16 +71,19 @@ class Context:
     Attributes:
         llm: The LLM backend, or None for runs that make no LLM call.
         models: The lazily filled model store.
-        index: The index built for the current question or corpus (a ``Searchable``; a
-            ``Graph`` view for the sentence graph).
-        retrieval: The recipe's ``retrieval:`` section (seed retriever, expander), which the
-            methods use on ``index``.
+        index: The index built for the current question or corpus: a ``Searchable`` (chunks),
+            or a ``Graph`` (a sentence graph's view, a corpus index) that expanders walk.
+        retrieval: The recipe's ``retrieval:`` section (seed retriever, expander), which
+            :meth:`retrieve` runs on ``index``.
+        ledger: Where ``llm`` counts its usage (the runner's per-question ``MeteredLLM``), or
+            None when nothing counts it; :meth:`usage` reads it.
     """
 
     llm: LLM | None = None
     models: ModelStore = attrs.field(factory=ModelStore)
-    index: Any = None
-    retrieval: Any = None
+    index: Searchable | None = None
+    retrieval: Retrieval | None = None
+    ledger: Ledger | None = None
 
     def require_llm(self, stage: str) -> LLM:
         """The LLM, or a clear error naming the stage that needed one."""
@@ -74,3 +92,32 @@ class Context:
                 f"{stage} needs an LLM, but this context has none (set the recipe's llm:)"
             )
         return self.llm
+
+    def require_index(self) -> Searchable:
+        """The index, or a clear error: methods need one (the runner sets it)."""
+        if self.index is None:
+            raise MissingResourceError("a method needs ctx.index (the runner sets it)")
+        return self.index
+
+    def retrieve(self, query: str) -> Expansion:
+        """Seeds for ``query`` from ``index``, expanded over the graph when the index is one
+        and the recipe has an expander."""
+        index = self.require_index()
+        if self.retrieval is None:
+            raise MissingResourceError("a method needs ctx.retrieval (the runner sets it)")
+        seeds = self.retrieval.seed(query, index, self)
+        expander = self.retrieval.expander
+        if expander is not None and isinstance(index, Graph):
+            return expander(query, seeds, index, self)
+        units = tuple(h.index for h in seeds)
+        texts = index.texts
+        return Expansion(units, units, 0, (), sum(len(texts[u].split()) for u in units))
+
+    def texts(self, units: Sequence[int]) -> list[str]:
+        """The texts of ``units`` of the index."""
+        texts = self.require_index().texts
+        return [texts[u] for u in units]
+
+    def usage(self) -> Usage:
+        """The LLM usage counted so far (zero when nothing counts it)."""
+        return self.ledger.total() if self.ledger is not None else Usage()

@@ -68,7 +68,11 @@ def answer_question(
     searchable = index if index is not None else searchable_index(recipe, example, models, cache)
     ledger = Ledger()
     ctx = Context(
-        llm=MeteredLLM(llm, ledger), models=models, index=searchable, retrieval=recipe.retrieval
+        llm=MeteredLLM(llm, ledger),
+        models=models,
+        index=searchable,
+        retrieval=recipe.retrieval,
+        ledger=ledger,
     )
     prediction = recipe.method(example, ctx)
     by_prompt = tuple(ledger.by_prompt().items())

@@ -33,7 +33,8 @@ def render(prediction: Prediction, texts: Sequence[str], show: int = 4) -> str:
         note = "  (fallback: the question itself)" if decomposition.fallback else ""
         lines.append(f"decomposed into {len(decomposition.sub_questions)} sub-question(s){note}")
     for n, step in enumerate(prediction.steps, 1):
-        lines.append(f"step {n}: {step.question}")
+        memory = "memory: " if step.from_memory else ""
+        lines.append(f"step {n}: {memory}{step.question}")
         if step.rewritten:
             lines.append(f"  rewritten: {step.rewritten}")
         if step.expansion is not None:

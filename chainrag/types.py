@@ -11,7 +11,8 @@ rewriting, answers), and the LLM request/response pair with its accounting.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import attrs
 import numpy as np
@@ -361,6 +362,22 @@ class Usage:
             cost_usd=cost,
         )
 
+    def __sub__(self, earlier: Usage) -> Usage:
+        """The usage since ``earlier`` (a reading of the same counter taken before this one).
+
+        The cost is known when this reading's is (an unknown earlier cost counts as 0)."""
+        cost = None
+        if self.cost_usd is not None:
+            cost = self.cost_usd - (earlier.cost_usd or 0.0)
+        return Usage(
+            calls=self.calls - earlier.calls,
+            cache_hits=self.cache_hits - earlier.cache_hits,
+            prompt_tokens=self.prompt_tokens - earlier.prompt_tokens,
+            completion_tokens=self.completion_tokens - earlier.completion_tokens,
+            latency_s=self.latency_s - earlier.latency_s,
+            cost_usd=cost,
+        )
+
 
 @attrs.frozen
 class LLMResponse:
@@ -388,6 +405,10 @@ class StepTrace:
         usage: LLM usage of the step.
         kept: The units among ``retrieved`` that a knowledge filter kept (seed 004's
             four-module methods), or None where no filter ran.
+        from_memory: True for a query a knowledge reservoir answered instead of retrieval
+            (seed 004's four-module method; nothing is retrieved for it). Traces written
+            before this field marked such a step by a ``"memory: "`` prefix of ``question``;
+            :func:`read_legacy_step` reads them.
     """
 
     question: str
@@ -397,6 +418,25 @@ class StepTrace:
     answer: SubAnswer | None = None
     usage: Usage = Usage()
     kept: tuple[int, ...] | None = None
+    from_memory: bool = False
+
+
+LEGACY_MEMORY_PREFIX = "memory: "
+"""How traces written before ``StepTrace.from_memory`` marked a step answered from a knowledge
+reservoir: the prefix of its question."""
+
+
+def read_legacy_step(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A trace step's JSON data in today's form: in a trace written before
+    ``StepTrace.from_memory``, a step whose question starts with ``"memory: "`` is the query
+    without it, answered from memory. Data with a ``from_memory`` key is returned as it is."""
+    step = dict(data)
+    question = step.get("question")
+    if isinstance(question, str) and "from_memory" not in step:
+        query = question.removeprefix(LEGACY_MEMORY_PREFIX)
+        if query != question:
+            step["question"], step["from_memory"] = query, True
+    return step
 
 
 @attrs.frozen

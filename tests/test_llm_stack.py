@@ -136,6 +136,15 @@ def test_usage_adds_cost_only_when_known() -> None:
     assert (Usage(cost_usd=0.5) + Usage(cost_usd=None)).cost_usd == 0.5
 
 
+def test_usage_subtracts_an_earlier_reading() -> None:
+    before = Usage(2, 1, 10, 4, 0.5, None)
+    after = before + Usage(1, 2, 7, 3, 0.25, 0.125)
+    assert after - before == Usage(1, 2, 7, 3, 0.25, 0.125)
+    assert (after - before) + before == after
+    assert (Usage(cost_usd=None) - Usage(cost_usd=0.5)).cost_usd is None
+    assert (Usage(cost_usd=0.75) - Usage(cost_usd=0.5)).cost_usd == 0.25
+
+
 # --------------------------------------------------------------------------- prompts
 
 

@@ -15,14 +15,21 @@ from hypothesis import strategies as st
 
 from chainrag.components.chunkers import WholePassages
 from chainrag.components.knowledge import LLMNLIFilter, QueryRewriterPlus, nli_label
-from chainrag.components.methods_seeds import MEMORY, last_yes_no
+from chainrag.components.methods_seeds import last_yes_no
 from chainrag.context import Context
 from chainrag.data import load_dataset
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipe import Recipe, load_recipe
 from chainrag.reservoir import Reservoir
 from chainrag.runner import answer_question
-from chainrag.types import KnowledgeItem, LLMRequest, Passage, QAExample
+from chainrag.types import (
+    KnowledgeItem,
+    LLMRequest,
+    Passage,
+    QAExample,
+    StepTrace,
+    read_legacy_step,
+)
 
 from .conftest import ROOT, SHARED
 
@@ -218,7 +225,11 @@ def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExam
 
     llm.requests.clear()
     again = answer_question(recipe, example, llm)  # the same question, query by query
-    assert [s.question for s in again.steps] == [MEMORY + "Namangan", "Minsk Region"]
+    assert [(s.question, s.from_memory) for s in again.steps] == [
+        ("Namangan", True),
+        ("Minsk Region", False),
+    ]
+    assert "step 1: memory: Namangan\n" in render(again, texts)
     assert again.steps[0].retrieved == () and len(again.steps[1].retrieved) == 5
     assert prompts(llm).count("nli") == 5  # only the retrieved query's items are judged
     assert again.answer == "Henry"
@@ -243,7 +254,7 @@ def test_four_module_without_memory_always_retrieves(tmp_path: Path, example: QA
     llm = four_module_llm(keep="Namangan")
     for _ in range(2):
         prediction = answer_question(recipe, example, llm)
-        assert not any(s.question.startswith(MEMORY) for s in prediction.steps)
+        assert not any(s.from_memory for s in prediction.steps)
 
 
 def test_four_module_reads_the_original_question_when_asked(
@@ -427,3 +438,16 @@ def test_recurring_command_resumes_and_refuses_another_experiment(tmp_path: Path
         other = runner.invoke(app, [*args[:5], "2", *args[6:]])
         assert other.exit_code == 1
         assert "holds another recurring experiment" in other.output
+
+
+def test_a_memory_step_of_an_old_trace_reads_as_one() -> None:
+    old = {"question": "memory: Namangan", "retrieved": []}
+    assert read_legacy_step(old) == {"question": "Namangan", "retrieved": [], "from_memory": True}
+    assert read_legacy_step({"question": "Minsk Region"}) == {"question": "Minsk Region"}
+    new = {"question": "memory: x", "from_memory": False}  # today's data is taken as it is
+    assert read_legacy_step(new) == new
+    step = StepTrace("Namangan", from_memory=True)
+    assert read_legacy_step({"question": "memory: Namangan"}) == {
+        "question": step.question,
+        "from_memory": step.from_memory,
+    }

@@ -1,9 +1,9 @@
 """Methods: one question in, answers and a typed trace out — each one short, readable flow.
 
-A method reads the index built for the question (``ctx.index``) and the recipe's retrieval
-stages (``ctx.retrieval``); the runner (:mod:`chainrag.runner`) prepares both and counts the
-LLM usage. ``chainrag`` is the paper's flow (§3.2–3.4); ``naive``, ``naive_qd`` and
-``iter_retgen`` are the baselines it compares against.
+A method retrieves through its context (``ctx.retrieve``: the recipe's retrieval stages on
+the index built for the question) and reads the LLM usage there (``ctx.usage``); the runner
+(:mod:`chainrag.runner`) prepares both. ``chainrag`` is the paper's flow (§3.2–3.4);
+``naive``, ``naive_qd`` and ``iter_retgen`` are the baselines it compares against.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ from chainrag.components.reasoning import (
     is_unanswerable,
 )
 from chainrag.components.rewrite_triggers import PronounWords
-from chainrag.context import Context, MissingResourceError
+from chainrag.context import Context
 from chainrag.llm.prompts import load_prompt
-from chainrag.llm.stack import MeteredLLM
 from chainrag.protocols.reasoning import (
     Answerer,
     Decomposer,
@@ -42,53 +41,13 @@ from chainrag.registry import METHODS, registered_key
 from chainrag.types import (
     Answer,
     Decomposition,
-    Expansion,
     IntegrationInput,
     NamedAnswer,
     Prediction,
     QAExample,
     StepTrace,
     SubAnswer,
-    Usage,
 )
-
-
-def retrieve(query: str, ctx: Context) -> Expansion:
-    """Seeds for ``query`` from ``ctx.index``, expanded over the graph when there is one."""
-    if ctx.index is None or ctx.retrieval is None:
-        raise MissingResourceError(
-            "a method needs ctx.index and ctx.retrieval (the runner sets them)"
-        )
-    seeds = ctx.retrieval.seed(query, ctx.index, ctx)
-    expander = ctx.retrieval.expander
-    if expander is not None and hasattr(ctx.index, "neighbours"):
-        return expander(query, seeds, ctx.index, ctx)  # type: ignore[no-any-return]
-    units = tuple(h.index for h in seeds)
-    texts = ctx.index.texts
-    return Expansion(units, units, 0, (), sum(len(texts[u].split()) for u in units))
-
-
-def texts_of(units: Sequence[int], ctx: Context) -> list[str]:
-    return [ctx.index.texts[u] for u in units]
-
-
-def used(ctx: Context) -> Usage:
-    """LLM usage so far in this question (zero unless the LLM is metered)."""
-    return ctx.llm.ledger.total() if isinstance(ctx.llm, MeteredLLM) else Usage()
-
-
-def minus(after: Usage, before: Usage) -> Usage:
-    cost = None
-    if after.cost_usd is not None:
-        cost = after.cost_usd - (before.cost_usd or 0.0)
-    return Usage(
-        after.calls - before.calls,
-        after.cache_hits - before.cache_hits,
-        after.prompt_tokens - before.prompt_tokens,
-        after.completion_tokens - before.completion_tokens,
-        after.latency_s - before.latency_s,
-        cost,
-    )
 
 
 def answer_name(integrator: Integrator) -> str:
@@ -131,13 +90,13 @@ class ChainRAG:
         evidence: list[str] = []
         carried: str | None = None  # summary of an unanswered previous step
         for sub_question in decomposition.sub_questions:
-            before = used(ctx)
+            before = ctx.usage()
             rewritten = None
             if self.should_rewrite(sub_question, history, ctx):
                 rewritten = self.rewriter(sub_question, history, ctx)
             query = rewritten or sub_question
-            expansion = retrieve(query, ctx)
-            found = texts_of(expansion.units, ctx)
+            expansion = ctx.retrieve(query)
+            found = ctx.texts(expansion.units)
             # The summary goes after the sentences, so the request starts as the judge's did
             # and the server's prompt cache still holds the evidence (answer_sub@v2).
             context = found + ([carried] if carried else [])
@@ -148,7 +107,7 @@ class ChainRAG:
             history.append(answer)
             evidence.extend(found)
             steps.append(StepTrace(sub_question, rewritten, expansion.units, expansion, answer,
-                                   minus(used(ctx), before)))  # fmt: skip
+                                   ctx.usage() - before))  # fmt: skip
         inputs = IntegrationInput(
             question=example.question,
             sub_answers=tuple(history),
@@ -192,9 +151,9 @@ class NaiveRAG:
     answerer: Answerer = attrs.field(factory=lambda: LLMShortAnswer(prompt="cxtint"))
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
-        expansion = retrieve(example.question, ctx)
-        answer = self.answerer(example.question, texts_of(expansion.units, ctx), ctx)
-        step = StepTrace(example.question, None, expansion.units, expansion, answer, used(ctx))
+        expansion = ctx.retrieve(example.question)
+        answer = self.answerer(example.question, ctx.texts(expansion.units), ctx)
+        step = StepTrace(example.question, None, expansion.units, expansion, answer, ctx.usage())
         return Prediction((NamedAnswer("naive", Answer(answer.answer)),), (step,))
 
 
@@ -212,8 +171,8 @@ class NaiveQD:
         decomposition = self.decomposer(example.question, ctx)
         steps, evidence = [], []
         for sub_question in decomposition.sub_questions:
-            expansion = retrieve(sub_question, ctx)
-            evidence.extend(texts_of(expansion.units, ctx))
+            expansion = ctx.retrieve(sub_question)
+            evidence.extend(ctx.texts(expansion.units))
             steps.append(StepTrace(sub_question, None, expansion.units, expansion))
         answer = self.answerer(example.question, list(dict.fromkeys(evidence)), ctx)
         return Prediction(
@@ -246,10 +205,10 @@ class IterRetGen:
         generation, answer_text = "", ""
         steps: list[StepTrace] = []
         for _ in range(self.iterations):
-            before = used(ctx)
+            before = ctx.usage()
             query = f"{example.question} {generation}".strip()
-            expansion = retrieve(query, ctx)
-            evidence = texts_of(expansion.units, ctx)
+            expansion = ctx.retrieve(query)
+            evidence = ctx.texts(expansion.units)
             if self.chain_of_thought:
                 llm = ctx.require_llm("iter_retgen generation")
                 prompt = load_prompt("iter_retgen", self.prompt_version)
@@ -264,7 +223,7 @@ class IterRetGen:
                 generation = answer_text = self.answerer(example.question, evidence, ctx).answer
             answer = SubAnswer(example.question, answer_text, not is_unanswerable(answer_text))
             steps.append(StepTrace(query, None, expansion.units, expansion, answer,
-                                   minus(used(ctx), before)))  # fmt: skip
+                                   ctx.usage() - before))  # fmt: skip
         return Prediction((NamedAnswer("iter_retgen", Answer(answer_text, generation)),),
                           tuple(steps))  # fmt: skip
 

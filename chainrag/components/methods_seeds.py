@@ -32,7 +32,6 @@ import attrs
 from chainrag.components.cache_triggers import Popularity
 from chainrag.components.judges import numbered
 from chainrag.components.knowledge import LLMFollowUp, LLMNLIFilter, QueryRewriterPlus
-from chainrag.components.methods import minus, retrieve, texts_of, used
 from chainrag.components.reasoning import LLMShortAnswer
 from chainrag.context import Context
 from chainrag.graph import units_of
@@ -86,23 +85,23 @@ class NaiveIteration:
     guide_with: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
-        first = retrieve(example.question, ctx).units
+        first = ctx.retrieve(example.question).units
         steps, context = self.follow_up_round(example.question, first, ctx)
-        answer = self.answerer(example.question, texts_of(context, ctx), ctx)
+        answer = self.answerer(example.question, ctx.texts(context), ctx)
         return Prediction((NamedAnswer("naive_iteration", Answer(answer.answer)),), steps)
 
     def follow_up_round(
         self, question: str, first: Sequence[int], ctx: Context
     ) -> tuple[tuple[StepTrace, ...], tuple[int, ...]]:
         """The follow-up round after ``first``: its steps and the 2 + 2 context."""
-        before = used(ctx)
-        follow = self.follow_up(question, texts_of(first[: self.guide_with], ctx), ctx)
-        second = retrieve(follow, ctx).units
+        before = ctx.usage()
+        follow = self.follow_up(question, ctx.texts(first[: self.guide_with]), ctx)
+        second = ctx.retrieve(follow).units
         kept_first = tuple(first[: self.keep])
         kept_second = _fresh(second, kept_first, self.keep)
         steps = (
             StepTrace(question, None, kept_first),
-            StepTrace(follow, None, kept_second, usage=minus(used(ctx), before)),
+            StepTrace(follow, None, kept_second, usage=ctx.usage() - before),
         )
         return steps, kept_first + kept_second
 
@@ -126,8 +125,8 @@ class GuidedIteration:
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
         question = example.question
-        first = retrieve(question, ctx).units
-        evidence = texts_of(first, ctx)
+        first = ctx.retrieve(question).units
+        evidence = ctx.texts(first)
         answer = self.answerer(question, evidence, ctx)
         llm = ctx.require_llm("guided_iteration support check")
         prompt = load_prompt("supports", self.prompt_version)
@@ -139,11 +138,11 @@ class GuidedIteration:
         if verdict is None:
             verdict = self.unreadable == "keep"
         if answer.answered and verdict:
-            step = StepTrace(question, None, tuple(first), answer=answer, usage=used(ctx))
+            step = StepTrace(question, None, tuple(first), answer=answer, usage=ctx.usage())
             return Prediction((NamedAnswer("guided_iteration", Answer(answer.answer)),), (step,))
         iteration = NaiveIteration(self.follow_up, self.answerer, self.keep)
         steps, context = iteration.follow_up_round(question, first, ctx)
-        final = self.answerer(question, texts_of(context, ctx), ctx)
+        final = self.answerer(question, ctx.texts(context), ctx)
         rejected = SubAnswer(question, answer.answer, answered=False)  # judged unsupported
         steps = (attrs.evolve(steps[0], answer=rejected), *steps[1:])
         return Prediction((NamedAnswer("guided_iteration", Answer(final.answer)),), steps)
@@ -164,22 +163,18 @@ class TreeRetrieval:
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
         question = example.question
-        roots = retrieve(question, ctx).units[: self.branches]
+        roots = ctx.retrieve(question).units[: self.branches]
         steps: list[StepTrace] = []
         context: list[int] = []
         for root in roots:
-            before = used(ctx)
-            follow = self.follow_up(question, texts_of([root], ctx), ctx)
-            grown = _fresh(retrieve(follow, ctx).units, [root], self.per_branch)
+            before = ctx.usage()
+            follow = self.follow_up(question, ctx.texts([root]), ctx)
+            grown = _fresh(ctx.retrieve(follow).units, [root], self.per_branch)
             branch = (root, *grown)
-            steps.append(StepTrace(follow, None, branch, usage=minus(used(ctx), before)))
+            steps.append(StepTrace(follow, None, branch, usage=ctx.usage() - before))
             context.extend(u for u in branch if u not in context)
-        answer = self.answerer(question, texts_of(context, ctx), ctx)
+        answer = self.answerer(question, ctx.texts(context), ctx)
         return Prediction((NamedAnswer("tree", Answer(answer.answer)),), tuple(steps))
-
-
-MEMORY = "memory: "
-"""Prefix of the step that answered from the reservoir instead of retrieving."""
 
 
 @METHODS.register("four_module")
@@ -219,19 +214,20 @@ class FourModule:
         )
         steps: list[StepTrace] = []
         memory = self._reservoir(ctx)
-        embedder = repr(ctx.index.embedder)
+        index = ctx.require_index()
+        embedder = repr(index.embedder)
         remembered: list[KnowledgeItem] = []
         to_retrieve = list(plan.queries)
         if memory is not None:
-            vectors = ctx.index.embedder(list(plan.queries), ctx, role="query")
+            vectors = index.embedder(list(plan.queries), ctx, role="query")
             to_retrieve = []
-            floor = float(getattr(self.trigger, "threshold", -1.0))
+            floor = self.trigger.threshold
             for query, vector in zip(plan.queries, vectors, strict=True):
                 match = memory.match(vector, embedder=embedder)
                 if self.trigger(match):
                     remembered += [i for i, s in zip(match.items, match.similarities, strict=True)
                                    if s >= floor]  # fmt: skip
-                    steps.append(StepTrace(MEMORY + query))
+                    steps.append(StepTrace(query, from_memory=True))
                 else:
                     to_retrieve.append(query)
         retrieved = self._retrieve(to_retrieve, steps, ctx)
@@ -246,7 +242,7 @@ class FourModule:
             ]  # fmt: skip
         if memory is not None and kept:  # what the filter kept; never the fallback below
             titles = [i.title or i.text for i in kept]
-            memory.add(kept, ctx.index.embedder(titles, ctx, role="passage"), embedder=embedder)
+            memory.add(kept, index.embedder(titles, ctx, role="passage"), embedder=embedder)
         if not kept and self.fallback_unfiltered:
             kept = list(retrieved)
         reader = plan.questions[0] if self.read == "rewritten" and plan.questions else question
@@ -262,12 +258,13 @@ class FourModule:
         self, queries: Sequence[str], steps: list[StepTrace], ctx: Context
     ) -> list[KnowledgeItem]:
         items: dict[int, KnowledgeItem] = {}
-        units = units_of(ctx.index)
+        index = ctx.require_index()
+        units = units_of(index)
         for query in queries:
-            found = retrieve(query, ctx).units[: self.per_query]
+            found = ctx.retrieve(query).units[: self.per_query]
             steps.append(StepTrace(query, None, found))
             for u in found:
-                items.setdefault(u, KnowledgeItem(ctx.index.texts[u], units[u].title, source=u))
+                items.setdefault(u, KnowledgeItem(index.texts[u], units[u].title, source=u))
         return list(items.values())
 
     def _reservoir(self, ctx: Context) -> Reservoir | None:

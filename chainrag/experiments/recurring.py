@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from chainrag.components.methods_seeds import MEMORY, FourModule
+from chainrag.components.methods_seeds import FourModule
 from chainrag.components.reasoning import clean_answer
 from chainrag.context import ModelStore
 from chainrag.errors import ChainragError
@@ -160,11 +160,11 @@ def run(
                                          index=indexes[example.qid])  # fmt: skip
             seconds = time.perf_counter() - started
             em, f1 = qa_scores(prediction.answer, example.answers)
-            memory = any(s.question.startswith(MEMORY) for s in prediction.steps)
+            memory = any(s.from_memory for s in prediction.steps)
             outcome = Outcome(
                 phase.name, example.qid, asked.question, prediction.answer, em, f1, seconds,
                 retrievals=sum(len(s.retrieved) for s in prediction.steps
-                               if not s.question.startswith(MEMORY)),
+                               if not s.from_memory),
                 from_memory=memory, calls=prediction.usage.calls,
                 reservoir_last_id=_last_id(reservoir),
             )  # fmt: skip

@@ -29,6 +29,15 @@ class KnowledgeFilter(Protocol):
 
 @runtime_checkable
 class CacheTrigger(Protocol):
-    """Given the reservoir's best matches for a query: answer from memory (True) or retrieve?"""
+    """Given the reservoir's best matches for a query: answer from memory (True) or retrieve?
+
+    When it answers from memory, the matched items of similarity ≥ ``threshold`` are the
+    query's knowledge.
+    """
+
+    @property
+    def threshold(self) -> float:
+        """The least cosine of a stored item served from memory."""
+        ...
 
     def __call__(self, match: ReservoirMatch) -> bool: ...

@@ -28,7 +28,9 @@ class Searchable(Protocol):
 
 @runtime_checkable
 class Graph(Searchable, Protocol):
-    """A searchable index with a graph over its units (the sentence graph)."""
+    """A searchable index with a graph over its units (the sentence graph): a question's
+    :class:`~chainrag.graph.GraphView`, a corpus's :class:`~chainrag.corpus.store.CorpusIndex`.
+    """
 
     def neighbours(self, units: Sequence[int]) -> tuple[int, ...]:
         """Units one hop away from ``units`` (not including them), in a deterministic order."""
@@ -65,3 +67,16 @@ class Expander(Protocol):
     def __call__(
         self, question: str, seeds: Sequence[Hit], graph: Graph, ctx: Context
     ) -> Expansion: ...
+
+
+@runtime_checkable
+class Retrieval(Protocol):
+    """The recipe's retrieval stages as a method's context holds them (``Context.retrieval``;
+    a :class:`~chainrag.recipe.RetrievalSpec`): seeds, then an expansion where the index is a
+    graph. :meth:`chainrag.context.Context.retrieve` runs them."""
+
+    @property
+    def seed(self) -> SeedRetriever: ...
+
+    @property
+    def expander(self) -> Expander | None: ...
