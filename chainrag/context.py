@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -62,6 +63,22 @@ class ModelStore:
 
 class MissingResourceError(ChainragError):
     """A stage needs something (an LLM, an index) that the context was not given."""
+
+
+class ModelPathError(MissingResourceError, ValueError):
+    """A component's model path names nothing on this machine. It is checked when the model is
+    loaded, never when a recipe is validated, so a recipe naming a model validates anywhere."""
+
+
+def model_folder(owner: str, field: str, value: str) -> str:
+    """``value``, the local model path in ``owner``'s ``field``, when something is there; else a
+    :class:`ModelPathError` naming the component, the field and the path. Call it in the loader
+    of the model, so the error comes when the model is needed."""
+    if not Path(value).exists():
+        raise ModelPathError(
+            f"{owner}: '{field}' {value!r} does not exist (a local model folder is needed)"
+        )
+    return value
 
 
 @attrs.define

@@ -19,9 +19,8 @@ from chainrag.components.key_entities import BM25KeyEntities
 from chainrag.components.rerankers import NoRerank, rescored
 from chainrag.components.retrievers import DenseRerank, reciprocal_rank_fusion, top_k_hits
 from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
-from chainrag.context import Context
+from chainrag.context import Context, ModelPathError
 from chainrag.data import load_dataset
-from chainrag.errors import RecipeError
 from chainrag.graph import ChunkIndex, SentenceGraph
 from chainrag.index import IndexCache, build_index
 from chainrag.llm.fake import ScriptedLLM
@@ -94,11 +93,18 @@ def test_chunk_mode_uses_the_same_retriever(tmp_path: Path) -> None:
     assert scores.level == "sentence" and 0 <= scores.recall[4] <= 1
 
 
-def test_missing_model_path_is_a_recipe_error() -> None:
+@pytest.mark.parametrize("kind", ["cross_encoder", "flag_reranker"])
+def test_missing_model_path_is_an_error_when_the_model_loads(kind: str) -> None:
+    # issue 21: a recipe naming a model validates on a machine without it; loading says why not
     data = {"name": "r", "retrieval": {"seed": {"kind": "dense_rerank", "reranker": {
-        "kind": "cross_encoder", "model_path": "/nowhere/reranker"}}}}  # fmt: skip
-    with pytest.raises(RecipeError, match=r"'model_path' '/nowhere/reranker' does not exist"):
-        structure(data, "r")
+        "kind": kind, "model_path": "/nowhere/reranker"}}}}  # fmt: skip
+    recipe = structure(data, "r")
+    assert recipe.retrieval is not None and isinstance(recipe.retrieval.seed, DenseRerank)
+    reranker = recipe.retrieval.seed.reranker
+    with pytest.raises(ModelPathError, match=r"'model_path' '/nowhere/reranker' does not exist"):
+        reranker("q", [Hit(0, 1.0)], ["a"], Context())
+    with pytest.raises(ModelPathError, match=f"^{kind}: "):  # the error names the component
+        reranker("q", [Hit(0, 1.0)], ["a"], Context())
 
 
 @pytest.mark.slow

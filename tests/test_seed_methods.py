@@ -451,3 +451,12 @@ def test_a_memory_step_of_an_old_trace_reads_as_one() -> None:
         "question": step.question,
         "from_memory": step.from_memory,
     }
+
+
+def test_a_missing_nli_model_is_an_error_when_it_loads() -> None:
+    from chainrag.components.knowledge import NLICrossEncoderFilter
+    from chainrag.context import Context, ModelPathError
+
+    nli = NLICrossEncoderFilter(model_path="/nowhere/nli")  # no check at construction
+    with pytest.raises(ModelPathError, match=r"^nli_cross_encoder: 'model_path' '/nowhere/nli'"):
+        nli("q", [KnowledgeItem("a")], Context())

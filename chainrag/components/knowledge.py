@@ -25,8 +25,8 @@ import numpy as np
 
 from chainrag.components.judges import numbered, parse_yes_no
 from chainrag.components.reasoning import clean_answer
-from chainrag.components.rerankers import _existing, _minilm_example
-from chainrag.context import Context
+from chainrag.components.rerankers import _minilm_example
+from chainrag.context import Context, model_folder
 from chainrag.errors import LLMOutputError
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import complete_json
@@ -177,7 +177,7 @@ class NLICrossEncoderFilter:
     ``{kind: nli_cross_encoder, model_path: /models/nli-deberta-v3-small}``.
     """
 
-    model_path: str = attrs.field(validator=_existing)
+    model_path: str
     entailment: str = "entailment"
     batch_size: int = attrs.field(default=16, validator=attrs.validators.ge(1))
 
@@ -190,7 +190,8 @@ class NLICrossEncoderFilter:
         def load() -> Any:
             from sentence_transformers import CrossEncoder
 
-            return CrossEncoder(self.model_path, device="cpu")
+            folder = model_folder("nli_cross_encoder", "model_path", self.model_path)
+            return CrossEncoder(folder, device="cpu")
 
         model = ctx.models.get(("nli_cross_encoder", self.model_path), load)
         target = self._label_index(model)

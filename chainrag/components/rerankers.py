@@ -3,7 +3,8 @@
 ``flag_reranker`` uses FlagEmbedding's FlagReranker and ``cross_encoder`` sentence-transformers'
 CrossEncoder, each from a local model folder (no reranker ships offline here: a user with
 bge-reranker weights points ``model_path`` at them; issue 8's distilled student works with
-``cross_encoder``). A path that does not exist is an error when the recipe is loaded.
+``cross_encoder``). A path that does not exist is an error when the model is loaded (a recipe
+naming it validates on a machine without it).
 ``none`` keeps the first-stage order; ``dense`` orders by embedding cosine with the query (the
 offline stand-in where the paper reranks with a cross-encoder and none is at hand).
 """
@@ -11,13 +12,12 @@ offline stand-in where the paper reranks with a cross-encoder and none is at han
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
 
-from chainrag.context import Context
+from chainrag.context import Context, model_folder
 from chainrag.protocols.index import Embedder
 from chainrag.registry import RERANKERS
 from chainrag.types import Hit
@@ -44,11 +44,6 @@ def rerank_with(
     model = ctx.models.get(key, load)
     scores = np.atleast_1d(np.asarray(score(model, [[query, t] for t in texts]), dtype=np.float64))
     return rescored(hits, scores.reshape(-1).tolist())
-
-
-def _existing(_: object, a: attrs.Attribute[str], value: str) -> None:
-    if not Path(value).exists():
-        raise ValueError(f"'{a.name}' {value!r} does not exist (a local model folder is needed)")
 
 
 @RERANKERS.register("none")
@@ -78,7 +73,8 @@ class DenseRerank:
     ) -> tuple[Hit, ...]:
         if not hits:
             return ()
-        embedder = self.embedder or getattr(ctx.index, "embedder", None)
+        index_embedder = ctx.index.embedder if ctx.index is not None else None
+        embedder = self.embedder or index_embedder
         if embedder is None:
             raise ValueError(
                 "the dense reranker needs an embedder: set {kind: dense, embedder: ...}, or use "
@@ -104,7 +100,7 @@ class FlagRerankerComponent:
     Recipe: ``{kind: flag_reranker, model_path: /models/bge-reranker-base}``.
     """
 
-    model_path: str = attrs.field(validator=_existing)
+    model_path: str
     batch_size: int = attrs.field(default=32, validator=attrs.validators.ge(1))
     max_length: int = attrs.field(default=512, validator=attrs.validators.ge(8))
 
@@ -114,7 +110,8 @@ class FlagRerankerComponent:
         def load() -> Any:
             from FlagEmbedding import FlagReranker
 
-            return FlagReranker(self.model_path, use_fp16=False, devices="cpu")
+            folder = model_folder("flag_reranker", "model_path", self.model_path)
+            return FlagReranker(folder, use_fp16=False, devices="cpu")
 
         def score(model: Any, pairs: list[list[str]]) -> Any:
             return model.compute_score(
@@ -132,7 +129,7 @@ class CrossEncoderReranker:
     Recipe: ``{kind: cross_encoder, model_path: /models/my-distilled-reranker}``.
     """
 
-    model_path: str = attrs.field(validator=_existing)
+    model_path: str
     batch_size: int = attrs.field(default=32, validator=attrs.validators.ge(1))
 
     def __call__(
@@ -141,7 +138,8 @@ class CrossEncoderReranker:
         def load() -> Any:
             from sentence_transformers import CrossEncoder
 
-            return CrossEncoder(self.model_path, device="cpu")
+            folder = model_folder("cross_encoder", "model_path", self.model_path)
+            return CrossEncoder(folder, device="cpu")
 
         def score(model: Any, pairs: list[list[str]]) -> Any:
             return model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
