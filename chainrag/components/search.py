@@ -18,7 +18,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,10 +60,10 @@ def spans(n: int, width: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def top_k_lowest_index(sim: np.ndarray, k: int, threads: int = 1) -> np.ndarray:
+def top_k_lowest_index(sim: np.ndarray, k: int) -> np.ndarray:
     """Column indexes of the k largest values per row; among equals, the lower index first."""
     extra = 1 if k < sim.shape[1] else 0  # one more than needed reveals a tie at the boundary
-    values, chosen = top_k(sim, k + extra, threads)  # best first; equal values in any order
+    values, chosen = top_k(sim, k + extra)  # best first; equal values in any order
     # rows holding equal values (rare) are put in (value descending, index ascending) order
     tied_rows = np.nonzero((values[:, 1:] == values[:, :-1]).any(axis=1))[0]
     if tied_rows.size:
@@ -82,7 +82,7 @@ def top_k_lowest_index(sim: np.ndarray, k: int, threads: int = 1) -> np.ndarray:
     return chosen
 
 
-def top_k(sim: np.ndarray, k: int, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def top_k(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(values, indexes) of the k largest per row, largest first, in no order among equals.
 
     Uses ``torch.topk`` on one thread when torch is installed (4× faster than a numpy
@@ -90,8 +90,7 @@ def top_k(sim: np.ndarray, k: int, threads: int = 1) -> tuple[np.ndarray, np.nda
     multi-threaded BLAS product whose worker threads keep spinning on the other cores for tens
     of milliseconds after it returns: torch's own workers would compete with them for the cores
     (on 2 cores the same top-k took 15 ms on two threads right after the product, 11 ms on one,
-    6 ms on two once the BLAS threads were idle). ``threads`` > 1 where the product was
-    small and the top-k is the larger part of the work (:class:`BlockedIVFIndex`).
+    6 ms on two once the BLAS threads were idle).
     """
     try:
         import torch
@@ -100,12 +99,12 @@ def top_k(sim: np.ndarray, k: int, threads: int = 1) -> tuple[np.ndarray, np.nda
         values = np.take_along_axis(sim, part, axis=1)
         order = np.argsort(-values, axis=1)
         return np.take_along_axis(values, order, axis=1), np.take_along_axis(part, order, axis=1)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)  # process-wide while it lasts: other torch work may wait
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # process-wide while it lasts: other torch work may run slower
     try:
         top = torch.topk(torch.from_numpy(np.ascontiguousarray(sim)), k, dim=1, sorted=True)
     finally:
-        torch.set_num_threads(before)
+        torch.set_num_threads(threads)
     return top.values.numpy(), top.indices.numpy().astype(np.int64)
 
 
@@ -115,18 +114,26 @@ def best_first(ids: IntArray, sims: FloatArray, k: int) -> tuple[IntArray, Float
     return np.take_along_axis(ids, order, axis=1), np.take_along_axis(sims, order, axis=1)
 
 
-def merge_best_first(ids: IntArray, sims: FloatArray, k: int) -> tuple[IntArray, FloatArray]:
-    """:func:`best_first` of wide rows of candidates: a top-(k+1) by similarity first, the full
-    (similarity, id) sort only for the rows where equal similarities make the id order count."""
-    width = ids.shape[1]
-    if width <= 2 * k:
-        return best_first(ids, sims, k)
-    values, cols = top_k(sims, k + 1, threads=cores())
-    tied = np.nonzero((values[:, 1:] == values[:, :-1]).any(axis=1))[0]
-    out_ids = np.take_along_axis(ids, cols[:, :k], axis=1)
-    out_sims = np.ascontiguousarray(values[:, :k], dtype=np.float32)
-    if tied.size:
-        out_ids[tied], out_sims[tied] = best_first(ids[tied], sims[tied], k)
+def merge_rows(
+    ids: IntArray,
+    sims: FloatArray,
+    more: list[tuple[IntArray, IntArray, FloatArray]],
+    k: int,
+) -> tuple[IntArray, FloatArray]:
+    """Each row's best k of its (q, k) ``ids``/``sims`` and the (row, id, similarity)
+    triples of ``more``, best first, equal similarities by lower id."""
+    q = ids.shape[0]
+    rows = np.concatenate([np.repeat(np.arange(q), k)] + [m[0] for m in more])
+    all_ids = np.concatenate([ids.ravel()] + [m[1] for m in more])
+    all_sims = np.concatenate([sims.ravel()] + [m[2] for m in more])
+    order = np.lexsort((all_ids, -all_sims, rows))
+    rows = rows[order]
+    rank = np.arange(rows.size) - np.searchsorted(rows, rows)  # every row has k entries
+    keep = rank < k
+    out_ids = np.empty((q, k), dtype=np.int64)
+    out_sims = np.empty((q, k), dtype=np.float32)
+    out_ids[rows[keep], rank[keep]] = all_ids[order][keep]
+    out_sims[rows[keep], rank[keep]] = all_sims[order][keep]
     return out_ids, out_sims
 
 
@@ -520,8 +527,6 @@ class BlockedIVFIndex:
     offsets: IntArray = attrs.field(eq=False, repr=False)
     nprobe: int
     query_block: int
-    threads: int = 1
-    """Threads of the per-list top-k (the products use BLAS's own)."""
 
     @property
     def nlist(self) -> int:
@@ -546,6 +551,8 @@ class BlockedIVFIndex:
         """Every vector's k nearest others, in blocks of at least :attr:`query_block` rows,
         over one float32 copy of the vectors in list order (each list's vectors contiguous)."""
         n = self.vectors.shape[0]
+        if k == 0:
+            return np.zeros((n, 0), np.int64), np.zeros((n, 0), np.float32)
         in_lists = np.empty((n, self.vectors.shape[1]), dtype=np.float32)
         for start in range(0, n, ADD_BATCH):
             ids = self.order[start : start + ADD_BATCH]
@@ -571,33 +578,59 @@ class BlockedIVFIndex:
         probes: IntArray,
         k: int,
         exclude: IntArray | None,
-        list_vectors: Any,
+        list_vectors: Callable[[int], FloatArray],
     ) -> tuple[IntArray, FloatArray]:
-        """Each query's top-k among the lists it probes: list-major products, then a merge of
-        the per-list top-k (best first, equal similarities by lower id)."""
-        p = probes.shape[1]
-        cand_ids = np.full((q.shape[0], p * k), _EMPTY, dtype=np.int64)
-        cand_sims = np.full((q.shape[0], p * k), -np.inf, dtype=np.float32)
-        pairs = np.argsort(probes.ravel(), kind="stable")
-        bounds = np.searchsorted(probes.ravel()[pairs], np.arange(self.nlist + 1))
-        for c in np.nonzero(np.diff(bounds))[0].tolist():
-            at = pairs[bounds[c] : bounds[c + 1]]
-            rows, slots = at // p, at % p
-            members = self.order[self.offsets[c] : self.offsets[c + 1]]  # ids ascending
-            if members.size == 0:
-                continue
-            sim = q[rows] @ list_vectors(c).T
-            if exclude is not None:  # a query's own id is in at most one column
-                at_id = np.minimum(np.searchsorted(members, exclude[rows]), members.size - 1)
-                hit = np.nonzero(members[at_id] == exclude[rows])[0]
-                sim[hit, at_id[hit]] = -np.inf
+        """Each query's top-k among the lists it probes (best first, equal similarities by
+        lower id), by list-major products in two passes.
+
+        First each query's nearest list: its top-k there, whose k-th similarity is the bar.
+        Then its other lists: only what reaches the bar is kept (a comparison instead of a
+        top-k per product, the larger part of the work). Anything below the bar has k better
+        vectors already, so the result is the top-k of all probed vectors: probing every list
+        gives the exact top-k.
+        """
+        first_ids = np.full((q.shape[0], k), _EMPTY, dtype=np.int64)
+        first_sims = np.full((q.shape[0], k), -np.inf, dtype=np.float32)
+        for c, rows in self._groups(probes[:, 0]):
+            members, sim = self._products(q, rows, c, exclude, list_vectors)
             kc = min(k, members.size)
-            chosen = top_k_lowest_index(sim, kc, self.threads)
-            cols = slots[:, None] * k + np.arange(kc)
-            cand_ids[rows[:, None], cols] = members[chosen]
-            cand_sims[rows[:, None], cols] = np.take_along_axis(sim, chosen, axis=1)
-        cand_ids[np.isneginf(cand_sims)] = _EMPTY
-        return finish(*merge_best_first(cand_ids, cand_sims, k))
+            chosen = top_k_lowest_index(sim, kc)
+            first_ids[rows, :kc] = members[chosen]
+            first_sims[rows, :kc] = np.take_along_axis(sim, chosen, axis=1)
+        bar = np.maximum(first_sims[:, k - 1], np.finfo(np.float32).min)  # never an excluded
+        found: list[tuple[IntArray, IntArray, FloatArray]] = []
+        rest = probes[:, 1:]
+        for c, at in self._groups(rest.ravel()):
+            rows = at // rest.shape[1]
+            members, sim = self._products(q, rows, c, exclude, list_vectors)
+            r, col = np.nonzero(sim >= bar[rows][:, None])
+            found.append((rows[r], members[col], sim[r, col]))
+        return finish(*merge_rows(first_ids, first_sims, found, k))
+
+    def _groups(self, lists: IntArray) -> Iterator[tuple[int, IntArray]]:
+        """(list, positions in ``lists`` naming it) for every list named, in list order."""
+        pairs = np.argsort(lists, kind="stable")
+        bounds = np.searchsorted(lists[pairs], np.arange(self.nlist + 1))
+        for c in np.nonzero(np.diff(bounds))[0].tolist():
+            yield c, pairs[bounds[c] : bounds[c + 1]]
+
+    def _products(
+        self,
+        q: FloatArray,
+        rows: IntArray,
+        c: int,
+        exclude: IntArray | None,
+        list_vectors: Callable[[int], FloatArray],
+    ) -> tuple[IntArray, FloatArray]:
+        """List c's ids (ascending) and the similarities of queries ``rows`` with them, a
+        query's excluded id at -inf."""
+        members = self.order[self.offsets[c] : self.offsets[c + 1]]
+        sim = q[rows] @ list_vectors(c).T
+        if exclude is not None and members.size:  # a query's own id is in at most one column
+            at_id = np.minimum(np.searchsorted(members, exclude[rows]), members.size - 1)
+            hit = np.nonzero(members[at_id] == exclude[rows])[0]
+            sim[hit, at_id[hit]] = -np.inf
+        return members, sim
 
     def save(self, path: Path) -> None:
         n, d = self.vectors.shape
