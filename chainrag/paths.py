@@ -23,3 +23,8 @@ def data_root() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def llm_cache_path() -> Path:
+    """The LLM response cache every command opens: ``llm-cache.sqlite`` in :func:`cache_root`."""
+    return cache_root() / "llm-cache.sqlite"

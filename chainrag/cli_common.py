@@ -1,0 +1,97 @@
+"""What every command shares: one way to report a refused input, one progress bar.
+
+A command parses its options, calls one library function and prints. Errors the user can fix
+(:class:`~chainrag.errors.ChainragError`, each naming its input) become ``FAIL message`` in red
+on stderr and exit 1 through :func:`reports_errors`; anything else reaches
+:func:`chainrag.cli.entry`, which reports it as a bug (exit 70).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import typer
+
+from chainrag.errors import ChainragError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+RESUME_HINT = "finished work is kept; run the same command to resume"
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``FAIL message`` in red on stderr; the exit to raise (``raise fail(...)``)."""
+    typer.secho(f"FAIL {message}", fg="red", err=True)
+    return typer.Exit(code)
+
+
+def reports_errors(
+    hint: str | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a command: a :class:`ChainragError` it raises is printed by :func:`fail`
+    (followed by ``(hint)`` when given, e.g. :data:`RESUME_HINT`) and exits 1.
+
+    The command keeps its signature (``functools.wraps``), so typer reads its options as before.
+    """
+
+    def decorate(command: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(command)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return command(*args, **kwargs)
+            except ChainragError as exc:
+                raise fail(f"{exc}\n({hint})" if hint else str(exc)) from None
+
+        return wrapper
+
+    return decorate
+
+
+class Progress:
+    """tqdm bars fed by ``(done, total)`` callbacks, one per label: units/s and time left.
+
+    ``progress("embed", 1200, 23308)`` moves the ``embed`` bar to 1,200 of 23,308; a new label
+    opens its own bar (closed bars are left on screen unless ``leave=False``). ``postfix`` is
+    shown after the rate (e.g. a running F1). tqdm is imported on the first call.
+    """
+
+    def __init__(self, unit: str = "it", *, units: dict[str, str] | None = None,
+                 unit_scale: bool = False, leave: bool = True) -> None:  # fmt: skip
+        self.unit = unit
+        self.units = units or {}
+        self.unit_scale = unit_scale
+        self.leave = leave
+        self._bars: dict[str, Any] = {}
+
+    def __call__(
+        self, label: str, done: int, total: int | None, postfix: dict[str, Any] | None = None
+    ) -> None:
+        bar = self._bars.get(label)
+        if bar is None:
+            from tqdm import tqdm
+
+            unit = self.units.get(label, self.unit)
+            bar = tqdm(total=total or None, initial=done, desc=label, unit=unit,
+                       unit_scale=self.unit_scale, leave=self.leave)  # fmt: skip
+            self._bars[label] = bar
+        if total and bar.total != total:
+            bar.total = total
+        bar.n = done
+        if postfix:
+            bar.set_postfix(postfix, refresh=False)
+        bar.refresh()
+
+    def close(self) -> None:
+        """Close every bar opened."""
+        for bar in self._bars.values():
+            bar.close()
+        self._bars.clear()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
