@@ -22,7 +22,7 @@ import typer
 from chainrag import __version__
 from chainrag.cli_analysis import compare, integration_gap, walks
 from chainrag.cli_models import models_app, serve_llm
-from chainrag.cli_runs import check_cache_mode, report, run
+from chainrag.cli_runs import ask, check_cache_mode, recurring, report, run
 from chainrag.cli_train import train_app
 from chainrag.describe import REQUIRED, catalogue, params
 from chainrag.errors import ChainragError
@@ -49,6 +49,8 @@ app.command("integration-gap")(integration_gap)
 app.add_typer(train_app, name="train")
 experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")
+experiment_app.command("recurring")(recurring)
+app.command("ask")(ask)
 
 
 def _version(value: bool) -> None:
@@ -433,122 +435,6 @@ def _llm_probe(
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)
         raise typer.Exit(1) from None
-
-
-@experiment_app.command("recurring")
-def recurring(
-    recipe: Annotated[Path, typer.Option(help="A four_module recipe.")] = Path(
-        "recipes/seeds/four_module.yaml"
-    ),
-    dataset: Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")] = "musique",
-    limit: Annotated[int, typer.Option(min=1, help="Questions asked (then asked again).")] = 10,
-    out: Annotated[
-        Path,
-        typer.Option(
-            help="Parent folder: the experiment goes into OUT/recurring-DATASET, and resumes "
-            "there if it was stopped."
-        ),
-    ] = Path("runs"),
-    cache_mode: Annotated[
-        str, typer.Option(help="LLM response cache (refresh: every call is made and timed).")
-    ] = "refresh",
-) -> None:
-    """Seed 004: ask questions, then again (same words and paraphrased) with and without the
-    knowledge reservoir; time, external knowledge items and F1 per phase.
-
-    Resumable: run the same command again after a crash or Ctrl-C and it continues where it
-    stopped (the reservoir is rolled back to the last recorded question)."""
-    from tqdm import tqdm
-
-    from chainrag.data import load_dataset
-    from chainrag.experiments import recurring as rec
-    from chainrag.llm import open_llm
-    from chainrag.paths import cache_root
-
-    check_cache_mode(cache_mode)
-    folder = out / f"recurring-{dataset}"
-    try:
-        resolved = load_recipe(recipe)
-        rec.with_reservoir(resolved, None)  # checks the method
-        examples = load_dataset(dataset, limit)
-        done = rec.open_folder(folder, resolved, dataset, examples)
-        total = len(examples) * len(rec.PHASES)
-        if done:
-            typer.echo(f"{folder}: resuming, {len(done)} of {total} question-phases already done")
-        bar = tqdm(total=total, initial=len(done), desc="recurring", unit="q")
-        with (
-            open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
-                     cache_mode=cache_mode) as llm,  # type: ignore[arg-type]
-            (folder / rec.OUTCOMES).open("ab") as fh,
-        ):  # fmt: skip
-
-            def record(outcome: rec.Outcome) -> None:
-                fh.write(json_line(attrs.asdict(outcome)))
-                fh.flush()
-                bar.update(1)
-                bar.set_postfix(phase=outcome.phase[:24])
-
-            reworded = rec.folder_paraphrases(folder, examples, llm)
-            outcomes = rec.run(resolved, examples, llm, folder / rec.RESERVOIR, done=done,
-                               reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
-        bar.close()
-    except ChainragError as exc:
-        typer.secho(f"FAIL {exc}", fg="red", err=True)
-        raise typer.Exit(1) from None
-    text = rec.table(outcomes, dataset)
-    (folder / "table.md").write_text(text + "\n", encoding="utf-8")
-    write_recipe(folder / "recipe.yaml", resolved)
-    typer.echo(text)
-    typer.echo(f"saved to {folder}")
-
-
-# --------------------------------------------------------------------------- ask
-
-
-@app.command("ask")
-def ask(
-    question: Annotated[str, typer.Argument(help="The question.")],
-    recipe: Annotated[
-        Path, typer.Option(help="A method recipe (e.g. recipes/chainrag/ansint.yaml).")
-    ],
-    context: Annotated[
-        Path,
-        typer.Option(
-            help="Passages: JSON [{title, text}] or [title, [sentences]], or a text file."
-        ),
-    ],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the typed trace as JSON.")] = False,
-    cache_mode: Annotated[
-        str, typer.Option(help="LLM response cache: use, bypass or refresh.")
-    ] = "use",
-) -> None:
-    """Answer one question over the given passages; print the answer and a readable trace."""
-    from chainrag.context import ModelStore
-    from chainrag.data import load_context_file
-    from chainrag.index import IndexCache
-    from chainrag.llm import open_llm
-    from chainrag.paths import cache_root
-    from chainrag.runner import answer_question, searchable_index
-    from chainrag.structure import unstructure
-    from chainrag.trace import render
-    from chainrag.types import QAExample
-
-    check_cache_mode(cache_mode)
-    try:
-        resolved = load_recipe(recipe)
-        example = QAExample("ask", "ask", question, load_context_file(context))
-        models = ModelStore()
-        index = searchable_index(resolved, example, models, IndexCache())
-        cache_path = cache_root() / "llm-cache.sqlite"
-        with open_llm(resolved.llm, cache_path=cache_path, cache_mode=cache_mode) as llm:  # type: ignore[arg-type]
-            prediction = answer_question(resolved, example, llm, models=models, index=index)
-    except ChainragError as exc:
-        typer.secho(f"FAIL {exc}", fg="red", err=True)
-        raise typer.Exit(1) from None
-    if as_json:
-        typer.echo(json.dumps(unstructure(prediction), indent=2, ensure_ascii=False))
-        return
-    typer.echo(render(prediction, index.texts))
 
 
 def _summaries(*apps: typer.Typer) -> None:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
 
+import attrs
 import typer
 
 from chainrag.data import dataset_slug as dataset_slug  # the run folder of a dataset
 from chainrag.errors import ChainragError, Interrupted, signal_name
+from chainrag.recipe import load_recipe
+from chainrag.runs import json_line, write_recipe
 
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
@@ -232,3 +236,114 @@ def report(
         folder = plots or ((out.parent / "plots") if out is not None else runs[0] / "plots")
         for path in draw(found, folder, common=not all_questions):
             typer.echo(f"plot: {path}")
+
+
+def recurring(
+    recipe: Annotated[Path, typer.Option(help="A four_module recipe.")] = Path(
+        "recipes/seeds/four_module.yaml"
+    ),
+    dataset: Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")] = "musique",
+    limit: Annotated[int, typer.Option(min=1, help="Questions asked (then asked again).")] = 10,
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Parent folder: the experiment goes into OUT/recurring-DATASET, and resumes "
+            "there if it was stopped."
+        ),
+    ] = Path("runs"),
+    cache_mode: Annotated[
+        str, typer.Option(help="LLM response cache (refresh: every call is made and timed).")
+    ] = "refresh",
+) -> None:
+    """Seed 004: ask questions, then again (same words and paraphrased) with and without the
+    knowledge reservoir; time, external knowledge items and F1 per phase.
+
+    Resumable: run the same command again after a crash or Ctrl-C and it continues where it
+    stopped (the reservoir is rolled back to the last recorded question)."""
+    from tqdm import tqdm
+
+    from chainrag.data import load_dataset
+    from chainrag.experiments import recurring as rec
+    from chainrag.llm import open_llm
+    from chainrag.paths import cache_root
+
+    check_cache_mode(cache_mode)
+    folder = out / f"recurring-{dataset}"
+    try:
+        resolved = load_recipe(recipe)
+        rec.with_reservoir(resolved, None)  # checks the method
+        examples = load_dataset(dataset, limit)
+        done = rec.open_folder(folder, resolved, dataset, examples)
+        total = len(examples) * len(rec.PHASES)
+        if done:
+            typer.echo(f"{folder}: resuming, {len(done)} of {total} question-phases already done")
+        bar = tqdm(total=total, initial=len(done), desc="recurring", unit="q")
+        with (
+            open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
+                     cache_mode=cache_mode) as llm,  # type: ignore[arg-type]
+            (folder / rec.OUTCOMES).open("ab") as fh,
+        ):  # fmt: skip
+
+            def record(outcome: rec.Outcome) -> None:
+                fh.write(json_line(attrs.asdict(outcome)))
+                fh.flush()
+                bar.update(1)
+                bar.set_postfix(phase=outcome.phase[:24])
+
+            reworded = rec.folder_paraphrases(folder, examples, llm)
+            outcomes = rec.run(resolved, examples, llm, folder / rec.RESERVOIR, done=done,
+                               reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
+        bar.close()
+    except ChainragError as exc:
+        typer.secho(f"FAIL {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    text = rec.table(outcomes, dataset)
+    (folder / "table.md").write_text(text + "\n", encoding="utf-8")
+    write_recipe(folder / "recipe.yaml", resolved)
+    typer.echo(text)
+    typer.echo(f"saved to {folder}")
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    recipe: Annotated[
+        Path, typer.Option(help="A method recipe (e.g. recipes/chainrag/ansint.yaml).")
+    ],
+    context: Annotated[
+        Path,
+        typer.Option(
+            help="Passages: JSON [{title, text}] or [title, [sentences]], or a text file."
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the typed trace as JSON.")] = False,
+    cache_mode: Annotated[
+        str, typer.Option(help="LLM response cache: use, bypass or refresh.")
+    ] = "use",
+) -> None:
+    """Answer one question over the given passages; print the answer and a readable trace."""
+    from chainrag.context import ModelStore
+    from chainrag.data import load_context_file
+    from chainrag.index import IndexCache
+    from chainrag.llm import open_llm
+    from chainrag.paths import cache_root
+    from chainrag.runner import answer_question, searchable_index
+    from chainrag.structure import unstructure
+    from chainrag.trace import render
+    from chainrag.types import QAExample
+
+    check_cache_mode(cache_mode)
+    try:
+        resolved = load_recipe(recipe)
+        example = QAExample("ask", "ask", question, load_context_file(context))
+        models = ModelStore()
+        index = searchable_index(resolved, example, models, IndexCache())
+        cache_path = cache_root() / "llm-cache.sqlite"
+        with open_llm(resolved.llm, cache_path=cache_path, cache_mode=cache_mode) as llm:  # type: ignore[arg-type]
+            prediction = answer_question(resolved, example, llm, models=models, index=index)
+    except ChainragError as exc:
+        typer.secho(f"FAIL {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(json.dumps(unstructure(prediction), indent=2, ensure_ascii=False))
+        return
+    typer.echo(render(prediction, index.texts))
