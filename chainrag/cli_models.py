@@ -3,42 +3,24 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from chainrag.errors import ChainragError
+from chainrag.cli_common import Progress, reports_errors
 
 models_app = typer.Typer(help="Provision and check the offline models.", no_args_is_help=True)
 
 
-class _Bar:
-    """A tqdm bar driven by ``progress(label, done, total)`` callbacks."""
-
-    def __init__(self) -> None:
-        from tqdm import tqdm
-
-        self._tqdm = tqdm
-        self._bar: Any = None
-        self._label = ""
-
-    def __call__(self, label: str, done: int, total: int) -> None:
-        kind = label.split(" ")[0]
-        if self._bar is None or kind != self._label:
-            self.close()
-            unit = "B" if kind == "verifying" else "part"
-            self._bar = self._tqdm(total=total, unit=unit, unit_scale=unit == "B", leave=False)
-            self._label = kind
-        self._bar.set_description(label)
-        self._bar.update(done - self._bar.n)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+def fetch_bars() -> Progress:
+    """One bar at a time for :func:`chainrag.models.fetch`: bytes while it verifies a file
+    (``verifying NAME``), parts while it assembles one (``part 3/22``); gone when done."""
+    return Progress("part", units={"verifying": "B"}, unit_scale={"verifying"}, leave=False,
+                    bar_of=lambda label: label.split(" ")[0], single=True)  # fmt: skip
 
 
 @models_app.command("fetch")
+@reports_errors()
 def models_fetch(
     llm: Annotated[
         list[str] | None,
@@ -48,17 +30,11 @@ def models_fetch(
     """Assemble and verify the local GGUF model(s) in the model cache (idempotent)."""
     from chainrag import models
 
-    names = llm or ["qwen2.5-coder-1.5b"]
-    for name in names:
-        try:
-            model = models.get_model(name)
-            typer.echo(f"{name}: checking {models.model_path(model)}")
-            bar = _Bar()
-            status = models.fetch(model, progress=bar)
-            bar.close()
-        except ChainragError as exc:
-            typer.secho(f"FAIL {exc}", fg="red", err=True)
-            raise typer.Exit(1) from None
+    for name in llm or ["qwen2.5-coder-1.5b"]:
+        model = models.get_model(name)
+        typer.echo(f"{name}: checking {models.model_path(model)}")
+        with fetch_bars() as bars:
+            status = models.fetch(model, progress=bars)
         typer.echo(f"{name}: ok, {status.size / 2**20:,.0f} MiB, sha256 verified: {status.path}")
 
 
@@ -72,15 +48,15 @@ def models_list(
     from chainrag import models
 
     typer.echo(f"model cache: {models.model_cache_dir()}  (set ${models.CACHE_ENV} to move it)")
-    for model in models.LOCAL_MODELS.values():
-        status = models.check(model, full=verify)
+    for status in models.statuses(full=verify):
         size = f"{status.size / 2**20:,.0f} MiB" if status.size else "-"
         state = {"ok": "verified", "missing": "not fetched"}.get(status.state, status.state)
-        typer.echo(f"  {model.name:<20} {state:<12} {size:>10}  {status.path}")
-        typer.echo(f"  {'':<20} {model.description}")
+        typer.echo(f"  {status.model.name:<20} {state:<12} {size:>10}  {status.path}")
+        typer.echo(f"  {'':<20} {status.model.description}")
     typer.echo("  spaCy en_core_web_sm and all-MiniLM-L6-v2 are pinned Python packages.")
 
 
+@reports_errors()
 def serve_llm(
     llm: Annotated[str, typer.Option(help="Local LLM to serve.")] = "qwen2.5-coder-1.5b",
     n_ctx: Annotated[int, typer.Option(help="Context window (tokens).")] = 4096,
@@ -104,6 +80,3 @@ def serve_llm(
             raise typer.Exit(1)
     except KeyboardInterrupt:
         typer.echo("stopped.")
-    except ChainragError as exc:
-        typer.secho(f"FAIL {exc}", fg="red", err=True)
-        raise typer.Exit(1) from None

@@ -82,6 +82,8 @@ LOCAL_MODELS: dict[str, LocalModel] = {
         ),
     )
 }
+"""Models the ``local_gguf`` LLM kind can serve, by name: the one list (recipe validation reads
+its names, so this module stays light to import)."""
 
 
 def model_cache_dir() -> Path:
@@ -173,6 +175,11 @@ def check(
         return ModelStatus(model, path, "wrong_hash", size)
     _write_stamp(path, model)
     return ModelStatus(model, path, "ok", size)
+
+
+def statuses(cache: Path | None = None, *, full: bool = False) -> list[ModelStatus]:
+    """The :func:`check` of every model in :data:`LOCAL_MODELS`, in its order."""
+    return [check(model, cache, full=full) for model in LOCAL_MODELS.values()]
 
 
 def require(model: LocalModel, cache: Path | None = None) -> Path:

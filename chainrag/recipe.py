@@ -39,6 +39,7 @@ from chainrag.errors import (
     RecipeError,
     UnknownComponentError,
 )
+from chainrag.models import LOCAL_MODELS
 from chainrag.protocols import (
     NER,
     Chunker,
@@ -60,20 +61,22 @@ from chainrag.structure import (
     unstructure,
 )
 
-LOCAL_MODELS = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
-"""Models the ``local_gguf`` LLM kind can serve (provisioned by ``chainrag models fetch``)."""
-
 
 @attrs.frozen
 class LLMSpec:
     """Which LLM answers and how it is sampled.
 
     ``kind: local_gguf`` starts a managed llama.cpp server on 127.0.0.1 for one of
-    :data:`LOCAL_MODELS`; ``kind: litellm`` sends ``model`` to litellm as is
+    :data:`~chainrag.models.LOCAL_MODELS`; ``kind: litellm`` sends ``model`` to litellm as is
     (``openai/gpt-4o-mini``, ``zhipuai/glm-4-plus``, ``openai/NAME`` with ``api_base``).
     API keys are read from the environment by litellm, never from a recipe. ``json_mode`` says
     how a JSON schema reaches the model (see :class:`chainrag.llm.backend.LiteLLMBackend`);
     ``auto`` picks llama.cpp's form for local models and OpenAI's where litellm supports it.
+    ``prompt_cache`` is how the managed server (``local_gguf`` without ``api_base``) treats the
+    previous request's prompt: ``fresh`` (the default) evaluates every prompt in full, so a
+    request gets the same answer whatever came before it; ``reuse`` evaluates only what follows
+    the prefix shared with the previous request, faster for prompts that begin alike, but an
+    answer can then depend on the request before it (ggml-org/llama.cpp#4902).
     """
 
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
@@ -86,6 +89,7 @@ class LLMSpec:
     max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     concurrency: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     json_mode: Literal["auto", "json_schema", "json_object", "instructions"] = "auto"
+    prompt_cache: Literal["fresh", "reuse"] = "fresh"
 
     def __attrs_post_init__(self) -> None:
         if self.kind == "local_gguf" and self.model not in LOCAL_MODELS:

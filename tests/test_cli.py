@@ -103,3 +103,19 @@ def test_components_unknown_stage() -> None:
     result = runner.invoke(app, ["components", "--stage", "nope"])
     assert result.exit_code == 1
     assert "unknown stage 'nope'" in result.output
+
+
+def test_fetch_bars_share_one_bar_per_kind_one_at_a_time() -> None:
+    from chainrag.cli_models import fetch_bars
+
+    with fetch_bars() as progress:
+        progress("verifying toy.gguf", 4 << 20, 10 << 20)
+        verifying = progress._bars["verifying"]
+        assert (verifying.unit, verifying.unit_scale) == ("B", True)
+        progress("part 1/3", 0, 3)
+        progress("part 2/3", 1, 3)
+        assert list(progress._bars) == ["part"] and verifying.disable  # closed
+        part = progress._bars["part"]
+        assert part.desc.startswith("part 2/3") and (part.n, part.total) == (1, 3)
+        assert (part.unit, part.unit_scale, part.leave) == ("part", False, False)
+    assert progress._bars == {}

@@ -128,3 +128,18 @@ def test_fetch_cli_unknown_model_exits_1() -> None:
     result = CliRunner().invoke(app, ["models", "fetch", "--llm", "nope"])
     assert result.exit_code == 1
     assert "unknown local model 'nope'" in result.output
+
+
+def test_statuses_check_every_local_model_in_order(tmp_path: Path) -> None:
+    found = models.statuses(tmp_path)
+    assert [s.model.name for s in found] == list(models.LOCAL_MODELS)
+    assert all(s.state == "missing" and s.path.parent == tmp_path for s in found)
+
+
+def test_recipes_accept_exactly_the_local_models() -> None:
+    from chainrag.recipe import LLMSpec
+
+    for name in models.LOCAL_MODELS:
+        assert LLMSpec(model=name).model == name
+    with pytest.raises(ValueError, match=f"is not one of {', '.join(models.LOCAL_MODELS)} "):
+        LLMSpec(model="toy")
