@@ -21,6 +21,7 @@ import typer
 
 from chainrag import __version__
 from chainrag.cli_analysis import compare, integration_gap, walks
+from chainrag.cli_corpus import index_command
 from chainrag.cli_models import models_app, serve_llm
 from chainrag.cli_runs import ask, check_cache_mode, recurring, report, run
 from chainrag.cli_train import train_app
@@ -194,101 +195,7 @@ def components(
                 typer.echo(f"      {p.name}: {p.type} = {shown}")
 
 
-# --------------------------------------------------------------------------- index
-
-
-CORPUS_HELP = (
-    "A corpus: musique_train, hotpotqa_train, 2wiki, dev:NAME (a dev set's paragraphs), or a "
-    "file (JSON array or JSON Lines of {title, text}); repeat to index several as one (with --out)."
-)
-OUT_HELP = "Build one corpus index in a stream into this folder (resumable; see README)."
-ENGINE_HELP = "local, or ray (split, NER and embeddings as Ray Data batches; RAY_ADDRESS joins)."
-
-
-@app.command("index")
-def index_command(
-    recipe: Annotated[Path, typer.Option(help="Recipe whose index: section to build.")],
-    dataset: Annotated[
-        str | None, typer.Option(help="Dataset: one index per question (dev sets) or its corpus.")
-    ] = None,
-    corpus: Annotated[
-        list[str] | None,
-        typer.Option(help=CORPUS_HELP),
-    ] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
-    cache: Annotated[bool, typer.Option(help="Reuse and store indexes in the cache.")] = True,
-    out: Annotated[Path | None, typer.Option(help=OUT_HELP)] = None,
-    dtype: Annotated[str, typer.Option(help="Embeddings on disk: float32 or float16.")] = "float32",
-    batch_passages: Annotated[int, typer.Option(min=1, help="Passages per split+NER batch.")] = 512,
-    batch_sentences: Annotated[
-        int, typer.Option(min=1, help="Sentences per embedding batch.")
-    ] = 4096,
-    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
-) -> None:
-    """Build (or load from the cache) the indexes of a dataset or corpus and report on them;
-    with --out, build one corpus index in a stream into that folder (resumable)."""
-    from chainrag.context import Context
-    from chainrag.data import DATASETS, load_corpus, load_dataset
-    from chainrag.index import IndexCache, build_index
-
-    if (dataset is None) == (not corpus):
-        typer.secho("give exactly one of --dataset and --corpus", fg="red", err=True)
-        raise typer.Exit(2)
-    if out is not None:
-        from chainrag.cli_corpus import build_corpus
-
-        build_corpus(recipe, corpus or [], out, dtype, batch_passages, batch_sentences, engine)
-        return
-    if corpus and len(corpus) > 1:
-        typer.secho("several --corpus sources need --out (a streamed corpus index)", fg="red",
-                    err=True)  # fmt: skip
-        raise typer.Exit(2)
-    try:
-        spec = load_recipe(recipe).index
-        if spec is None:
-            raise ChainragError(f"{recipe} has no index: section")
-        if (
-            dataset is not None
-            and DATASETS.get(dataset)
-            and DATASETS[dataset].setting == "shared_corpus"
-        ):
-            corpus, dataset = [dataset], None
-        contexts = (
-            [(q.qid, q.passages) for q in load_dataset(dataset, limit)]
-            if dataset is not None
-            else [(corpus[0], tuple(load_corpus(corpus[0])))]  # type: ignore[index]
-        )
-    except ChainragError as exc:
-        typer.secho(f"FAIL {exc}", fg="red", err=True)
-        raise typer.Exit(1) from None
-    store = IndexCache() if cache else None
-    ctx = Context()
-    totals: dict[str, float] = {}
-    units = entities = built = 0
-    edges: dict[str, int] = {}
-    from tqdm import tqdm
-
-    for _, passages in tqdm(contexts, desc="indexing", unit="context", disable=len(contexts) < 2):
-        try:
-            _, report = build_index(passages, spec, ctx, store)
-        except ChainragError as exc:
-            typer.secho(f"FAIL {exc}", fg="red", err=True)
-            raise typer.Exit(1) from None
-        built += not report.cached
-        units, entities = units + report.units, entities + report.entities
-        for k, v in report.seconds.items():
-            totals[k] = totals.get(k, 0.0) + v
-        for k, e in report.edges.items():
-            edges[k] = edges.get(k, 0) + e
-    kind = "chunks" if spec.chunker is not None else "sentences"
-    typer.echo(f"{len(contexts)} index(es): {built} built, {len(contexts) - built} from the cache")
-    typer.echo(f"{kind}: {units:,}   entities: {entities:,}")
-    for name, count in edges.items():
-        typer.echo(f"edges {name}: {count:,}")
-    if totals:
-        typer.echo("seconds per stage (built indexes only):")
-        for stage, seconds in totals.items():
-            typer.echo(f"  {stage:<14} {seconds:8.2f}")
+app.command("index")(index_command)
 
 
 # --------------------------------------------------------------------------- experiments

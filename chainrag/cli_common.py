@@ -22,17 +22,20 @@ R = TypeVar("R")
 RESUME_HINT = "finished work is kept; run the same command to resume"
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print ``FAIL message`` in red on stderr; the exit to raise (``raise fail(...)``)."""
-    typer.secho(f"FAIL {message}", fg="red", err=True)
+def fail(message: str, code: int = 1, *, prefix: str = "FAIL ") -> typer.Exit:
+    """Print ``FAIL message`` in red on stderr; the exit to raise (``raise fail(...)``).
+
+    ``prefix=""`` prints the message alone (as click prints a usage error).
+    """
+    typer.secho(f"{prefix}{message}", fg="red", err=True)
     return typer.Exit(code)
 
 
 def reports_errors(
-    hint: str | None = None,
+    hint: str | None = None, *, prefix: str = "FAIL "
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a command: a :class:`ChainragError` it raises is printed by :func:`fail`
-    (followed by ``(hint)`` when given, e.g. :data:`RESUME_HINT`) and exits 1.
+    (followed by ``(hint)`` when given, e.g. :data:`RESUME_HINT`; after ``prefix``) and exits 1.
 
     The command keeps its signature (``functools.wraps``), so typer reads its options as before.
     """
@@ -43,7 +46,7 @@ def reports_errors(
             try:
                 return command(*args, **kwargs)
             except ChainragError as exc:
-                raise fail(f"{exc}\n({hint})" if hint else str(exc)) from None
+                raise fail(f"{exc}\n({hint})" if hint else str(exc), prefix=prefix) from None
 
         return wrapper
 

@@ -1,108 +1,87 @@
-"""``chainrag index ... --out DIR``: a corpus index built in a stream, with progress per stage."""
+"""``chainrag index``: the indexes of a dataset, or one corpus index built in a stream."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, cast
 
 import typer
 
-from chainrag.errors import ChainragError
+from chainrag.cli_common import Progress, fail, reports_errors
 
+CORPUS_HELP = (
+    "A corpus: musique_train, hotpotqa_train, 2wiki, dev:NAME (a dev set's paragraphs), or a "
+    "file (JSON array or JSON Lines of {title, text}); repeat to index several as one (with --out)."
+)
+OUT_HELP = "Build one corpus index in a stream into this folder (resumable; see README)."
+ENGINE_HELP = "local, or ray (split, NER and embeddings as Ray Data batches; RAY_ADDRESS joins)."
 STAGE_UNITS = {"split": "passage", "embed": "sentence"}
+RESUME = "finished batches are kept: run the same command to resume"
 
 
-class StageBars:
-    """One tqdm bar per encoding stage: units/s and, where the total is known, time left."""
-
-    def __init__(self) -> None:
-        self._bars: dict[str, Any] = {}
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        from tqdm import tqdm
-
-        bar = self._bars.get(stage)
-        if bar is None:
-            unit = STAGE_UNITS.get(stage, "unit")
-            bar = tqdm(total=total or None, desc=stage, unit=unit, unit_scale=True, initial=done)
-            self._bars[stage] = bar
-        bar.n = done
-        bar.refresh()
-
-    def close(self) -> None:
-        for bar in self._bars.values():
-            bar.close()
-
-
-def build_corpus(
-    recipe: Path, corpus: list[str], out: Path, dtype: str, batch_passages: int,
-    batch_sentences: int, engine_name: str,
-) -> None:  # fmt: skip
-    """Build or resume the corpus index of ``corpus`` into ``out`` and print what it holds."""
+@reports_errors()
+def index_command(
+    recipe: Annotated[Path, typer.Option(help="Recipe whose index: section to build.")],
+    dataset: Annotated[
+        str | None, typer.Option(help="Dataset: one index per question (dev sets) or its corpus.")
+    ] = None,
+    corpus: Annotated[
+        list[str] | None,
+        typer.Option(help=CORPUS_HELP),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+    cache: Annotated[bool, typer.Option(help="Reuse and store indexes in the cache.")] = True,
+    out: Annotated[Path | None, typer.Option(help=OUT_HELP)] = None,
+    dtype: Annotated[str, typer.Option(help="Embeddings on disk: float32 or float16.")] = "float32",
+    batch_passages: Annotated[int, typer.Option(min=1, help="Passages per split+NER batch.")] = 512,
+    batch_sentences: Annotated[
+        int, typer.Option(min=1, help="Sentences per embedding batch.")
+    ] = 4096,
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
+) -> None:
+    """Build (or load from the cache) the indexes of a dataset or corpus and report on them;
+    with --out, build one corpus index in a stream into that folder (resumable)."""
     from chainrag.context import Context
-    from chainrag.corpus.build import build_corpus_index
-    from chainrag.recipe import load_recipe
+    from chainrag.corpus.indexing import contexts_of, index_contexts, index_section
+    from chainrag.index import IndexCache
 
-    if dtype not in ("float32", "float16") or engine_name not in ("local", "ray"):
-        typer.secho("--dtype is float32 or float16; --engine is local or ray", fg="red", err=True)
-        raise typer.Exit(2)
-    bars = StageBars()
-    started = time.perf_counter()
-    try:
-        spec = load_recipe(recipe).index
-        if spec is None:
-            raise ChainragError(f"{recipe} has no index: section")
-        ctx = Context()
-        engine = _engine(engine_name, ctx)
-        manifest = build_corpus_index(
-            corpus, spec, out, ctx, batch_passages=batch_passages,
-            batch_sentences=batch_sentences, dtype=dtype, engine=engine, progress=bars,  # type: ignore[arg-type]
-        )  # fmt: skip
-    except ChainragError as exc:
-        bars.close()
-        typer.secho(f"FAIL {exc}\n(finished batches are kept: run the same command to resume)",
-                    fg="red", err=True)  # fmt: skip
-        raise typer.Exit(1) from None
-    bars.close()
-    _say(out, manifest, time.perf_counter() - started)
-    _prepare_search(recipe, out)
-
-
-def _prepare_search(recipe: Path, out: Path) -> None:
-    """Build the vector index the recipe's seed retriever searches with, if it names one, so
-    that the first question does not pay for it."""
-    from chainrag.components.search import ExactSearch
-    from chainrag.corpus.store import CorpusIndex
-    from chainrag.recipe import load_recipe
-
-    loaded = load_recipe(recipe)
-    search = getattr(loaded.retrieval.seed, "search", None) if loaded.retrieval else None
-    if search is None or isinstance(search, ExactSearch) or loaded.index is None:
+    if (dataset is None) == (not corpus):
+        raise fail("give exactly one of --dataset and --corpus", 2, prefix="")
+    if out is not None:
+        build_streamed(recipe, corpus or [], out, dtype, batch_passages, batch_sentences, engine)
         return
-    assert loaded.index.embedder is not None
-    started = time.perf_counter()
-    CorpusIndex.open(out, loaded.index.embedder).vector_index(search)
-    typer.echo(f"vector index for seed retrieval ({search}) ready in "
-               f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+    if corpus and len(corpus) > 1:
+        raise fail("several --corpus sources need --out (a streamed corpus index)", 2, prefix="")
+    spec = index_section(recipe)
+    contexts = contexts_of(dataset, corpus[0] if corpus else None, limit)
+    store = IndexCache() if cache else None
+    with Progress("context") as bars:
+        shown = bars if len(contexts) > 1 else None
+        totals = index_contexts(contexts, spec, Context(), store, shown)
+    for line in totals.lines():
+        typer.echo(line)
 
 
-def _engine(name: str, ctx: Any) -> Any:
-    from chainrag.corpus.build import LocalEngine
+@reports_errors(RESUME)
+def build_streamed(
+    recipe: Path, corpus: list[str], out: Path, dtype: str, batch_passages: int,
+    batch_sentences: int, engine: str,
+) -> None:  # fmt: skip
+    """Build or resume the corpus index of ``corpus`` into ``out`` with a bar per encoding
+    stage, print what it holds, then prepare the seed retriever's vector index."""
+    from chainrag.corpus.build import Dtype
+    from chainrag.corpus.indexing import ENGINES, build_from_recipe, prepare_search
 
-    if name == "local":
-        return LocalEngine(ctx)
-    from chainrag.corpus.ray_engine import RayEngine
-
-    return RayEngine()
-
-
-def _say(out: Path, manifest: dict[str, Any], seconds: float) -> None:
-    counts = manifest["counts"]
-    edges = ", ".join(f"{k} {v:,}" for k, v in counts["edges"].items()) or "none"
-    typer.echo(
-        f"{out}: {counts['passages']:,} passages, {counts['sentences']:,} units, "
-        f"{counts['entities']:,} entities ({counts['key_entities']:,} key), edges: {edges}"
-    )
-    stages = ", ".join(f"{k} {v:.1f} s" for k, v in manifest["stages"].items())
-    typer.echo(f"stages (this and earlier sessions): {stages}; this session {seconds:.1f} s")
+    if dtype not in ("float32", "float16") or engine not in ENGINES:
+        raise fail("--dtype is float32 or float16; --engine is local or ray", 2, prefix="")
+    with Progress("unit", units=STAGE_UNITS, unit_scale=True) as bars:
+        built = build_from_recipe(
+            recipe, corpus, out, dtype=cast(Dtype, dtype), batch_passages=batch_passages,
+            batch_sentences=batch_sentences, engine=engine, progress=bars,
+        )  # fmt: skip
+    for line in built.lines():
+        typer.echo(line)
+    ready = prepare_search(recipe, out)
+    if ready is not None:
+        typer.echo(f"vector index for seed retrieval ({ready.search}) ready in "
+                   f"{ready.seconds:.1f} s")  # fmt: skip

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli import app
@@ -119,3 +120,24 @@ def test_fetch_bars_share_one_bar_per_kind_one_at_a_time() -> None:
         assert part.desc.startswith("part 2/3") and (part.n, part.total) == (1, 3)
         assert (part.unit, part.unit_scale, part.leave) == ("part", False, False)
     assert progress._bars == {}
+
+
+def test_an_error_can_be_reported_without_the_fail_prefix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import typer
+
+    from chainrag.cli_common import fail, reports_errors
+    from chainrag.errors import ChainragError
+
+    group = typer.Typer()
+
+    @group.command()
+    @reports_errors(prefix="")
+    def go() -> None:
+        raise ChainragError("x.yaml: expected a mapping, got 3")
+
+    result = runner.invoke(group, [])
+    assert (result.exit_code, result.output) == (1, "x.yaml: expected a mapping, got 3\n")
+    assert fail("give exactly one", 2, prefix="").exit_code == 2
+    assert capsys.readouterr().err == "give exactly one\n"

@@ -301,3 +301,103 @@ def test_seed_retrieval_over_a_corpus_index_through_each_search(tmp_path: Path) 
     again = CorpusIndex.open(tmp_path / "idx", spec.embedder)
     hits = DenseRerank(k=5, search=FaissIVF(nlist=4, nprobe=4))("the film director", again, ctx)
     assert [h.index for h in hits] == expected[:5]
+
+
+def test_index_section_names_a_recipe_without_one(tmp_path: Path) -> None:
+    from chainrag.corpus.indexing import index_section
+    from chainrag.index import IndexBuildError
+
+    path, spec = recipe(tmp_path)
+    assert index_section(path) == spec
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("index: null\n")
+    with pytest.raises(IndexBuildError, match=f"^{bare} has no index: section$"):
+        index_section(bare)
+
+
+def test_contexts_are_a_dev_sets_questions_or_one_corpus(tmp_path: Path) -> None:
+    from chainrag.corpus.indexing import contexts_of
+    from chainrag.data import DatasetError, load_dataset
+
+    questions = load_dataset("musique", 2)
+    assert contexts_of("musique", None, 2) == [(q.qid, q.passages) for q in questions]
+    records = json.loads(CORPUS.read_text())[:5]
+    source = tmp_path / "corpus.json"
+    source.write_text(json.dumps(records))
+    [(name, passages)] = contexts_of(None, str(source))
+    assert name == str(source)
+    assert [(p.title, p.text) for p in passages] == [(r["title"], r["text"]) for r in records]
+    with pytest.raises(DatasetError, match="unknown dataset 'nope'"):
+        contexts_of("nope", None)
+
+
+def test_index_contexts_sums_what_the_indexes_hold(tmp_path: Path) -> None:
+    from chainrag.corpus.indexing import contexts_of, index_contexts
+    from chainrag.index import IndexCache, build_index
+
+    _, spec = recipe(tmp_path)
+    contexts = contexts_of("musique", None, 2)
+    seen: list[tuple[str, int, int]] = []
+    cache = IndexCache(tmp_path / "cache")
+    totals = index_contexts(contexts, spec, Context(), cache, lambda *a: seen.append(a))
+    assert seen == [("indexing", 0, 2), ("indexing", 1, 2), ("indexing", 2, 2)]
+    reports = [build_index(p, spec, Context(), None)[1] for _, p in contexts]
+    assert (totals.contexts, totals.built, totals.chunked) == (2, 2, False)
+    assert totals.units == sum(r.units for r in reports)
+    assert totals.entities == sum(r.entities for r in reports)
+    assert dict(totals.edges) == {k: sum(r.edges[k] for r in reports) for k in reports[0].edges}
+    assert set(totals.seconds) == set(reports[0].seconds)
+    lines = totals.lines()
+    assert lines[:2] == [
+        "2 index(es): 2 built, 0 from the cache",
+        f"sentences: {totals.units:,}   entities: {totals.entities:,}",
+    ]
+    assert "seconds per stage (built indexes only):" in lines
+    again = index_contexts(contexts, spec, Context(), cache)
+    assert (again.built, again.units, dict(again.seconds)) == (0, totals.units, {})
+    assert again.lines()[0] == "2 index(es): 0 built, 2 from the cache"
+
+
+def test_build_from_recipe_reports_the_manifests_counts(tmp_path: Path) -> None:
+    from chainrag.corpus.indexing import CorpusBuild, build_from_recipe, prepare_search
+
+    path, _ = recipe(tmp_path)
+    source = corpus_file(tmp_path)
+    built = build_from_recipe(path, [str(source)], tmp_path / "idx", batch_passages=8)
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    counts = manifest["counts"]
+    assert built == CorpusBuild(tmp_path / "idx", counts["passages"], counts["sentences"],
+                                counts["entities"], counts["key_entities"], counts["edges"],
+                                manifest["stages"], built.seconds)  # fmt: skip
+    first, second = built.lines()
+    assert first.startswith(f"{tmp_path / 'idx'}: 40 passages, {counts['sentences']:,} units, ")
+    assert first.endswith(f"edges: ec {counts['edges']['ec']:,}, ss {counts['edges']['ss']:,}, "
+                          f"sa {counts['edges']['sa']:,}")  # fmt: skip
+    assert second.startswith("stages (this and earlier sessions): split ")
+    assert prepare_search(path, tmp_path / "idx") is None  # the recipe names no seed search
+
+
+def test_an_unknown_engine_is_named(tmp_path: Path) -> None:
+    from chainrag.corpus.indexing import build_from_recipe
+
+    path, _ = recipe(tmp_path)
+    with pytest.raises(CorpusIndexError, match="unknown engine 'spark'; engines: local, ray"):
+        build_from_recipe(path, [str(corpus_file(tmp_path))], tmp_path / "idx", engine="spark")
+
+
+def test_prepare_search_builds_the_seed_retrievers_vector_index(tmp_path: Path) -> None:
+    from chainrag.components.search import FaissIVF
+    from chainrag.corpus.indexing import build_from_recipe, prepare_search
+
+    pytest.importorskip("faiss")
+    path, _ = recipe(tmp_path)
+    build_from_recipe(path, [str(corpus_file(tmp_path))], tmp_path / "idx")
+    seeded = tmp_path / "seeded.yaml"
+    seeded.write_text(
+        f"base: {ROOT / 'recipes' / 'baselines' / 'naive.yaml'}\n"
+        "index: {embedder: {kind: hashed_bow, dim: 64}}\n"
+        "retrieval: {seed: {search: {kind: faiss_ivf, nlist: 4, nprobe: 4}}}\n"
+    )
+    ready = prepare_search(seeded, tmp_path / "idx")
+    assert ready is not None and ready.search == FaissIVF(nlist=4, nprobe=4)
+    assert len(list((tmp_path / "idx" / "search").iterdir())) == 1
