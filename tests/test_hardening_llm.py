@@ -46,9 +46,9 @@ def test_two_servers_behind_one_model_name_do_not_share_cached_answers(tmp_path:
 
 
 def test_endpoint_identity_names_the_model_file_or_the_stripped_url() -> None:
-    local = endpoint_identity(LLMSpec())
+    local = endpoint_identity(LLMSpec(prompt_cache="reuse"))
     assert local.startswith("gguf:sha256:") and len(local) == len("gguf:sha256:") + 64
-    other = endpoint_identity(LLMSpec(model="qwen2.5-coder-0.5b"))
+    other = endpoint_identity(LLMSpec(model="qwen2.5-coder-0.5b", prompt_cache="reuse"))
     assert other != local
     remote = endpoint_identity(spec("https://alice:s3cr3t-pw@llm.example/v1"))
     assert remote == "litellm:openai/fixed-name@https://llm.example/v1"

@@ -3,17 +3,23 @@ from __future__ import annotations
 import multiprocessing
 import os
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
-from chainrag.llm import open_llm
+from chainrag.errors import RecipeError
+from chainrag.llm import endpoint_identity, managed_prompt_cache, open_llm
 from chainrag.llm.cache import CachedLLM, ResponseCache, request_key
 from chainrag.llm.fake import FakeLLMError, ScriptedLLM
 from chainrag.llm.prompts import PromptError, available, load_prompt
+from chainrag.llm.server import LocalServer, PromptCache, server_command
 from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
+from chainrag.models import get_model
 from chainrag.recipe import LLMSpec
 from chainrag.types import LLMRequest, LLMResponse, Message, Usage
+
+from .test_server import standin
 
 
 def req(text: str = "hi", prompt_id: str = "p", model: str = "m") -> LLMRequest:
@@ -222,3 +228,64 @@ def test_open_llm_for_an_api_model_needs_no_server(tmp_path: Path) -> None:
         assert isinstance(llm, BoundLLM)
         assert (llm.model, llm.temperature) == ("openai/gpt-4o-mini", 0.3)
         assert isinstance(llm.inner, CachedLLM)
+
+
+# --------------------------------------------------------------------------- prompt cache mode
+
+
+def test_the_managed_server_evaluates_every_prompt_in_full_unless_told_to_reuse() -> None:
+    assert LLMSpec().prompt_cache == "fresh"
+    assert managed_prompt_cache(LLMSpec()) == "fresh"
+    assert managed_prompt_cache(LLMSpec(prompt_cache="reuse")) == "reuse"
+    assert managed_prompt_cache(LLMSpec(api_base="http://127.0.0.1:8000/v1")) is None
+    assert managed_prompt_cache(LLMSpec(kind="litellm", model="openai/gpt-4o-mini")) is None
+    fresh = server_command(Path("/m.gguf"), "qwen", 8123, 4096, 2)
+    assert fresh[1:3] == ["-m", "chainrag.llm.fresh_server"]
+    reuse = server_command(Path("/m.gguf"), "qwen", 8123, 4096, 2, "reuse")
+    assert reuse[1:3] == ["-m", "llama_cpp.server"] and reuse[3:] == fresh[3:]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        LLMSpec(kind="litellm", model="openai/gpt-4o-mini", prompt_cache="reuse"),
+        LLMSpec(api_base="http://127.0.0.1:8000/v1", prompt_cache="reuse"),
+    ],
+)
+def test_reuse_is_refused_where_chainrag_does_not_start_the_server(spec: LLMSpec) -> None:
+    with (
+        pytest.raises(RecipeError, match=r"reuse applies only to the managed local server"),
+        open_llm(spec),
+    ):
+        pass
+
+
+def test_answers_cached_in_one_mode_are_not_served_in_the_other() -> None:
+    fresh = endpoint_identity(LLMSpec())
+    reuse = endpoint_identity(LLMSpec(prompt_cache="reuse"))
+    # reuse keeps the identity answers were cached under before the mode existed (all by reuse)
+    assert reuse == f"gguf:sha256:{get_model('qwen2.5-coder-1.5b').sha256}"
+    assert fresh == reuse + "+prompt_cache:fresh"
+    assert request_key(req(), fresh) != request_key(req(), reuse)
+    remote = LLMSpec(kind="litellm", model="openai/gpt-4o-mini")
+    assert endpoint_identity(remote) == "litellm:openai/gpt-4o-mini@provider-default"
+
+
+@pytest.mark.parametrize("mode", ["fresh", "reuse"])
+def test_open_llm_starts_the_managed_server_in_the_recipes_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: PromptCache
+) -> None:
+    started: list[LocalServer] = []
+
+    def for_model(name: str, **kwargs: Any) -> LocalServer:
+        model = get_model(name)
+        server = LocalServer(model, tmp_path / "m.gguf", log_dir=tmp_path, command=standin("ok"),
+                             **kwargs)  # fmt: skip
+        started.append(server)
+        return server
+
+    monkeypatch.setattr(LocalServer, "for_model", staticmethod(for_model))
+    with open_llm(LLMSpec(model="qwen2.5-coder-0.5b", prompt_cache=mode)) as llm:
+        assert isinstance(llm, BoundLLM) and started[0].answers()
+    assert [s.prompt_cache for s in started] == [mode]
+    assert started[0].process is None  # stopped with the block

@@ -45,7 +45,7 @@ def gone(pid: int, within_s: float = 10.0) -> bool:
 
 
 def test_command_line_binds_loopback_only() -> None:
-    cmd = server_command(Path("/m.gguf"), "qwen", 8123, 4096, 2)
+    cmd = server_command(Path("/m.gguf"), "qwen", 8123, 4096, 2, prompt_cache="reuse")
     assert cmd[1:3] == ["-m", "llama_cpp.server"]
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--port") + 1] == "8123"

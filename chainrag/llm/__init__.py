@@ -4,6 +4,9 @@
 managed local server for ``kind: local_gguf`` — wrapped in the response cache and bound to the
 recipe's model and sampling parameters. Wrap it per question in
 :class:`~chainrag.llm.stack.MeteredLLM` to count that question's usage.
+
+The managed server evaluates every prompt in full unless the recipe says ``prompt_cache: reuse``
+(see :mod:`chainrag.llm.fresh_server`); :func:`managed_prompt_cache` is the mode a run used.
 """
 
 from __future__ import annotations
@@ -14,15 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from chainrag.credentials import strip_userinfo
+from chainrag.errors import Problem, RecipeError
 from chainrag.llm.backend import JsonMode, LiteLLMBackend, RetryPolicy
 from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
+from chainrag.llm.server import PromptCache
 from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM
 from chainrag.recipe import LLMSpec
 
 __all__ = [
-    "BoundLLM", "CacheMode", "Ledger", "MeteredLLM", "ResponseCache", "endpoint_identity",
-    "open_llm",
+    "BoundLLM", "CacheMode", "Ledger", "MeteredLLM", "PromptCache", "ResponseCache",
+    "endpoint_identity", "managed_prompt_cache", "open_llm",
 ]  # fmt: skip
 
 
@@ -38,11 +43,12 @@ def open_llm(
         cache_mode: ``use``, ``bypass`` or ``refresh`` (see :data:`CacheMode`).
     """
     retry = RetryPolicy(max_retries=spec.max_retries)
+    mode = managed_prompt_cache(spec)
     with contextlib.ExitStack() as stack:
-        if spec.kind == "local_gguf" and spec.api_base is None:
+        if mode is not None:
             from chainrag.llm.server import LocalServer
 
-            server = stack.enter_context(LocalServer.for_model(spec.model))
+            server = stack.enter_context(LocalServer.for_model(spec.model, prompt_cache=mode))
             backend = LiteLLMBackend(
                 api_base=server.api_base, api_key="unused", timeout_s=spec.timeout_s,
                 retry=retry, free=True, json_mode=_local_json_mode(spec),
@@ -68,17 +74,42 @@ def open_llm(
         yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed)
 
 
+def managed_prompt_cache(spec: LLMSpec) -> PromptCache | None:
+    """How the managed local server evaluates prompts for ``spec``; None for any other endpoint.
+
+    ``fresh`` or ``reuse`` (``spec.prompt_cache``) where chainrag starts the server itself
+    (``kind: local_gguf`` without ``api_base``); None where a server chainrag does not manage
+    answers, whose prompt evaluation is its own (``prompt_cache: reuse`` there is an error,
+    since chainrag could not honour it).
+    """
+    if spec.kind == "local_gguf" and spec.api_base is None:
+        return spec.prompt_cache
+    if spec.prompt_cache == "reuse":
+        raise RecipeError(
+            "llm",
+            [Problem("llm.prompt_cache", "reuse applies only to the managed local server "
+                     "(kind: local_gguf without api_base); a server at api_base or a provider "
+                     "evaluates prompts its own way: remove prompt_cache")],
+        )  # fmt: skip
+    return None
+
+
 def endpoint_identity(spec: LLMSpec) -> str:
     """What answers ``spec``'s requests, for the response cache's key; never a credential.
 
-    A managed local model is its GGUF's pinned sha256 (the server refuses any other file);
-    a self-hosted server is its base URL without userinfo plus the model name it serves; a
+    A managed local model is its GGUF's pinned sha256 (the server refuses any other file),
+    followed by ``+prompt_cache:fresh`` when it evaluates every prompt in full: such answers
+    differ from those of the prefix-reusing server, which keeps the bare identity its cached
+    answers were made under (before the mode existed, every answer was made by reuse). A
+    self-hosted server is its base URL without userinfo plus the model name it serves; a
     provider model is litellm's model string plus its base URL (stripped) when one is set.
     """
-    if spec.kind == "local_gguf" and spec.api_base is None:
+    mode = managed_prompt_cache(spec)
+    if mode is not None:
         from chainrag.models import get_model
 
-        return f"gguf:sha256:{get_model(spec.model).sha256}"
+        sha = get_model(spec.model).sha256
+        return f"gguf:sha256:{sha}" + ("+prompt_cache:fresh" if mode == "fresh" else "")
     base = strip_userinfo(spec.api_base) if spec.api_base else "provider-default"
     return f"{spec.kind}:{spec.model}@{base}"
 

@@ -3,6 +3,11 @@
     with LocalServer.for_model("qwen2.5-coder-1.5b") as server:
         ...  # litellm model "openai/qwen2.5-coder-1.5b", api_base=server.api_base
 
+By default every request's prompt is evaluated in full (``prompt_cache="fresh"``, the
+:mod:`chainrag.llm.fresh_server` entry point), so a request gets the same answer whatever came
+before it; ``prompt_cache="reuse"`` runs ``llama_cpp.server`` as it is, which evaluates only what
+follows the prefix a prompt shares with the previous request's.
+
 The server gets a free port, its output goes to a log file, and the context manager waits
 until it answers before handing it out. It is stopped when the block ends — normally, on an
 error, or on Ctrl-C — and, as a last resort, by an ``atexit`` hook, a SIGTERM handler, and the
@@ -30,11 +35,19 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import Literal
 
 from chainrag.errors import ServerError
 from chainrag.models import LocalModel, get_model, model_cache_dir, require
 
 HOST = "127.0.0.1"
+PromptCache = Literal["fresh", "reuse"]
+"""``fresh``: every prompt evaluated in full; ``reuse``: llama.cpp's prefix reuse."""
+ENTRY_POINTS: dict[PromptCache, str] = {
+    "fresh": "chainrag.llm.fresh_server",
+    "reuse": "llama_cpp.server",
+}
+"""The module the server runs as (``python -m MODULE``), by prompt cache mode."""
 _LIVE: set[LocalServer] = set()
 
 
@@ -53,11 +66,16 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 def server_command(
-    model_file: Path, alias: str, port: int, n_ctx: int, n_threads: int
+    model_file: Path,
+    alias: str,
+    port: int,
+    n_ctx: int,
+    n_threads: int,
+    prompt_cache: PromptCache = "fresh",
 ) -> list[str]:
     """The command line that serves ``model_file`` under ``alias`` on 127.0.0.1:``port``."""
     return [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", ENTRY_POINTS[prompt_cache],
         "--model", str(model_file),
         "--model_alias", alias,
         "--host", HOST,
@@ -75,6 +93,7 @@ class LocalServer:
         model_file: Its verified GGUF file.
         n_ctx: Context window in tokens.
         n_threads: CPU threads for inference.
+        prompt_cache: ``fresh`` (every prompt evaluated in full) or ``reuse`` (see the module).
         log_dir: Folder for the server's log (default: ``<model cache>/../logs``).
         ready_timeout_s: How long to wait for the server to answer.
         command: Override: port → command line (tests use it to serve a stand-in).
@@ -87,6 +106,7 @@ class LocalServer:
         *,
         n_ctx: int = 4096,
         n_threads: int = 2,
+        prompt_cache: PromptCache = "fresh",
         log_dir: Path | None = None,
         ready_timeout_s: float = 300.0,
         command: Callable[[int], list[str]] | None = None,
@@ -94,12 +114,15 @@ class LocalServer:
         self.model = model
         self.port = free_port()
         self.alias = model.name
+        self.prompt_cache = prompt_cache
         self.ready_timeout_s = ready_timeout_s
         self.log_path = (log_dir or model_cache_dir().parent / "logs") / (
             f"llama-server-{self.alias}-{self.port}.log"
         )
         if command is None:
-            self.command = server_command(model_file, self.alias, self.port, n_ctx, n_threads)
+            self.command = server_command(
+                model_file, self.alias, self.port, n_ctx, n_threads, prompt_cache
+            )
         else:
             self.command = command(self.port)
         self.process: subprocess.Popen[bytes] | None = None
