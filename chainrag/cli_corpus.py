@@ -19,41 +19,56 @@ STAGE_UNITS = {"split": "passage", "embed": "sentence"}
 RESUME = "finished batches are kept: run the same command to resume"
 
 
-@reports_errors()
+RecipeOption = Annotated[Path, typer.Option(help="Recipe whose index: section to build.")]
+DatasetOption = Annotated[
+    str | None, typer.Option(help="Dataset: one index per question (dev sets) or its corpus.")
+]
+CorpusOption = Annotated[list[str] | None, typer.Option(help=CORPUS_HELP)]
+LimitOption = Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")]
+CacheOption = Annotated[bool, typer.Option(help="Reuse and store indexes in the cache.")]
+OutOption = Annotated[Path | None, typer.Option(help=OUT_HELP)]
+DtypeOption = Annotated[str, typer.Option(help="Embeddings on disk: float32 or float16.")]
+PassagesOption = Annotated[int, typer.Option(min=1, help="Passages per split+NER batch.")]
+SentencesOption = Annotated[int, typer.Option(min=1, help="Sentences per embedding batch.")]
+EngineOption = Annotated[str, typer.Option(help=ENGINE_HELP)]
+
+
 def index_command(
-    recipe: Annotated[Path, typer.Option(help="Recipe whose index: section to build.")],
-    dataset: Annotated[
-        str | None, typer.Option(help="Dataset: one index per question (dev sets) or its corpus.")
-    ] = None,
-    corpus: Annotated[
-        list[str] | None,
-        typer.Option(help=CORPUS_HELP),
-    ] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
-    cache: Annotated[bool, typer.Option(help="Reuse and store indexes in the cache.")] = True,
-    out: Annotated[Path | None, typer.Option(help=OUT_HELP)] = None,
-    dtype: Annotated[str, typer.Option(help="Embeddings on disk: float32 or float16.")] = "float32",
-    batch_passages: Annotated[int, typer.Option(min=1, help="Passages per split+NER batch.")] = 512,
-    batch_sentences: Annotated[
-        int, typer.Option(min=1, help="Sentences per embedding batch.")
-    ] = 4096,
-    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
+    recipe: RecipeOption,
+    dataset: DatasetOption = None,
+    corpus: CorpusOption = None,
+    limit: LimitOption = None,
+    cache: CacheOption = True,
+    out: OutOption = None,
+    dtype: DtypeOption = "float32",
+    batch_passages: PassagesOption = 512,
+    batch_sentences: SentencesOption = 4096,
+    engine: EngineOption = "local",
 ) -> None:
     """Build (or load from the cache) the indexes of a dataset or corpus and report on them;
     with --out, build one corpus index in a stream into that folder (resumable)."""
-    from chainrag.context import Context
-    from chainrag.corpus.indexing import contexts_of, index_contexts, index_section
-    from chainrag.index import IndexCache
-
     if (dataset is None) == (not corpus):
         raise fail("give exactly one of --dataset and --corpus", 2, prefix="")
     if out is not None:
         build_streamed(recipe, corpus or [], out, dtype, batch_passages, batch_sentences, engine)
-        return
-    if corpus and len(corpus) > 1:
+    elif corpus and len(corpus) > 1:
         raise fail("several --corpus sources need --out (a streamed corpus index)", 2, prefix="")
+    else:
+        index_each(recipe, dataset, corpus[0] if corpus else None, limit, cache)
+
+
+@reports_errors()
+def index_each(
+    recipe: Path, dataset: str | None, corpus: str | None, limit: int | None, cache: bool
+) -> None:
+    """Build (or load from the cache) the index of each context of a dataset, or of one
+    corpus, with a bar when there are several; print what they hold."""
+    from chainrag.context import Context
+    from chainrag.corpus.indexing import contexts_of, index_contexts, index_section
+    from chainrag.index import IndexCache
+
     spec = index_section(recipe)
-    contexts = contexts_of(dataset, corpus[0] if corpus else None, limit)
+    contexts = contexts_of(dataset, corpus, limit)
     store = IndexCache() if cache else None
     with Progress("context") as bars:
         shown = bars if len(contexts) > 1 else None
