@@ -10,26 +10,23 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-import attrs
 import typer
 
 from chainrag import __version__
 from chainrag.cli_analysis import compare, integration_gap, walks
 from chainrag.cli_corpus import index_command
+from chainrag.cli_experiments import filter_probe, judge_probe, lost_in_retrieval
 from chainrag.cli_models import models_app, serve_llm
-from chainrag.cli_runs import ask, check_cache_mode, recurring, report, run
+from chainrag.cli_runs import ask, recurring, report, run
 from chainrag.cli_train import train_app
 from chainrag.describe import REQUIRED, catalogue, params
 from chainrag.errors import ChainragError
-from chainrag.recipe import Recipe, check_recipe, dump_recipe, load_recipe, recipe_files
+from chainrag.recipe import check_recipe, dump_recipe, recipe_files
 from chainrag.registry import REGISTRIES
-from chainrag.runs import json_line, write_recipe
 
 app = typer.Typer(
     name="chainrag",
@@ -198,150 +195,9 @@ def components(
 app.command("index")(index_command)
 
 
-# --------------------------------------------------------------------------- experiments
-
-
-@experiment_app.command("lost-in-retrieval")
-def lost_in_retrieval(
-    dataset: Annotated[str, typer.Option(help="Needs gold decompositions: musique.")] = "musique",
-    recipe: Annotated[
-        Path, typer.Option(help="Recipe whose index.embedder ranks the paragraphs.")
-    ] = Path("recipes/index/sentence_graph.yaml"),
-    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
-    out: Annotated[Path, typer.Option(help="Folder for the run's results.")] = Path("runs"),
-) -> None:
-    """Recall@2 of sub-question 1, and of sub-question 2 with a pronoun vs. the gold answer."""
-    from chainrag.context import Context
-    from chainrag.data import load_dataset
-    from chainrag.experiments import lost_in_retrieval as lir
-
-    try:
-        resolved = load_recipe(recipe)
-        if resolved.index is None or resolved.index.embedder is None:
-            raise ChainragError(f"{recipe} has no index.embedder")
-        examples = load_dataset(dataset, limit)
-        if not any(q.decomposition for q in examples):
-            raise ChainragError(f"{dataset} has no gold decompositions (musique has)")
-    except ChainragError as exc:
-        typer.secho(f"FAIL {exc}", fg="red", err=True)
-        raise typer.Exit(1) from None
-    from tqdm import tqdm
-
-    from chainrag.index import EmbeddingCache
-
-    probes = lir.run(
-        tqdm(examples, desc="probing", unit="question"),
-        resolved.index.embedder,
-        Context(),
-        cache=EmbeddingCache(),
-    )
-    save_probes(out / f"lost-in-retrieval-{dataset}", lir.table(probes, dataset), resolved, probes)
-
-
-def save_probes(stem: Path, text: str, recipe: Recipe, probes: Sequence[Any]) -> None:
-    """Save a probe experiment into ``STEM-<time>/`` (its table, resolved recipe and one JSON
-    line per probe) and print the table."""
-    folder = stem.with_name(f"{stem.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "table.md").write_text(text + "\n", encoding="utf-8")
-    write_recipe(folder / "recipe.yaml", recipe)
-    with (folder / "probes.jsonl").open("wb") as fh:
-        for p in probes:
-            fh.write(json_line(attrs.asdict(p)))
-    typer.echo(text)
-    typer.echo(f"saved to {folder}")
-
-
-# The options the LLM probes (judge, filter) share.
-ProbeDataset = Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")]
-ProbeLimit = Annotated[int, typer.Option(min=1, help="Questions probed.")]
-ProbeOut = Annotated[Path, typer.Option(help="Folder for the probe's results.")]
-ProbeCacheMode = Annotated[
-    str,
-    typer.Option(
-        help="LLM response cache: use (default: a stopped probe, run again, redoes nothing it "
-        "had asked), bypass or refresh."
-    ),
-]
-
-
-@experiment_app.command("judge")
-def judge_probe(
-    recipe: Annotated[Path, typer.Option(help="A recipe whose expander has a judge.")] = Path(
-        "recipes/chainrag/ansint.yaml"
-    ),
-    dataset: ProbeDataset = "musique",
-    limit: ProbeLimit = 20,
-    out: ProbeOut = Path("runs"),
-    cache_mode: ProbeCacheMode = "use",
-) -> None:
-    """Does the recipe's sufficiency judge tell enough evidence from too little? Asks it about
-    each question's gold paragraphs, the gold minus one, and as many distractors; prints the
-    share of "yes" for each."""
-    from chainrag.experiments import judge as jp
-
-    def probe(resolved: Recipe, judge: Any, examples: Iterable[Any], ctx: Any) -> None:
-        probes = jp.run(judge, examples, ctx)
-        save_probes(out / f"judge-{dataset}", jp.table(probes, dataset, repr(judge)), resolved,
-                    probes)  # fmt: skip
-
-    _llm_probe(recipe, dataset, limit, cache_mode, jp.judge_of, probe)
-
-
-@experiment_app.command("filter")
-def filter_probe(
-    recipe: Annotated[
-        Path, typer.Option(help="A recipe whose method has a knowledge filter.")
-    ] = Path("recipes/seeds/four_module.yaml"),
-    dataset: ProbeDataset = "musique",
-    limit: ProbeLimit = 20,
-    out: ProbeOut = Path("runs"),
-    cache_mode: ProbeCacheMode = "use",
-) -> None:
-    """Does the recipe's knowledge filter keep the evidence and drop the rest? Gives it each
-    question's gold paragraphs and as many distractors, one at a time; prints the share kept
-    of each."""
-    from chainrag.experiments import filter_probe as fp
-
-    def probe(resolved: Recipe, found: Any, examples: Iterable[Any], ctx: Any) -> None:
-        probes = fp.run(found, examples, ctx)
-        save_probes(out / f"filter-{dataset}", fp.table(probes, dataset, repr(found)), resolved,
-                    probes)  # fmt: skip
-
-    _llm_probe(recipe, dataset, limit, cache_mode, fp.filter_of, probe)
-
-
-def _llm_probe(
-    recipe: Path,
-    dataset: str,
-    limit: int,
-    cache_mode: str,
-    component: Callable[[Recipe], Any],
-    probe: Callable[[Recipe, Any, Iterable[Any], Any], None],
-) -> None:
-    """Load the recipe, the component it probes (``component(recipe)``, which raises a clear
-    error when the recipe has none) and the first LIMIT questions, then open the recipe's LLM
-    (through the response cache) and run PROBE on them with a progress bar; a ChainragError
-    is one red line and exit 1."""
-    from tqdm import tqdm
-
-    from chainrag.context import Context
-    from chainrag.data import load_dataset
-    from chainrag.llm import open_llm
-    from chainrag.paths import cache_root
-
-    check_cache_mode(cache_mode)
-    try:
-        resolved = load_recipe(recipe)
-        probed = component(resolved)
-        examples = load_dataset(dataset, limit)
-        with open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
-                      cache_mode=cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
-            bar = tqdm(examples, desc="probing", unit="question")
-            probe(resolved, probed, bar, Context(llm=llm))
-    except ChainragError as exc:
-        typer.secho(f"FAIL {exc}", fg="red", err=True)
-        raise typer.Exit(1) from None
+experiment_app.command("lost-in-retrieval")(lost_in_retrieval)
+experiment_app.command("judge")(judge_probe)
+experiment_app.command("filter")(filter_probe)
 
 
 def _summaries(*apps: typer.Typer) -> None:

@@ -90,3 +90,57 @@ def test_answerable_judge_says_no_exactly_when_the_answer_is_unanswerable() -> N
     for e in examples:
         assert by[(e.qid, "all gold")].said_yes and by[(e.qid, "all gold")].raw == e.answers[0]
         assert not by[(e.qid, "distractors")].said_yes
+
+
+def test_run_llm_probe_asks_the_recipes_llm_and_saves_what_it_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's library function end to end, against a local fake OpenAI server."""
+    import json
+
+    from chainrag.experiments.probes import SavedProbes, run_llm_probe
+
+    from .fake_openai_server import FakeOpenAI, serve
+
+    monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path / "cache"))
+    fake = FakeOpenAI([], reply="Yes.")
+    seen: list[tuple[str, int, int]] = []
+    with serve(fake) as api_base:
+        recipe = tmp_path / "judge.yaml"
+        recipe.write_text(
+            f"base: {ROOT / 'recipes' / 'chainrag' / 'ansint.yaml'}\n"
+            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}'}}\n"
+        )
+        saved = run_llm_probe(jp.PROBE, recipe, "musique", 2, tmp_path / "runs", "use",
+                              lambda *a: seen.append(a))  # fmt: skip
+    assert isinstance(saved, SavedProbes)
+    assert saved.folder.parent == tmp_path / "runs" and saved.folder.name.startswith(
+        "judge-musique-"
+    )
+    assert seen == [("probing", 0, 2), ("probing", 1, 2), ("probing", 2, 2)]
+    assert len(fake.bodies) == 6  # three evidence sets per question
+    assert saved.table.startswith("Sufficiency judge ") and "(2 questions)" in saved.table
+    assert "yes(all gold) − yes(distractors): +0.0 points" in saved.table
+    assert (saved.folder / "table.md").read_text() == saved.table + "\n"
+    lines = (saved.folder / "probes.jsonl").read_text().splitlines()
+    assert len(lines) == 6 and all(json.loads(x)["said_yes"] for x in lines)
+    assert load_recipe(saved.folder / "recipe.yaml").llm.model == "openai/fake-model"
+    assert (tmp_path / "cache" / "llm-cache.sqlite").is_file()  # paths.llm_cache_path()
+
+
+def test_run_llm_probe_names_a_recipe_without_the_component(tmp_path: Path) -> None:
+    from chainrag.experiments.probes import run_llm_probe
+
+    naive = ROOT / "recipes" / "baselines" / "naive.yaml"
+    with pytest.raises(jp.JudgeProbeError, match="recipe 'naive' has no sufficiency judge"):
+        run_llm_probe(jp.PROBE, naive, "musique", 1, tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_counted_reports_before_the_first_and_after_each() -> None:
+    from chainrag.experiments.probes import counted
+
+    seen: list[tuple[str, int, int]] = []
+    assert list(counted("ab", lambda *a: seen.append(a), "q")) == ["a", "b"]
+    assert seen == [("q", 0, 2), ("q", 1, 2), ("q", 2, 2)]
+    assert list(counted([], None)) == []

@@ -94,3 +94,28 @@ def test_experiment_command(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["experiment", "lost-in-retrieval", "--dataset", "hotpotqa",
                                    "--recipe", str(recipe), "--out", str(tmp_path)])  # fmt: skip
     assert bad.exit_code == 1 and "no gold decompositions" in bad.output
+
+
+def test_experiment_saves_the_table_it_returns(tmp_path: Path) -> None:
+    import json
+
+    from chainrag.experiments.lost_in_retrieval import LostInRetrievalError, experiment
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("index: {embedder: {kind: hashed_bow, dim: 128}}\n")
+    seen: list[tuple[str, int, int]] = []
+    saved = experiment(recipe, "musique", 3, tmp_path / "runs", lambda *a: seen.append(a))
+    assert saved.folder.name.startswith("lost-in-retrieval-musique-")
+    assert saved.table == table(
+        run(load_dataset("musique", 3), HashedBagOfWords(dim=128), Context()), "musique"
+    )
+    assert (saved.folder / "table.md").read_text() == saved.table + "\n"
+    probes = [json.loads(x) for x in (saved.folder / "probes.jsonl").read_text().splitlines()]
+    assert [p["qid"] for p in probes] == [q.qid for q in load_dataset("musique", 3)]
+    assert seen[0] == ("probing", 0, 3) and seen[-1] == ("probing", 3, 3)
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("index: null\n")
+    with pytest.raises(LostInRetrievalError, match=f"^{bare} has no index.embedder$"):
+        experiment(bare, "musique", 1, tmp_path)
+    with pytest.raises(LostInRetrievalError, match=r"^hotpotqa has no gold decompositions"):
+        experiment(recipe, "hotpotqa", 2, tmp_path)

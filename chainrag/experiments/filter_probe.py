@@ -16,6 +16,7 @@ import attrs
 from chainrag.context import Context
 from chainrag.errors import ChainragError
 from chainrag.experiments.judge import distractors, gold_passages
+from chainrag.experiments.probes import LLMProbe
 from chainrag.experiments.shares import discrimination, share_table
 from chainrag.protocols import KnowledgeFilter
 from chainrag.recipe import Recipe
@@ -91,3 +92,7 @@ def table(probes: Sequence[Probe], dataset: str, filter_name: str) -> str:
     if len(rate) == 2:
         lines.append(discrimination(rate, "gold", "distractor", "kept", "filter"))
     return "\n".join(lines)
+
+
+PROBE = LLMProbe("filter", filter_of, run, table)
+"""``chainrag experiment filter``: :func:`~chainrag.experiments.probes.run_llm_probe` runs it."""

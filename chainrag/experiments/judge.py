@@ -21,6 +21,7 @@ import attrs
 
 from chainrag.context import Context
 from chainrag.errors import ChainragError
+from chainrag.experiments.probes import LLMProbe
 from chainrag.experiments.shares import discrimination, share_table
 from chainrag.recipe import Recipe
 from chainrag.types import QAExample, Verdict
@@ -116,3 +117,7 @@ def table(probes: Sequence[Probe], dataset: str, judge_name: str) -> str:
     if "all gold" in rate and "distractors" in rate:
         lines.append("\n" + discrimination(rate, "all gold", "distractors", "yes", "judge"))
     return "\n".join(lines)
+
+
+PROBE = LLMProbe("judge", judge_of, run, table)
+"""``chainrag experiment judge``: :func:`~chainrag.experiments.probes.run_llm_probe` runs it."""

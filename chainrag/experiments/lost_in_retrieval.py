@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import attrs
 import numpy as np
 
 from chainrag.context import Context
+from chainrag.data import load_dataset
+from chainrag.errors import ChainragError
+from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
 from chainrag.index import EmbeddingCache
 from chainrag.protocols.index import Embedder, EmbedRole
+from chainrag.recipe import load_recipe
 from chainrag.types import QAExample
 
 PAPER_TABLE2 = {
@@ -36,6 +41,11 @@ PAPER_TABLE2 = {
                  "sub-question 2 (rewritten)": 61.83},
 }  # fmt: skip
 """Recall@2 (%) reported in the paper's Table 2 (LLM decompositions, LongBench contexts)."""
+
+
+class LostInRetrievalError(ChainragError):
+    """The recipe or dataset cannot run this experiment; the message says why."""
+
 
 _RELATIONS = {
     "located in the administrative territorial entity": (
@@ -190,3 +200,25 @@ def table(probes: Sequence[Probe], dataset: str) -> str:
         reference = f"{paper[label]:.2f} ({label})" if label in paper else "n/a"
         lines.append(f"| {ours_label} | {value:.2f} | {reference} |")
     return "\n".join(lines)
+
+
+def experiment(
+    recipe: Path,
+    dataset: str = "musique",
+    limit: int | None = None,
+    out: Path = Path("runs"),
+    progress: Progress | None = None,
+) -> SavedProbes:
+    """``chainrag experiment lost-in-retrieval``: probe the first ``limit`` questions of
+    ``dataset`` with the recipe's ``index.embedder`` (embeddings kept in the cache) and save the
+    table and probes in ``OUT/lost-in-retrieval-DATASET-<time>/``."""
+    resolved = load_recipe(recipe)
+    if resolved.index is None or resolved.index.embedder is None:
+        raise LostInRetrievalError(f"{recipe} has no index.embedder")
+    examples = load_dataset(dataset, limit)
+    if not any(q.decomposition for q in examples):
+        raise LostInRetrievalError(f"{dataset} has no gold decompositions (musique has)")
+    probes = run(counted(examples, progress), resolved.index.embedder, Context(),
+                 cache=EmbeddingCache())  # fmt: skip
+    text = table(probes, dataset)
+    return save_probes(out / f"lost-in-retrieval-{dataset}", text, resolved, probes)
