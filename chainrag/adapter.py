@@ -19,87 +19,17 @@ own paragraphs) before and after, on the dev sets.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
 import attrs
 import numpy as np
 
-from chainrag.errors import ChainragError
+from chainrag.components.linear_adapter import FORMAT, AdapterError, LinearAdapter
 from chainrag.protocols.index import EmbedRole
 from chainrag.types import FloatArray, QAExample
 
-FORMAT = "chainrag-linear-adapter/1"
-
-
-class AdapterError(ChainragError):
-    """An adapter file is missing, malformed or does not fit the embeddings."""
-
-
-@attrs.frozen
-class LinearAdapter:
-    """The trained maps: ``q' = norm(W_q q + b_q)``, ``p' = norm(W_p p + b_p)``."""
-
-    wq: FloatArray
-    bq: FloatArray
-    wp: FloatArray
-    bp: FloatArray
-    base: str = ""
-
-    @classmethod
-    def identity(cls, dim: int, base: str = "") -> LinearAdapter:
-        eye = np.eye(dim, dtype=np.float32)
-        zero = np.zeros(dim, dtype=np.float32)
-        return cls(eye, zero, eye.copy(), zero.copy(), base)
-
-    @property
-    def dim(self) -> int:
-        return int(self.wq.shape[0])
-
-    def apply(self, vectors: FloatArray, role: EmbedRole) -> FloatArray:
-        from chainrag.components.embedders import l2_normalise
-
-        x = np.asarray(vectors, dtype=np.float32)
-        if x.size == 0:
-            return x
-        if x.shape[1] != self.dim:
-            raise AdapterError(f"adapter is {self.dim}-dimensional, embeddings are {x.shape[1]}")
-        w, b = (self.wq, self.bq) if role == "query" else (self.wp, self.bp)
-        return l2_normalise(x @ w.T + b)
-
-    def save(self, path: Path, meta: dict[str, Any] | None = None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        header = json.dumps({"format": FORMAT, "base": self.base, **(meta or {})})
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as fh:
-            np.savez(fh, wq=self.wq, bq=self.bq, wp=self.wp, bp=self.bp, header=np.array(header))
-        tmp.replace(path)
-
-    @classmethod
-    def load(cls, path: Path) -> LinearAdapter:
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(str(data["header"]))
-                if header.get("format") != FORMAT:
-                    raise AdapterError(f"{path}: not a {FORMAT} file")
-                arrays = [np.asarray(data[k], dtype=np.float32) for k in ("wq", "bq", "wp", "bp")]
-        except (OSError, ValueError, KeyError) as exc:
-            raise AdapterError(f"{path}: not a readable adapter file ({exc})") from None
-        dim = arrays[0].shape[0]
-        shapes = [(dim, dim), (dim,), (dim, dim), (dim,)]
-        if [a.shape for a in arrays] != shapes:
-            raise AdapterError(f"{path}: inconsistent shapes {[a.shape for a in arrays]}")
-        wq, bq, wp, bp = arrays
-        return cls(wq, bq, wp, bp, base=str(header.get("base", "")))
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
+__all__ = ["FORMAT", "AdapterError", "LinearAdapter"]  # the file format's names, read here
 
 # --------------------------------------------------------------------------- data
 

