@@ -12,21 +12,21 @@ import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from chainrag import __version__
 from chainrag.cli_analysis import compare, integration_gap, walks
+from chainrag.cli_common import fail, reports_errors
 from chainrag.cli_corpus import index_command
 from chainrag.cli_experiments import filter_probe, judge_probe, lost_in_retrieval
 from chainrag.cli_models import models_app, serve_llm
 from chainrag.cli_runs import ask, recurring, report, run
 from chainrag.cli_train import train_app
-from chainrag.describe import REQUIRED, catalogue, params
-from chainrag.errors import ChainragError
-from chainrag.recipe import check_recipe, dump_recipe, recipe_files
-from chainrag.registry import REGISTRIES
+from chainrag.describe import catalogue, catalogue_data, entry_lines
+from chainrag.recipe import check_recipe, dump_recipe
+from chainrag.validation import notes, validate_paths
 
 app = typer.Typer(
     name="chainrag",
@@ -76,6 +76,11 @@ LoadPlugins = Annotated[
 ]
 
 
+STYLES: dict[str, dict[str, Any]] = {"ok": {}, "part": {"fg": "yellow"},
+                                     "fail": {"fg": "red", "err": True}}  # fmt: skip
+"""How ``validate`` prints a file's line, by its state."""
+
+
 @app.command()
 def validate(
     paths: Annotated[
@@ -96,41 +101,20 @@ def validate(
     "recipes", else the file's own folder), in the repository's recipes/ folder, or in a folder
     listed in $CHAINRAG_RECIPE_ROOTS (separated by ":").
     """
-    files = recipe_files(paths)
-    missing = [p for p in paths if not p.exists()]
-    for path in missing:
+    found = validate_paths(paths, load_plugins=load_plugins)
+    for path in found.missing:
         typer.secho(f"FAIL {path}: no such file or folder", fg="red", err=True)
-    found = [f for f in files if f.exists()]
-    results = [_validate_one(path, load_plugins) for path in found]
-    if not found and not missing:
-        typer.secho("no recipe files found in " + ", ".join(map(str, paths)), fg="red", err=True)
+    for check in found.files:
+        typer.secho(check.line(), **STYLES[check.state])
+    if not found.files and not found.missing:
+        raise fail("no recipe files found in " + ", ".join(map(str, paths)), prefix="")
+    typer.echo(found.summary())
+    if not found.ok:
         raise typer.Exit(1)
-    bad, part = results.count("fail"), results.count("part")
-    typer.echo(
-        f"{len(found) - bad} of {len(found)} recipes valid"
-        + (f" ({part} only partly checked: pass --load-plugins)" if part else "")
-        + (f"; {len(missing)} paths missing" if missing else "")
-    )
-    if bad or missing:
-        raise typer.Exit(1)
-
-
-def _validate_one(path: Path, load_plugins: bool) -> str:
-    """Check one recipe file and print its line: returns "ok", "part" or "fail"."""
-    try:
-        checked = check_recipe(path, load_plugins=load_plugins)
-    except ChainragError as exc:
-        typer.secho(f"FAIL {exc}", fg="red", err=True)
-        return "fail"
-    if checked.unchecked:
-        notes = "".join(f"\n  - {p}" for p in checked.unchecked)
-        typer.secho(f"part {path} ({checked.name}): not fully checked{notes}", fg="yellow")
-        return "part"
-    typer.echo(f"ok   {path} ({checked.name})")
-    return "ok"
 
 
 @recipe_app.command("show")
+@reports_errors(prefix="")
 def recipe_show(
     path: Annotated[Path, typer.Argument(help="A recipe file.")],
     load_plugins: LoadPlugins = False,
@@ -140,19 +124,14 @@ def recipe_show(
     The recipe's plugins: modules are not imported unless --load-plugins is given; a recipe
     using components only they provide is then not shown (exit 1) and says so.
     """
-    try:
-        checked = check_recipe(path, load_plugins=load_plugins)
-    except ChainragError as exc:
-        typer.secho(str(exc), fg="red", err=True)
-        raise typer.Exit(1) from None
+    checked = check_recipe(path, load_plugins=load_plugins)
     if checked.recipe is None:
-        notes = "".join(f"\n  - {p}" for p in checked.unchecked)
-        typer.secho(f"{path}: not shown, parts need plugins{notes}", fg="red", err=True)
-        raise typer.Exit(1)
+        raise fail(f"{path}: not shown, parts need plugins{notes(checked.unchecked)}", prefix="")
     typer.echo(dump_recipe(checked.recipe), nl=False)
 
 
 @app.command()
+@reports_errors(prefix="")
 def components(
     stage: Annotated[
         str | None, typer.Option(help="Only this stage (e.g. rewrite_trigger).")
@@ -160,36 +139,13 @@ def components(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List every registered component per stage with its parameters, types and defaults."""
-    stages = [r.stage for r in REGISTRIES]
-    if stage is not None and stage not in stages:
-        typer.secho(f"unknown stage {stage!r}; stages: {', '.join(stages)}", fg="red", err=True)
-        raise typer.Exit(1)
-    listing = catalogue(stage)
     if as_json:
-        data = {
-            name: {
-                e.key: {
-                    "summary": e.summary,
-                    "params": [
-                        {"name": p.name, "type": p.type, "default": p.default}
-                        for p in params(e.cls)
-                    ],
-                }
-                for e in entries
-            }
-            for name, entries in listing
-        }
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(catalogue_data(stage), indent=2))
         return
-    for name, entries in listing:
-        typer.secho(f"{name}", bold=True)
-        if not entries:
-            typer.echo("  (none yet)")
-        for e in entries:
-            typer.echo(f"  {e.key}: {e.summary}")
-            for p in params(e.cls):
-                shown = p.default if p.default == REQUIRED else json.dumps(p.default)
-                typer.echo(f"      {p.name}: {p.type} = {shown}")
+    for name, entries in catalogue(stage):
+        typer.secho(name, bold=True)
+        for line in entry_lines(entries):
+            typer.echo(line)
 
 
 app.command("index")(index_command)

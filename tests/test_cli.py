@@ -141,3 +141,40 @@ def test_an_error_can_be_reported_without_the_fail_prefix(
     assert (result.exit_code, result.output) == (1, "x.yaml: expected a mapping, got 3\n")
     assert fail("give exactly one", 2, prefix="").exit_code == 2
     assert capsys.readouterr().err == "give exactly one\n"
+
+
+def test_validate_paths_gives_a_typed_result_per_file(tmp_path: Path) -> None:
+    from chainrag.validation import FileCheck, check_file, validate_paths
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("llm: {max_tokens: 7.9}\n")
+    good = tmp_path / "good.yaml"
+    good.write_text("description: fine\n")
+    found = validate_paths([tmp_path, tmp_path / "nope.yaml"])
+    assert found.missing == (tmp_path / "nope.yaml",)
+    assert [(f.path, f.state) for f in found.files] == [(bad, "fail"), (good, "ok")]
+    assert f"expected an integer, got 7.9 @ {bad}.llm.max_tokens" in found.files[0].error
+    assert found.files[1] == FileCheck(good, "ok", "good")
+    assert (found.failed, found.partial, found.ok) == (1, 0, False)
+    assert found.summary() == "1 of 2 recipes valid; 1 paths missing"
+    assert found.files[1].line() == f"ok   {good} (good)"
+    assert found.files[0].line() == f"FAIL {found.files[0].error}"
+    (tmp_path / "empty").mkdir()
+    assert validate_paths([good]).ok and not validate_paths([tmp_path / "empty"]).ok
+    assert check_file(good) == FileCheck(good, "ok", "good")
+
+
+def test_catalogue_data_and_lines_describe_each_component() -> None:
+    from chainrag.describe import UnknownStageError, catalogue, catalogue_data, entry_lines
+
+    data = catalogue_data("edge_builder")
+    assert list(data) == ["edge_builder"]
+    params = data["edge_builder"]["structural_adjacency"]["params"]
+    assert {"name": "window", "type": "int", "default": 3} in params
+    [(stage, entries)] = catalogue("edge_builder")
+    lines = entry_lines(entries)
+    assert stage == "edge_builder" and "      window: int = 3" in lines
+    assert lines[0].startswith(f"  {entries[0].key}: ")
+    assert entry_lines([]) == ["  (none yet)"]
+    with pytest.raises(UnknownStageError, match=r"^unknown stage 'nope'; stages: \w+, "):
+        catalogue("nope")
