@@ -14,9 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag import distill as ds
 from chainrag.components.embedders import offline_minilm_path
 from chainrag.data import load_dataset
+from chainrag.training.distill_fit import DistillConfig, pairs_of, student_scores, train_student
+from chainrag.training.teachers import gold_teacher
 
 
 def main() -> int:
@@ -29,13 +30,13 @@ def main() -> int:
     parser.add_argument("--max-length", type=int, default=128)
     args = parser.parse_args()
     half = args.pairs // 2
-    pairs = ds.pairs_of(load_dataset("musique_train", 40))
+    pairs = pairs_of(load_dataset("musique_train", 40))
     chosen = [p for p in pairs if p.gold][:half] + [p for p in pairs if not p.gold][:half]
-    targets = ds.gold_teacher(chosen)
-    config = ds.DistillConfig(epochs=args.epochs, lr=args.lr, max_length=args.max_length)
+    targets = gold_teacher(chosen)
+    config = DistillConfig(epochs=args.epochs, lr=args.lr, max_length=args.max_length)
     started = time.perf_counter()
-    model, tokenizer, history = ds.train_student(offline_minilm_path(), chosen, targets, config)
-    scores = ds.student_scores(model, tokenizer, chosen, args.max_length)
+    model, tokenizer, history = train_student(offline_minilm_path(), chosen, targets, config)
+    scores = student_scores(model, tokenizer, chosen, args.max_length)
     print(f"{len(chosen)} pairs, {args.epochs} epochs, lr {args.lr}: "
           f"{time.perf_counter() - started:.0f} s")  # fmt: skip
     print("loss per epoch: " + " ".join(f"{h:.3f}" for h in history))

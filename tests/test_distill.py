@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from chainrag import distill as ds
 from chainrag.cli import app
 from chainrag.components.rerankers import CrossEncoderReranker
 from chainrag.context import Context
 from chainrag.llm.fake import ScriptedLLM
+from chainrag.training.distill_eval import by_score, ndcg, ranking_metrics
+from chainrag.training.distill_fit import Pair, epoch_order, pairs_of
+from chainrag.training.teachers import gold_teacher, llm_teacher, relevance_score
 from chainrag.types import Hit, Passage, QAExample
 
 from .conftest import SHARED
@@ -28,12 +30,12 @@ def test_pairs_cover_every_paragraph_of_questions_with_gold() -> None:
         QAExample("b", "t", "Q2?", passages, ("x",)),  # no gold: skipped
         QAExample("c", "t", "Q3?", passages, ("x",), supporting_passages=(0, 2)),
     ]
-    pairs = ds.pairs_of(examples)
+    pairs = pairs_of(examples)
     assert [(p.question, p.gold) for p in pairs] == [
         (0, False), (0, True), (0, False), (1, True), (1, False), (1, True)
     ]  # fmt: skip
     assert pairs[1].passage == "T1: text 1" and pairs[3].query == "Q3?"
-    assert ds.gold_teacher(pairs).tolist() == [0, 1, 0, 1, 0, 1]
+    assert gold_teacher(pairs).tolist() == [0, 1, 0, 1, 0, 1]
 
 
 @pytest.mark.parametrize(
@@ -41,26 +43,26 @@ def test_pairs_cover_every_paragraph_of_questions_with_gold() -> None:
     [("7", 0.7), ("10", 1.0), ("Usefulness: 3/10", 0.3), ("0", 0.0), ("high", None)],
 )
 def test_relevance_scores(reply: str, score: float | None) -> None:
-    assert ds.relevance_score(reply) == score
+    assert relevance_score(reply) == score
 
 
 def test_llm_teacher_counts_unreadable_replies() -> None:
-    pairs = [ds.Pair(0, "q", f"p{i}", i == 0) for i in range(3)]
+    pairs = [Pair(0, "q", f"p{i}", i == 0) for i in range(3)]
     llm = ScriptedLLM({"relevance": ["9", "two", "1"]})
-    scores, unreadable = ds.llm_teacher(llm, pairs)
+    scores, unreadable = llm_teacher(llm, pairs)
     assert np.allclose(scores, [0.9, 0.0, 0.1]) and unreadable == 1
 
 
 def test_ndcg_and_ranking_metrics() -> None:
     gains = np.array([0.0, 1.0, 0.5])
-    assert ds.ndcg([1, 2, 0], gains) == pytest.approx(1.0)
+    assert ndcg([1, 2, 0], gains) == pytest.approx(1.0)
     worst = (0 + 0.5 / math.log2(3) + 1 / math.log2(4)) / (1 + 0.5 / math.log2(3))
-    assert ds.ndcg([0, 2, 1], gains) == pytest.approx(worst)
-    assert ds.ndcg([0, 1], np.zeros(2)) == 0.0
-    metrics = ds.ranking_metrics([[1, 2, 0], [0, 1, 2]], [{1}, {2, 1}], [gains, gains], ks=(1, 2))
-    assert metrics["hit@1"] == 0.5 and metrics["hit@2"] == 0.5
-    assert metrics["mrr"] == pytest.approx((1 + 1 / 2) / 2)
-    assert ds.by_score(np.array([0.2, 0.9, 0.9])) == [1, 2, 0]
+    assert ndcg([0, 2, 1], gains) == pytest.approx(worst)
+    assert ndcg([0, 1], np.zeros(2)) == 0.0
+    metrics = ranking_metrics([[1, 2, 0], [0, 1, 2]], [{1}, {2, 1}], [gains, gains], ks=(1, 2))
+    assert metrics.hit[1] == 0.5 and metrics.hit[2] == 0.5
+    assert metrics.mrr == pytest.approx((1 + 1 / 2) / 2)
+    assert by_score(np.array([0.2, 0.9, 0.9])) == [1, 2, 0]
 
 
 @pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
@@ -69,13 +71,13 @@ def test_balanced_epochs_draw_as_many_negatives_as_positives() -> None:
 
     targets = np.array([1.0, 0.0, 0.0, 0.9, 0.0, 0.0, 0.2, 0.0, 0.0, 0.0])
     rng = random.Random(0)
-    epochs = [ds.epoch_order(targets, True, rng) for _ in range(20)]
+    epochs = [epoch_order(targets, True, rng) for _ in range(20)]
     for order in epochs:
         assert len(order) == len(set(order)) == 4
         assert sorted(i for i in order if targets[i] >= 0.5) == [0, 3]  # every positive
     assert len({i for order in epochs for i in order}) == 10  # negatives drawn anew each epoch
-    assert sorted(ds.epoch_order(targets, False, rng)) == list(range(10))
-    flipped = ds.epoch_order(1 - targets, True, rng)  # more high scores than low: the reverse
+    assert sorted(epoch_order(targets, False, rng)) == list(range(10))
+    flipped = epoch_order(1 - targets, True, rng)  # more high scores than low: the reverse
     assert len(flipped) == 4 and {0, 3} <= set(flipped)
 
 

@@ -1,20 +1,15 @@
-"""Seed 002's linear embedding adapter: trained contrastively, used as an embedder wrapper.
+"""Seed 002's linear embedding adapter: its training pairs and its fit.
 
-Two D×D linear maps with biases, one for queries and one for passages, initialised to the
-identity plus small noise; outputs are L2-normalised. Training (method.md §2; the paper's loss
-as printed is garbled, the authors' code fills in the rest): for each (query, gold passage,
-negative passage) triplet, a hinge ``max(0, margin − cos(q, pos) + cos(q, neg))``; plus
+The adapter (:class:`~chainrag.components.linear_adapter.LinearAdapter`) is two D×D linear maps
+with biases, one for queries and one for passages, initialised to the identity plus small
+noise; outputs are L2-normalised. Training (method.md §2; the paper's loss as printed is
+garbled, the authors' code fills in the rest): for each (query, gold passage, negative passage)
+triplet, a hinge ``max(0, margin − cos(q, pos) + cos(q, neg))``; plus
 ``penalty · (‖C − C₀‖² + query_weight · ‖Q − Q₀‖²)``, the squared change from the base
 embeddings (the seed found this essential against over-fitting; its code weights the queries'
 change 8×). Adam, lr 5e-4 decayed ×0.95 per epoch. Negatives are the question's distractor
 paragraphs and a gold paragraph of another question. Questions are split into train and
-validation sets, never their pairs.
-
-Reported: separation accuracy (does cos(q, p) above a threshold tell gold from negative? the
-threshold is chosen on the training pairs and applied to the validation pairs; the oracle
-accuracy on validation, as the seed's code computes it, is reported beside it), Pearson r
-between cosine and label, and strict Hit@K (all gold paragraphs in the top K of the question's
-own paragraphs) before and after, on the dev sets.
+validation sets (:func:`~chainrag.training.common.split_questions`), never their pairs.
 """
 
 from __future__ import annotations
@@ -25,17 +20,9 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from chainrag.components.linear_adapter import FORMAT, AdapterError, LinearAdapter
-from chainrag.protocols.index import EmbedRole
+from chainrag.components.linear_adapter import LinearAdapter
+from chainrag.training.common import passage_text
 from chainrag.types import FloatArray, QAExample
-
-__all__ = ["FORMAT", "AdapterError", "LinearAdapter"]  # the file format's names, read here
-
-# --------------------------------------------------------------------------- data
-
-
-def passage_text(title: str, text: str) -> str:
-    return f"{title}: {text}" if title else text
 
 
 @attrs.frozen
@@ -81,17 +68,6 @@ def pair_set(examples: Sequence[QAExample], rng: random.Random) -> PairSet:
                                              if d not in golds[n])))  # fmt: skip
     return PairSet(tuple(e.question for e in kept), tuple(rows), tuple(positives),
                    tuple(negatives))  # fmt: skip
-
-
-def split_questions(n: int, validation: float, seed: int) -> tuple[list[int], list[int]]:
-    """Question indexes for training and validation (by question, never by pair)."""
-    order = list(range(n))
-    random.Random(seed).shuffle(order)  # noqa: S311 (a reproducible split, not security)
-    cut = max(1, round(n * validation)) if n > 1 else 0
-    return sorted(order[cut:]), sorted(order[:cut])
-
-
-# --------------------------------------------------------------------------- training
 
 
 @attrs.frozen
@@ -170,86 +146,3 @@ def train(
         return t.detach().numpy().astype(np.float32)
 
     return LinearAdapter(out(wq), out(bq), out(wp), out(bp), base=base), history
-
-
-# --------------------------------------------------------------------------- evaluation
-
-
-EVAL_NEGATIVES = 3
-"""Negatives per question in the separation test: 2 distractors and the other question's
-gold paragraph, the seed's 2-positive/3-negative composition (all 18 MuSiQue distractors
-would make "always negative" score 85%)."""
-
-
-def labelled_cosines(
-    queries: FloatArray, passages: FloatArray, pairs: PairSet, questions: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Cosines of the (question, positive|negative) pairs of ``questions`` and their labels:
-    every positive, and :data:`EVAL_NEGATIVES` negatives (the last is the synthetic one)."""
-    cos, labels = [], []
-    for q in questions:
-        negatives = pairs.negatives[q]
-        sampled = (*negatives[: EVAL_NEGATIVES - 1], *negatives[-1:]) if negatives else ()
-        for rows, label in ((pairs.positives[q], 1.0), (tuple(dict.fromkeys(sampled)), 0.0)):
-            for p in rows:
-                cos.append(float(queries[q] @ passages[p]))
-                labels.append(label)
-    return np.asarray(cos), np.asarray(labels)
-
-
-def best_threshold(cos: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """(threshold, accuracy) maximising accuracy of ``cos ≥ threshold`` ⇔ label 1."""
-    if cos.size == 0:
-        return 0.0, 0.0
-    candidates = np.unique(np.concatenate([cos, [cos.max() + 1e-6]]))
-    accuracy = [float(np.mean((cos >= t) == (labels == 1))) for t in candidates]
-    best = int(np.argmax(accuracy))
-    return float(candidates[best]), accuracy[best]
-
-
-def separation(
-    queries: FloatArray,
-    passages: FloatArray,
-    pairs: PairSet,
-    train_questions: Sequence[int],
-    validation_questions: Sequence[int],
-) -> dict[str, float]:
-    """Separation accuracy on validation with the training threshold, the oracle one, and r."""
-    threshold, train_accuracy = best_threshold(
-        *labelled_cosines(queries, passages, pairs, train_questions)
-    )
-    cos, labels = labelled_cosines(queries, passages, pairs, validation_questions)
-    accuracy = float(np.mean((cos >= threshold) == (labels == 1))) if cos.size else 0.0
-    r = float(np.corrcoef(cos, labels)[0, 1]) if cos.size > 1 and cos.std() > 0 else 0.0
-    return {
-        "accuracy": accuracy,
-        "oracle_accuracy": best_threshold(cos, labels)[1],
-        "pearson_r": r,
-        "threshold": threshold,
-        "train_accuracy": train_accuracy,
-    }
-
-
-def strict_hits(
-    examples: Sequence[QAExample],
-    embed: Callable[[Sequence[str], EmbedRole], FloatArray],
-    ks: Sequence[int] = (2, 3, 4, 5),
-) -> dict[int, float]:
-    """Strict Hit@K: share of questions whose gold paragraphs are all in the top K of their
-    own paragraphs ranked by cosine."""
-    kept = [e for e in examples if e.supporting_passages]
-    if not kept:
-        return dict.fromkeys(ks, 0.0)
-    texts = [passage_text(p.title, p.text) for e in kept for p in e.passages]
-    vectors = embed(texts, "passage")
-    queries = embed([e.question for e in kept], "query")
-    hits = dict.fromkeys(ks, 0)
-    start = 0
-    for n, example in enumerate(kept):
-        block = vectors[start : start + len(example.passages)]
-        start += len(example.passages)
-        order = np.lexsort((np.arange(len(block)), -(block @ queries[n])))
-        gold = set(example.supporting_passages)
-        for k in ks:
-            hits[k] += gold <= {int(i) for i in order[:k]}
-    return {k: hits[k] / len(kept) for k in ks}

@@ -1,0 +1,150 @@
+"""Seed 002's reranker distillation from training questions to a saved student and its report.
+
+:func:`distill_reranker` is ``chainrag train reranker``: it reads the training questions,
+has the teacher (:mod:`~chainrag.training.teachers`) score every (question, paragraph) pair,
+trains the MiniLM student on the pairs of the training questions
+(:mod:`~chainrag.training.distill_fit`), saves it, ranks the held-out questions' paragraphs
+with the dense embedder, the teacher and the student (:mod:`~chainrag.training.distill_eval`),
+writes ``distill_report.json`` into the student's folder and returns a :class:`DistillReport`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from chainrag.components.embedders import FlagModelEmbedder, offline_minilm_path
+from chainrag.context import Context
+from chainrag.data import load_dataset
+from chainrag.index import EmbeddingCache
+from chainrag.training.common import TRAIN_SETS, Progress, Say, silent, split_questions
+from chainrag.training.distill_eval import RankingMetrics, held_out_rankings
+from chainrag.training.distill_fit import (
+    DistillConfig,
+    epoch_size,
+    pairs_of,
+    student_scores,
+    train_student,
+)
+from chainrag.training.teachers import Teacher, teacher_scores
+
+DEFAULTS = DistillConfig()
+
+
+@attrs.frozen
+class DistillReport:
+    """What ``train reranker`` did: the teacher, the split, the settings, the loss of every
+    epoch, each ranking's measures on the held-out questions, the seconds it took, and the
+    folder the student is in."""
+
+    out: Path
+    teacher: Teacher
+    train_sets: tuple[str, ...]
+    train_questions: int
+    held_out_questions: int
+    pairs: int
+    unreadable_llm_scores: int
+    config: DistillConfig
+    loss: tuple[float, ...]
+    metrics: Mapping[str, RankingMetrics]
+    """By ranking: ``none (dense order)``, ``teacher``, ``student``."""
+    seconds: float
+
+    @property
+    def json_path(self) -> Path:
+        """The report in the student's folder: ``distill_report.json``."""
+        return self.out / "distill_report.json"
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as written to :attr:`json_path`."""
+        return {
+            "teacher": self.teacher.kind,
+            "teacher_path": self.teacher.path,
+            "train_sets": list(self.train_sets),
+            "questions": {"train": self.train_questions, "held_out": self.held_out_questions},
+            "pairs": self.pairs,
+            "unreadable_llm_scores": self.unreadable_llm_scores,
+            "config": attrs.asdict(self.config),
+            "loss": list(self.loss),
+            "metrics": {name: m.as_json() for name, m in self.metrics.items()},
+            "seconds": self.seconds,
+        }
+
+    def table(self) -> str:
+        """The rankings' measures as a Markdown table (Hit@K in %, "–" where not measured)."""
+        rows = {name: m.as_json() for name, m in self.metrics.items()}
+        keys = list(rows["student"])
+        lines = ["| ranking | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+        for name, values in rows.items():
+            cells = ["–" if k not in values else f"{values[k]:.1f}" if k.startswith("ms") else
+                     f"{100 * values[k]:.1f}" if k.startswith("hit") else f"{values[k]:.3f}"
+                     for k in keys]  # fmt: skip
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+
+def distill_reranker(
+    out: Path,
+    teacher: Teacher,
+    *,
+    train_sets: Sequence[str] = TRAIN_SETS,
+    limit: int | None = None,
+    config: DistillConfig = DEFAULTS,
+    cache: EmbeddingCache | None = None,
+    say: Say = silent,
+    progress: Progress = silent,
+) -> DistillReport:
+    """Distil ``teacher``'s scores of the first ``limit`` questions (all if None) of each of
+    ``train_sets`` into a cross-encoder initialised from the offline MiniLM, split by
+    question; save it to ``out`` and measure it on the held-out questions against the dense
+    order (:class:`~chainrag.components.embedders.FlagModelEmbedder`) and the teacher.
+
+    Raises:
+        ChainragError: a dataset, or the LLM teacher's recipe, cannot be read.
+    """
+    started = time.perf_counter()
+    pairs = pairs_of([e for name in train_sets for e in load_dataset(name, limit)])
+    n_questions = len({p.question for p in pairs})
+    fit_q, held_q = split_questions(n_questions, config.validation, config.seed)
+    say(f"{n_questions} questions ({len(fit_q)} train / {len(held_q)} held out), "
+        f"{len(pairs)} pairs; teacher: {teacher.kind}")  # fmt: skip
+    scores, unreadable = teacher_scores(teacher, pairs, progress)
+    held = set(held_q)
+    fit = [i for i, p in enumerate(pairs) if p.question not in held]
+    steps = config.epochs * math.ceil(epoch_size(scores[fit], config.balance) / config.batch_size)
+
+    def step_done(step: int, loss: float) -> None:
+        progress("training the student", step, steps, {"loss": f"{loss:.4f}"})
+
+    progress("training the student", 0, steps, {})
+    model, tokenizer, history = train_student(
+        offline_minilm_path(), [pairs[i] for i in fit], scores[fit], config, step_done
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    student = partial(student_scores, model, tokenizer, max_length=config.max_length)
+    metrics = held_out_rankings(pairs, scores, held_q, student, FlagModelEmbedder(),
+                                cache or EmbeddingCache(), Context())  # fmt: skip
+    report = DistillReport(
+        out=out,
+        teacher=teacher,
+        train_sets=tuple(train_sets),
+        train_questions=len(fit_q),
+        held_out_questions=len(held_q),
+        pairs=len(pairs),
+        unreadable_llm_scores=unreadable,
+        config=config,
+        loss=tuple(history),
+        metrics=metrics,
+        seconds=round(time.perf_counter() - started, 1),
+    )
+    report.json_path.write_text(json.dumps(report.as_json(), indent=2) + "\n", encoding="utf-8")
+    return report
