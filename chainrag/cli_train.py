@@ -23,12 +23,19 @@ BALANCE_HELP = (
 
 
 def parse_component(text: str, protocol: Any, what: str) -> Any:
-    """A component from an inline YAML mapping such as ``{kind: flag_model}``."""
+    """A component from an inline YAML mapping such as ``{kind: flag_model}``; a mapping that
+    is not one is a :class:`~chainrag.errors.RecipeError` naming each problem under ``what``."""
+    from cattrs.errors import BaseValidationError
+
+    from chainrag.errors import RecipeError
     from chainrag.recipe import parse_yaml
-    from chainrag.structure import CONVERTER
+    from chainrag.structure import CONVERTER, problems
 
     data = parse_yaml(text, what)
-    return CONVERTER.structure(data, protocol)
+    try:
+        return CONVERTER.structure(data, protocol)
+    except BaseValidationError as exc:
+        raise RecipeError(what, problems(exc, what)) from None
 
 
 def echo_after(bars: Progress) -> Callable[[str], None]:

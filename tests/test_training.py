@@ -248,3 +248,16 @@ def test_components_import_no_training_code() -> None:
     assert "chainrag.components.linear_adapter.LinearAdapter" in _chainrag_imports(
         folder.parent / "training" / "adapter_fit.py"
     )
+
+
+def test_a_bad_embedder_option_is_refused_with_its_problems(tmp_path: Path) -> None:
+    out = str(tmp_path / "a.npz")
+    for option, message in [
+        ("{kind: nosuch}", "unknown embedder 'nosuch'"),
+        ("{kind: hashed_bow, dim: 1}", "dim"),
+        ("{kind: hashed_bow, size: 8}", "size"),
+    ]:
+        result = CliRunner().invoke(app, ["train", "adapter", "--out", out, "--embedder", option])
+        assert result.exit_code == 1, result.output
+        assert result.output.startswith("FAIL --embedder: 1 problem\n  - ")
+        assert message in result.output and "@ --embedder" in result.output
