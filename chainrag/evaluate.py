@@ -15,7 +15,7 @@ import asyncio
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,9 +30,17 @@ from chainrag.metrics import gold_items, qa_scores, retrieval_scores, title_retr
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.retrieval import Searchable
 from chainrag.recipe import Recipe
+from chainrag.run.meta import SessionEnd
+from chainrag.run.record import (
+    QuestionError,
+    RetrievalRecord,
+    RunRecord,
+    ScoredAnswer,
+    error_line,
+    record_line,
+)
 from chainrag.runner import answer_question, searchable_index
 from chainrag.runs import LineWriter, RunDir, done_ids
-from chainrag.structure import unstructure
 from chainrag.types import LLMRequest, LLMResponse, Prediction, QAExample
 
 RECALL_KS = (2, 4, 5, 10)
@@ -66,38 +74,31 @@ def score(
     seconds: float,
     *,
     by_title: bool = False,
-) -> dict[str, Any]:
-    """The JSON line of one answered question (see :mod:`chainrag.runs`); ``by_title`` scores
-    retrieval from a shared corpus against the gold passages' titles."""
+) -> RunRecord:
+    """The record of one answered question; ``by_title`` scores retrieval from a shared corpus
+    against the gold passages' titles."""
     answers = {}
     for named in prediction.answers:
         em, f1 = qa_scores(named.answer.text, example.answers)
-        answers[named.name] = {"text": named.answer.text, "em": em, "f1": f1}
-    primary = prediction.answers[0].name if prediction.answers else ""
+        answers[named.name] = ScoredAnswer(named.answer.text, em, f1)
     _, gold = gold_items(example)
     retrieval = None
     if gold:
         ranked = [units[u] for u in retrieved_units(prediction)]
         scorer = title_retrieval_scores if by_title else retrieval_scores
         found = scorer(example, ranked, RECALL_KS)
-        retrieval = {"level": found.level} | found.flat()
-    return {
-        "id": example.qid,
-        "dataset": example.dataset,
-        "question": example.question,
-        "question_type": example.question_type,
-        "gold": list(example.answers),
-        "primary": primary,
-        "answer": prediction.answer,
-        "em": answers[primary]["em"] if primary else 0.0,
-        "f1": answers[primary]["f1"] if primary else 0.0,
-        "answers": answers,
-        "retrieval": retrieval,
-        "usage": unstructure(prediction.usage),
-        "usage_by_prompt": {k: unstructure(v) for k, v in prediction.usage_by_prompt},
-        "seconds": round(seconds, 3),
-        "trace": unstructure(attrs.evolve(prediction, usage_by_prompt=())),
-    }
+        retrieval = RetrievalRecord(found.level, found.flat())
+    return RunRecord(
+        id=example.qid,
+        dataset=example.dataset,
+        question=example.question,
+        question_type=example.question_type,
+        gold=tuple(example.answers),
+        answers=answers,
+        retrieval=retrieval,
+        trace=prediction,
+        seconds=round(seconds, 3),
+    )
 
 
 def answer_and_score(
@@ -107,7 +108,7 @@ def answer_and_score(
     models: ModelStore,
     cache: IndexCache | None,
     shared: Searchable | None = None,
-) -> dict[str, Any]:
+) -> RunRecord:
     """Answer ``example`` over ``shared`` (a corpus index), or over its own passages' index
     (built or loaded), and score it."""
     started = time.perf_counter()
@@ -126,11 +127,10 @@ class Tally:
     calls: int = 0
     failed: int = 0
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: RunRecord) -> None:
         self.n += 1
-        self.f1 += float(record.get("f1", 0.0))
-        usage = record.get("usage", {})
-        self.calls += int(usage.get("calls", 0)) + int(usage.get("cache_hits", 0))
+        self.f1 += record.f1
+        self.calls += record.usage.calls + record.usage.cache_hits
 
     def postfix(self) -> dict[str, str]:
         if not self.n:
@@ -139,7 +139,7 @@ class Tally:
         return out | ({"failed": str(self.failed)} if self.failed else {})
 
 
-def pending(examples: Sequence[QAExample], records: Iterable[Mapping[str, Any]]) -> list[QAExample]:
+def pending(examples: Sequence[QAExample], records: Iterable[RunRecord]) -> list[QAExample]:
     """The examples without a finished line, in dataset order."""
     done = done_ids(list(records))
     return [e for e in examples if e.qid not in done]
@@ -147,8 +147,8 @@ def pending(examples: Sequence[QAExample], records: Iterable[Mapping[str, Any]])
 
 async def _drive(
     remaining: Sequence[QAExample],
-    work: Callable[[QAExample], dict[str, Any]],
-    on_record: Callable[[dict[str, Any]], None],
+    work: Callable[[QAExample], RunRecord],
+    on_record: Callable[[RunRecord], None],
     on_error: Callable[[QAExample, Exception], None],
     concurrency: int,
 ) -> None:
@@ -170,22 +170,22 @@ async def _drive(
                 group.create_task(worker())
 
 
-def error_record(example: QAExample, exc: Exception) -> dict[str, Any]:
+def error_record(example: QAExample, exc: Exception) -> QuestionError:
     """The ``errors.jsonl`` line of a question that failed, credentials masked.
 
     A project error (an LLM that stayed down, unusable output) is expected; anything else is a
     bug, recorded with where it was raised so that it can be reported, while the run goes on.
     """
-    record: dict[str, Any] = {
-        "id": example.qid,
-        "error": type(exc).__name__,
-        "message": redact(str(exc)),
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    if not isinstance(exc, ChainragError):
-        record["bug"] = True
-        record["traceback"] = redact("".join(traceback.format_exception(exc, limit=-8)))
-    return record
+    error = QuestionError(
+        id=example.qid,
+        error=type(exc).__name__,
+        message=redact(str(exc)),
+        when=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
+    if isinstance(exc, ChainragError):
+        return error
+    trace = redact("".join(traceback.format_exception(exc, limit=-8)))
+    return attrs.evolve(error, bug=True, traceback=trace)
 
 
 @attrs.frozen
@@ -199,17 +199,17 @@ class SessionResult:
     seconds: float
     interrupted: str | None = None
 
-    def summary(self) -> dict[str, Any]:
-        """The session's end entry for ``run.json``."""
-        entry: dict[str, Any] = {
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "answered": self.answered,
-            "failed": self.failed,
-            "resumed_from": self.skipped,
-            "wall_s": round(self.seconds, 1),
-            "torn_bytes_repaired": self.torn_bytes,
-        }
-        return entry | ({"interrupted": self.interrupted} if self.interrupted else {})
+    def summary(self) -> SessionEnd:
+        """The session's end, for ``run.json``."""
+        return SessionEnd(
+            finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            answered=self.answered,
+            failed=self.failed,
+            resumed_from=self.skipped,
+            wall_s=round(self.seconds, 1),
+            torn_bytes_repaired=self.torn_bytes,
+            interrupted=self.interrupted,
+        )
 
 
 def run_recipe(
@@ -241,7 +241,7 @@ def run_recipe(
     wanted = {e.qid for e in examples}
     tally = Tally()
     for record in records:
-        if record["id"] in wanted:
+        if record.id in wanted:
             tally.add(record)
     total, done = len(examples), skipped
     if progress:
@@ -251,9 +251,9 @@ def run_recipe(
     writer = LineWriter(run.predictions_path)
     errors = LineWriter(run.folder / "errors.jsonl")
 
-    def on_record(record: dict[str, Any]) -> None:
+    def on_record(record: RunRecord) -> None:
         nonlocal done
-        writer.append(record)
+        writer.append(record_line(record))
         tally.add(record)
         done += 1
         if progress:
@@ -261,7 +261,7 @@ def run_recipe(
 
     def on_error(example: QAExample, exc: Exception) -> None:
         tally.failed += 1
-        errors.append(error_record(example, exc))
+        errors.append(error_line(error_record(example, exc)))
         if progress:
             progress(done, total, tally)
 

@@ -27,6 +27,7 @@ from chainrag.data import DatasetError, dataset_path, dataset_slug, load_dataset
 from chainrag.evaluate import SessionResult, Tally, run_recipe
 from chainrag.index import IndexCache
 from chainrag.recipe import Recipe, load_recipe
+from chainrag.run.meta import IndexIdentity
 from chainrag.runner import check_runnable
 from chainrag.runs import RunDir, locked
 from chainrag.types import QAExample
@@ -111,11 +112,11 @@ def open_shared(recipe: Recipe, folder: Path) -> Any:
     return CorpusIndex.open(folder, recipe.index.embedder, weights or None)
 
 
-def index_identity(shared: Any) -> dict[str, Any]:
+def index_identity(shared: Any) -> IndexIdentity:
     """What ``run.json`` records of the corpus index a run is answered over."""
     m = shared.manifest
-    keys = ("recipe_digest", "sources", "corpus_sha256", "counts")
-    return {"folder": str(shared.folder)} | {k: m[k] for k in keys}
+    return IndexIdentity(str(shared.folder), m["recipe_digest"], tuple(m["sources"]),
+                         m["corpus_sha256"], m["counts"])  # fmt: skip
 
 
 def run_into(

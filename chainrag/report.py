@@ -24,6 +24,8 @@ from typing import Any
 
 import attrs
 
+from chainrag.run.meta import RunMeta
+from chainrag.run.record import RunRecord
 from chainrag.runs import RunDir, RunError
 
 PRETTY = {
@@ -114,28 +116,26 @@ class Run:
     """A stored run: its directory, description and finished records."""
 
     folder: Path
-    meta: Mapping[str, Any]
-    records: tuple[Mapping[str, Any], ...]
+    meta: RunMeta
+    records: tuple[RunRecord, ...]
     failed: int
 
     @property
     def name(self) -> str:
-        return str(self.meta.get("recipe_name", self.folder.name))
+        return self.meta.recipe_name
 
     @property
     def dataset(self) -> str:
         """The dataset, or ``DATASET@CORPUS`` for a run over a shared corpus index."""
-        name = str(self.meta.get("dataset", "?"))
-        index = self.meta.get("index")
-        if isinstance(index, dict) and isinstance(index.get("sources"), list):
-            from chainrag.corpus.store import corpus_label
+        if self.meta.index is None:
+            return self.meta.dataset
+        from chainrag.corpus.store import corpus_label
 
-            return f"{name}@{corpus_label(index['sources'])}"
-        return name
+        return f"{self.meta.dataset}@{corpus_label(self.meta.index.sources)}"
 
     @property
     def llm(self) -> str:
-        return str(self.meta.get("models", {}).get("llm", {}).get("model", "?"))
+        return self.meta.models.llm.model
 
 
 def load_run(folder: Path) -> Run:
@@ -143,13 +143,7 @@ def load_run(folder: Path) -> Run:
     run = RunDir(folder)
     meta = run.meta()
     records, _ = run.records(repair=False)
-    failed_ids = set()
-    errors = folder / "errors.jsonl"
-    if errors.exists():
-        from chainrag.runs import read_lines
-
-        failed_ids = {str(e.get("id")) for e in read_lines(errors, repair=False)[0]}
-    failed_ids -= {str(r.get("id")) for r in records}
+    failed_ids = {e.id for e in run.errors()} - {r.id for r in records}
     return Run(folder, meta, tuple(records), len(failed_ids))
 
 
@@ -201,42 +195,40 @@ def rows_of(run: Run) -> list[Row]:
     records = run.records
     if not records:
         return []
-    variants = list(dict.fromkeys(v for r in records for v in r.get("answers", {})))
-    with_retrieval = [r["retrieval"] for r in records if r.get("retrieval")]
+    variants = list(dict.fromkeys(v for r in records for v in r.answers))
+    with_retrieval = [r.retrieval.scores for r in records if r.retrieval is not None]
     first = with_retrieval[0] if with_retrieval else {}
     recall_keys = [k for k in first if k.startswith("recall@") or k in ("hit@4", "hit@10")]
     recall = {k: 100 * _mean([float(r[k]) for r in with_retrieval]) for k in recall_keys}
-    usage = [r.get("usage", {}) for r in records]
-    calls = _mean([float(u.get("calls", 0) + u.get("cache_hits", 0)) for u in usage])
-    tokens = _mean([float(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0))
-                    for u in usage])  # fmt: skip
-    seconds = _mean([float(r.get("seconds", 0.0)) for r in records])
-    costs = [u.get("cost_usd") for u in usage]
+    usage = [r.usage for r in records]
+    calls = _mean([float(u.calls + u.cache_hits) for u in usage])
+    tokens = _mean([float(u.prompt_tokens + u.completion_tokens) for u in usage])
+    seconds = _mean([r.seconds for r in records])
+    costs = [u.cost_usd for u in usage]
     cost = _mean([float(c or 0.0) for c in costs]) if any(c is not None for c in costs) else None
     out = []
     for variant in variants:
-        scored = [r["answers"][variant] for r in records if variant in r.get("answers", {})]
+        scored = [r.answers[variant] for r in records if variant in r.answers]
         pretty = PRETTY.get(variant, variant)
         label = SEED_LABELS.get(run.name) or (
             pretty if run.name in MAIN_RECIPES else f"{pretty}, {run.name}"
         )
         out.append(
             Row(label, run.name, variant, run.dataset, run.llm, len(scored), run.failed,
-                100 * _mean([s["f1"] for s in scored]), 100 * _mean([s["em"] for s in scored]),
+                100 * _mean([s.f1 for s in scored]), 100 * _mean([s.em for s in scored]),
                 recall, calls, tokens, cost, seconds, f1_by_type(records, variant))
         )  # fmt: skip
     return out
 
 
-def f1_by_type(records: Sequence[Mapping[str, Any]], variant: str) -> dict[str, tuple[int, float]]:
+def f1_by_type(records: Sequence[RunRecord], variant: str) -> dict[str, tuple[int, float]]:
     """Question type -> (questions, mean F1 in %) of one answer variant; untyped questions
     count under "?"."""
     groups: dict[str, list[float]] = {}
     for record in records:
-        scored = record.get("answers", {}).get(variant)
+        scored = record.answers.get(variant)
         if scored is not None:
-            kind = str(record.get("question_type") or "?")
-            groups.setdefault(kind, []).append(float(scored["f1"]))
+            groups.setdefault(record.question_type or "?", []).append(scored.f1)
     return {kind: (len(f1s), 100 * _mean(f1s)) for kind, f1s in sorted(groups.items())}
 
 
@@ -336,12 +328,12 @@ def on_common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, tuple
     for run in runs:
         if not run.records:
             continue
-        mine = {str(r.get("id")) for r in run.records}
+        mine = {r.id for r in run.records}
         ids[run.dataset] = ids[run.dataset] & mine if run.dataset in ids else mine
     trimmed: dict[str, tuple[int, ...]] = {}
     out = []
     for run in runs:
-        kept = tuple(r for r in run.records if str(r.get("id")) in ids.get(run.dataset, ()))
+        kept = tuple(r for r in run.records if r.id in ids.get(run.dataset, ()))
         if len(kept) != len(run.records):
             trimmed[run.dataset] = tuple(
                 len(r.records) for r in runs if r.dataset == run.dataset and r.records

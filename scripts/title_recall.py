@@ -13,33 +13,33 @@ like with like.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from chainrag.context import ModelStore
 from chainrag.data import load_dataset
+from chainrag.evaluate import retrieved_units
 from chainrag.graph import units_of
 from chainrag.index import IndexCache
 from chainrag.metrics import title_retrieval_scores
 from chainrag.recipe import parse_yaml, structure
 from chainrag.runner import searchable_index
+from chainrag.runs import RunDir
 
 
 def title_recall(folder: Path) -> dict[str, float]:
     """Mean paragraph-level recall by title of the run in ``folder``."""
-    meta = json.loads((folder / "run.json").read_text())
+    run = RunDir(folder)
     text = (folder / "recipe.yaml").read_text()
     recipe = structure(parse_yaml(text, str(folder)), str(folder))
-    records = [json.loads(x) for x in (folder / "predictions.jsonl").read_text().splitlines()]
-    examples = {e.qid: e for e in load_dataset(meta["dataset"])}
+    records, _ = run.records()
+    examples = {e.qid: e for e in load_dataset(run.meta().dataset)}
     models, cache = ModelStore(), IndexCache()
     totals: dict[str, float] = {}
     for record in records:
-        example = examples[record["id"]]
+        example = examples[record.id]
         units = units_of(searchable_index(recipe, example, models, cache))
-        order = [u for step in record["trace"]["steps"] for u in step["retrieved"]]
-        ranked = [units[u] for u in dict.fromkeys(order)]
+        ranked = [units[u] for u in retrieved_units(record.trace)]
         scores = title_retrieval_scores(example, ranked, (2, 5, 10)).flat()
         for key in ("recall@2", "recall@5", "recall@10", "recall@all"):
             totals[key] = totals.get(key, 0.0) + scores[key]

@@ -15,21 +15,33 @@ import pytest
 from chainrag.analysis import compare, compare_runs, integration_gap, paired, sign_test, summary
 from chainrag.analysis.walks import read_verdict, walks_table
 from chainrag.errors import ChainragError
+from chainrag.run.record import RunRecord, record_line
+from chainrag.types import (
+    Answer,
+    Expansion,
+    NamedAnswer,
+    Prediction,
+    StepTrace,
+    SubAnswer,
+    Verdict,
+)
+
+from .run_records import record, write_run
 
 CHAINRAG = [str(Path(sys.executable).parent / "chainrag")]
 
 
-def _step(hops: int, raws: list[str], words: int, rewritten: str | None = None) -> dict:
-    verdicts = [{"ok": raw.lower().startswith("yes"), "raw": raw} for raw in raws]
-    expansion = {"units": [1], "seeds": [1], "hops": hops, "verdicts": verdicts, "words": words}
-    answer = {"question": "q", "answer": "a", "answered": bool(raws and raws[-1] == "yes")}
-    return {"question": "q", "rewritten": rewritten, "expansion": expansion, "answer": answer}
+def _step(hops: int, raws: list[str], words: int, rewritten: str | None = None) -> StepTrace:
+    verdicts = tuple(Verdict(raw.lower().startswith("yes"), raw) for raw in raws)
+    expansion = Expansion((1,), (1,), hops, verdicts, words)
+    answer = SubAnswer("q", "a", bool(raws and raws[-1] == "yes"))
+    return StepTrace("q", rewritten, expansion=expansion, answer=answer)
 
 
 RECORDS = [
-    {"id": "a", "trace": {"steps": [_step(1, ["yes"], 400), _step(2, ["no", "yes"], 800, "q?")]}},
-    {"id": "b", "trace": {"steps": [_step(3, ["perhaps", "no", "no"], 1200)]}},
-    {"id": "c", "trace": {"steps": [{"question": "q", "rewritten": None, "expansion": None}]}},
+    record("a", steps=[_step(1, ["yes"], 400), _step(2, ["no", "yes"], 800, "q?")]),
+    record("b", steps=[_step(3, ["perhaps", "no", "no"], 1200)]),
+    record("c", steps=[StepTrace("q")]),
 ]
 
 
@@ -44,7 +56,8 @@ def test_walks_counts_verdicts_hops_and_words() -> None:
 def test_walks_command(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    (run / "predictions.jsonl").write_text("".join(json.dumps(record_line(r)) + "\n"
+                                                   for r in RECORDS))  # fmt: skip
     cmd = [*CHAINRAG, "walks"]
     done = subprocess.run([*cmd, str(run)], capture_output=True, text=True, check=True)
     assert (
@@ -72,26 +85,18 @@ def test_paired_counts_changes_and_brackets_the_mean_difference() -> None:
 
 
 def _run(folder: Path, f1s: dict[str, dict[str, float]]) -> Path:
-    folder.mkdir()
-    lines = []
-    for qid, answers in f1s.items():
-        primary = next(iter(answers.values()))
-        named = {k: {"text": "x", "em": v, "f1": v} for k, v in answers.items()}
-        lines.append({"id": qid, "f1": primary, "em": primary, "answers": named})
-    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    (folder / "run.json").write_text(json.dumps({"recipe_name": folder.name}))
-    return folder
+    return write_run(folder, [record(qid, answers) for qid, answers in f1s.items()])
 
 
 def test_paired_compares_shared_variants_on_shared_questions(tmp_path: Path) -> None:
-    base = [{"id": q, "f1": a, "answers": {"ansint": {"f1": a}, "cxtint": {"f1": c}}}
+    base = [record(q, {"ansint": a, "cxtint": c})
             for q, a, c in [("q1", 1.0, 1.0), ("q2", 0.0, 1.0), ("q3", 0.0, 0.0)]]  # fmt: skip
-    ablated = [{"id": q, "f1": a, "answers": {"ansint": {"f1": a}, "cxtint": {"f1": c}}}
+    ablated = [record(q, {"ansint": a, "cxtint": c})
                for q, a, c in [("q1", 0.0, 1.0), ("q2", 0.0, 0.0)]]  # fmt: skip
     found = compare(base, ablated, resamples=100)
     assert list(found) == ["ansint", "cxtint"]
     assert (found["ansint"].n, found["ansint"].worse, found["cxtint"].worse) == (2, 1, 1)
-    naive = [{"id": "q1", "f1": 0.0, "answers": {"naive": {"f1": 0.0}}}]
+    naive = [record("q1", {"naive": 0.0})]
     assert list(compare(base, naive, resamples=100)) == ["ansint vs primary", "cxtint vs primary"]
 
 
@@ -171,24 +176,28 @@ def test_records_of_another_kind_are_errors_naming_the_folder(tmp_path: Path) ->
     run = tmp_path / "naive"
     run.mkdir()
     (run / "predictions.jsonl").write_text('{"id": "q1", "f1": 0.5, "trace": null}\n')
-    with pytest.raises(ChainragError, match=f"{run}: a record has no 'gold' field"):
+    line = f"{run / 'predictions.jsonl'}, line 1: not a record of this version"
+    with pytest.raises(ChainragError, match=rf"{line} \(.*required key missing @ record.gold"):
         integration_gap(run)
-    with pytest.raises(ChainragError, match=f"{run}: a record of another shape"):
+    with pytest.raises(
+        ChainragError, match=rf"{line} .*expected a mapping, got null @ record.trace"
+    ):
         walks_table([run])
 
 
 def test_compare_refuses_records_without_f1(tmp_path: Path) -> None:
     run = _run(tmp_path / "full", {"q1": {"ansint": 1.0}})
     (run / "predictions.jsonl").write_text('{"id": "q1"}\n')
-    with pytest.raises(ChainragError, match=f"{run}: a record has no 'f1' field"):
+    with pytest.raises(
+        ChainragError, match=f"{run}.*line 1: .*required key missing @ record.answers"
+    ):
         compare_runs(str(run), [str(run)])
 
 
-def _chainrag_record(qid: str, ansint: str, cxtint: str, subs: list[str], gold: str) -> dict:
-    named = [("ansint", ansint), ("cxtint", cxtint)]
-    answers = [{"name": n, "answer": {"text": t}} for n, t in named]
-    steps = [{"answer": {"answer": s}} for s in subs] + [{"answer": None}]
-    return {"id": qid, "gold": [gold], "trace": {"answers": answers, "steps": steps}}
+def _chainrag_record(qid: str, ansint: str, cxtint: str, subs: list[str], gold: str) -> RunRecord:
+    steps = [StepTrace("q", answer=SubAnswer("q", s, True)) for s in subs] + [StepTrace("q")]
+    texts = {"ansint": ansint, "cxtint": cxtint}
+    return record(qid, {"ansint": 0.0, "cxtint": 0.0}, texts=texts, gold=[gold], steps=steps)
 
 
 def test_integration_gap_splits_questions_by_case(tmp_path: Path) -> None:
@@ -200,7 +209,8 @@ def test_integration_gap_splits_questions_by_case(tmp_path: Path) -> None:
         _chainrag_record("q3", "Lyon", "Paris", ["in Paris"], "Paris"),
         _chainrag_record("q4", "Lyon", "Nice", [], "Paris"),
     ]
-    (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "predictions.jsonl").write_text("".join(json.dumps(record_line(r)) + "\n"
+                                                   for r in records))  # fmt: skip
     gap = integration_gap(run)
     assert [s.case for s in gap.splits] == [
         ("right", "right", "yes"),
@@ -215,8 +225,8 @@ def test_integration_gap_splits_questions_by_case(tmp_path: Path) -> None:
     assert listed[1] == (
         "q2\tAnsInt wrong\tCxtInt right\tin sub-answers no\tgold 'Paris'\tsub-answers ['Lyon']"
     )
-    (run / "predictions.jsonl").write_text(json.dumps({**records[0], "trace": {
-        "answers": [{"name": "naive", "answer": {"text": "x"}}], "steps": []}}) + "\n")  # fmt: skip
+    naive = attrs.evolve(records[0], trace=Prediction((NamedAnswer("naive", Answer("x")),)))
+    (run / "predictions.jsonl").write_text(json.dumps(record_line(naive)) + "\n")
     with pytest.raises(ChainragError, match=f"{run}: question q1 has no AnsInt and CxtInt"):
         integration_gap(run)
 
@@ -224,8 +234,8 @@ def test_integration_gap_splits_questions_by_case(tmp_path: Path) -> None:
 def test_integration_gap_command(tmp_path: Path) -> None:
     run = tmp_path / "ansint"
     run.mkdir()
-    record = _chainrag_record("q1", "Paris", "Nice", ["Paris"], "Paris")
-    (run / "predictions.jsonl").write_text(json.dumps(record) + "\n")
+    line = _chainrag_record("q1", "Paris", "Nice", ["Paris"], "Paris")
+    (run / "predictions.jsonl").write_text(json.dumps(record_line(line)) + "\n")
     cmd = [*CHAINRAG, "integration-gap"]
     done = subprocess.run([*cmd, str(run), "--list"], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[0].startswith("q1\tAnsInt right\tCxtInt wrong")

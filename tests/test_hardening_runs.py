@@ -128,8 +128,9 @@ def test_sigterm_ends_a_run_against_an_api_model_as_ctrl_c_does(tmp_path: Path) 
     assert process.returncode == 128 + signal.SIGTERM
     assert "interrupted" in stderr and "resume" in stderr
     meta = RunDir(predictions.parent).meta()
-    last = meta["sessions"][-1]
-    assert last["interrupted"] == "SIGTERM" and last["answered"] >= 2 and "finished" in last
+    last = meta.sessions[-1].end
+    assert last is not None and last.interrupted == "SIGTERM" and last.answered >= 2
+    assert last.finished
     assert json.loads(predictions.read_text().splitlines()[0])["id"]
 
 
@@ -188,7 +189,7 @@ def test_a_run_made_before_components_gained_parameters_still_resumes(tmp_path: 
     shutil.copytree(ROOT / "docs" / "runs" / "2wiki" / "ansint", folder)
     recipe = load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml")
     run = RunDir(folder)
-    assert run.meta()["recipe_digest"] != recipe_digest(recipe)
+    assert run.meta().recipe_digest != recipe_digest(recipe)
     file, _ = dataset_path("2wiki")
     run.start(recipe, ROOT / "recipes" / "chainrag" / "ansint.yaml", "2wiki", file)
     other = load_recipe(ROOT / "recipes" / "ablations" / "no_ec.yaml")

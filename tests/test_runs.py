@@ -22,11 +22,13 @@ from chainrag.evaluate import run_recipe
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipe import Recipe, load_recipe
 from chainrag.report import find_runs, markdown, plots, rows_of
+from chainrag.run.record import RetrievalRecord
 from chainrag.runs import RunDir, RunError, locked, read_lines
 from chainrag.types import LLMRequest, LLMResponse, QAExample, Usage
 
 from .conftest import ROOT, SHARED
 from .fake_openai_server import FakeOpenAI, serve
+from .run_records import record, write_run
 
 pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
 
@@ -70,17 +72,17 @@ def test_one_line_per_question_with_scores_and_accounting(tmp_path: Path) -> Non
     assert (result.answered, result.failed, result.skipped) == (4, 0, 0)
     records, torn = run.records()
     assert torn == 0
-    assert [r["id"] for r in records] == [e.qid for e in examples]
-    assert [r["f1"] for r in records] == [1.0, 0.0, 1.0, 0.0]
+    assert [r.id for r in records] == [e.qid for e in examples]
+    assert [r.f1 for r in records] == [1.0, 0.0, 1.0, 0.0]
     first = records[0]
-    assert first["answers"]["naive"]["em"] == 1.0
-    assert first["usage"]["calls"] == 1 and first["usage_by_prompt"]["cxtint"]["calls"] == 1
-    assert first["retrieval"]["level"] == "paragraph"
-    assert 0.0 <= first["retrieval"]["recall@5"] <= 1.0
-    assert first["trace"]["steps"][0]["retrieved"]
+    assert first.answers["naive"].em == 1.0
+    assert first.usage.calls == 1 and dict(first.trace.usage_by_prompt)["cxtint"].calls == 1
+    assert first.retrieval is not None and first.retrieval.level == "paragraph"
+    assert 0.0 <= first.retrieval.scores["recall@5"] <= 1.0
+    assert first.trace.steps[0].retrieved
     meta = run.meta()
-    assert meta["dataset"] == "musique" and meta["dataset_fingerprint"].startswith("sha256:")
-    assert meta["packages"]["chainrag"] and meta["models"]["llm"]["sha256"]
+    assert meta.dataset == "musique" and meta.dataset_fingerprint.startswith("sha256:")
+    assert meta.packages["chainrag"] and meta.models.llm.sha256
     assert load_recipe(run.folder / "recipe.yaml") == recipe
 
 
@@ -97,13 +99,13 @@ def test_a_run_in_the_pooled_setting(tmp_path: Path) -> None:
     assert (result.answered, result.failed) == (3, 0)
     records, _ = run.records()
     pool = examples[0].passages
-    for record, example in zip(records, examples, strict=True):
-        units = [u for s in record["trace"]["steps"] for u in s["retrieved"]]
+    for line, example in zip(records, examples, strict=True):
+        units = [u for s in line.trace.steps for u in s.retrieved]
         assert units and max(units) >= 0
-        assert record["retrieval"]["level"] == "paragraph"
+        assert line.retrieval is not None and line.retrieval.level == "paragraph"
         assert {pool[p].title for p in example.supporting_passages} <= {p.title for p in pool}
     assert run.folder.parent.name == "pooled-musique"
-    assert run.meta()["dataset"] == "pooled:musique"
+    assert run.meta().dataset == "pooled:musique"
 
 
 def test_resume_repairs_a_torn_last_line_and_runs_only_the_rest(tmp_path: Path) -> None:
@@ -194,7 +196,7 @@ def test_concurrency_bounds_llm_requests_in_flight(
     assert result.answered == 12 and llm.calls == 12
     assert llm.peak == min(slots, concurrency)
     assert len(llm.threads) == concurrency  # the questions really ran in that many workers
-    ids = [r["id"] for r in run.records()[0]]
+    ids = [r.id for r in run.records()[0]]
     assert sorted(ids) == sorted(e.qid for e in examples) and len(set(ids)) == 12
 
 
@@ -323,24 +325,15 @@ def _stored_run(
 ) -> None:
     """A run directory written by hand: answers with the given F1 (EM = F1 here); question
     ``i`` has type ``types[i]`` when given."""
-    folder = root / dataset / name
-    folder.mkdir(parents=True)
-    meta = {"recipe_name": name, "dataset": dataset,
-            "models": {"llm": {"model": "qwen2.5-coder-1.5b"}}}  # fmt: skip
-    (folder / "run.json").write_text(json.dumps(meta))
     n = len(next(iter(f1s.values())))
-    lines = []
-    for i in range(n):
-        answers = {v: {"text": "x", "em": f[i], "f1": f[i]} for v, f in f1s.items()}
-        primary = next(iter(f1s))
-        lines.append(json.dumps({
-            "id": f"q{i}", "f1": answers[primary]["f1"], "em": answers[primary]["em"],
-            "question_type": types[i] if types else "",
-            "answers": answers, "retrieval": {"level": "paragraph", "recall@2": 0.5},
-            "usage": {"calls": 3, "cache_hits": 1, "prompt_tokens": 90, "completion_tokens": 10},
-            "seconds": 2.0,
-        }))  # fmt: skip
-    (folder / "predictions.jsonl").write_text("\n".join(lines) + "\n" + '{"id": "torn')
+    usage = Usage(calls=3, cache_hits=1, prompt_tokens=90, completion_tokens=10)
+    retrieval = RetrievalRecord("paragraph", {"recall@2": 0.5})
+    records = [
+        record(f"q{i}", {v: f[i] for v, f in f1s.items()}, question_type=types[i] if types else "",
+               retrieval=retrieval, usage=usage)
+        for i in range(n)
+    ]  # fmt: skip
+    write_run(root / dataset / name, records, dataset=dataset, tail="\n" * (not n) + '{"id": "torn')
 
 
 def test_report_of_ablations_and_the_k_sweep(tmp_path: Path) -> None:
@@ -452,6 +445,7 @@ def test_model_identities_name_the_default_embedder() -> None:
     from chainrag.runs import model_identities
 
     identities = model_identities(load_recipe(ROOT / "recipes" / "baselines" / "naive.yaml"))
-    assert identities["llm"]["file"].endswith(".gguf") and len(identities["llm"]["sha256"]) == 64
-    ((path, identity),) = identities["files"].items()
+    llm = identities.llm
+    assert llm.file and llm.file.endswith(".gguf") and llm.sha256 and len(llm.sha256) == 64
+    ((path, identity),) = identities.files.items()
     assert "minilm" in path.lower() and identity.startswith("files-sha256:")

@@ -13,14 +13,14 @@ final call (one does, and the final answer is still wrong).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from chainrag.analysis.records import predictions, reading
 from chainrag.metrics import normalize_answer, qa_scores
+from chainrag.run.record import RunRecord
 
 
 def holds(text: str, answers: Sequence[str]) -> bool:
@@ -58,17 +58,17 @@ class Split:
                 f"gold {gold!r}\tsub-answers {list(self.sub_answers)}")  # fmt: skip
 
 
-def split_question(record: Mapping[str, Any], right: float) -> Split:
+def split_question(record: RunRecord, right: float) -> Split:
     """The split of one ChainRAG record; ValueError if it has no AnsInt and CxtInt answers."""
-    gold = tuple(record["gold"])
-    texts = {a["name"]: a["answer"]["text"] for a in record["trace"]["answers"]}
+    gold = record.gold
+    texts = {a.name: a.answer.text for a in record.trace.answers}
     if not {"ansint", "cxtint"} <= texts.keys():
-        raise ValueError(f"question {record['id']} has no AnsInt and CxtInt answers")
+        raise ValueError(f"question {record.id} has no AnsInt and CxtInt answers")
     ansint, cxtint = (qa_scores(texts[k], gold)[1] >= right for k in ("ansint", "cxtint"))
-    steps = record["trace"]["steps"]
-    subs = tuple(s["answer"]["answer"] for s in steps if s.get("answer"))
-    return Split(str(record["id"]), ansint, cxtint, any(holds(s, gold) for s in subs), gold,
-                 subs, len(steps))  # fmt: skip
+    steps = record.trace.steps
+    subs = tuple(s.answer.answer for s in steps if s.answer is not None)
+    return Split(record.id, ansint, cxtint, any(holds(s, gold) for s in subs), gold, subs,
+                 len(steps))  # fmt: skip
 
 
 @attrs.frozen

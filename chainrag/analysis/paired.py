@@ -14,20 +14,20 @@ question is 3.3 points of EM: an interval that spans 0 says the runs are not tol
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 import numpy as np
 
-from chainrag.analysis.records import predictions_file, reading
+from chainrag.analysis.records import predictions_file
 from chainrag.report import load_run
+from chainrag.run.record import RunRecord
 from chainrag.runs import RunError
 
 SAME = 1e-9  # F1 differences below this count as "same"
 
-Records = Sequence[Mapping[str, Any]]
+Records = Sequence[RunRecord]
 
 
 @attrs.frozen
@@ -82,9 +82,9 @@ def scores(records: Records) -> dict[str, dict[str, float]]:
     """Variant -> question id -> F1; the primary answer is variant ``primary``."""
     out: dict[str, dict[str, float]] = {"primary": {}}
     for r in records:
-        out["primary"][str(r["id"])] = float(r["f1"])
-        for variant, scored in r.get("answers", {}).items():
-            out.setdefault(variant, {})[str(r["id"])] = float(scored["f1"])
+        out["primary"][r.id] = r.f1
+        for variant, scored in r.answers.items():
+            out.setdefault(variant, {})[r.id] = scored.f1
     return out
 
 
@@ -108,23 +108,20 @@ def compare(
     return out
 
 
-def load(folder: Path) -> tuple[str, list[Mapping[str, Any]]]:
-    """A run's name and records; a RunError naming the folder if it is not a run directory or
-    its records carry no F1."""
+def load(folder: Path) -> tuple[str, list[RunRecord]]:
+    """A run's name and records; a RunError naming the folder if it is not a run directory."""
     predictions_file(folder)
     run = load_run(folder)
-    with reading(folder):
-        scores(run.records)
     return run.name, list(run.records)
 
 
-def pooled(folders: Sequence[Path], name: str) -> tuple[str, list[Mapping[str, Any]]]:
+def pooled(folders: Sequence[Path], name: str) -> tuple[str, list[RunRecord]]:
     """Run ``name`` of every dataset folder as one run, its question ids prefixed by the
     folder's name (so that questions of different datasets never pair)."""
-    records: list[Mapping[str, Any]] = []
+    records: list[RunRecord] = []
     for folder in folders:
         _, found = load(folder / name)
-        records += [{**r, "id": f"{folder.name}/{r['id']}"} for r in found]
+        records += [attrs.evolve(r, id=f"{folder.name}/{r.id}") for r in found]
     return name, records
 
 

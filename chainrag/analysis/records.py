@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from chainrag.runs import PREDICTIONS, RunError, read_lines
+from chainrag.run.record import RunRecord, read_record
+from chainrag.runs import PREDICTIONS, RunError, read_line, read_lines
 
 
 def predictions_file(folder: Path) -> Path:
@@ -18,26 +18,22 @@ def predictions_file(folder: Path) -> Path:
     return path
 
 
-def predictions(folder: Path) -> list[dict[str, Any]]:
+def predictions(folder: Path) -> list[RunRecord]:
     """The finished records of a run folder, read without changing it (a torn last line is
-    ignored); a RunError naming the folder when it has no predictions file or no line yet."""
+    ignored); a RunError naming the folder when it has no predictions file, no line yet, or a
+    line that is not a record."""
     path = predictions_file(folder)
-    records, _ = read_lines(path, repair=False)
-    if not records:
+    lines, _ = read_lines(path, repair=False)
+    if not lines:
         raise RunError(f"{path}: no predictions yet")
-    return records
+    return [read_line(path, n, line, read_record) for n, line in enumerate(lines, 1)]
 
 
 @contextmanager
 def reading(source: Path) -> Iterator[None]:
-    """Report a record an analysis cannot read as a RunError naming ``source`` (a run folder
-    whose records lack a field or hold another shape, e.g. a baseline's run given to an
-    analysis of ChainRAG's traces), not as a crash."""
+    """Report a record an analysis cannot use as a RunError naming ``source`` (e.g. a
+    baseline's run given to an analysis of ChainRAG's two answers), not as a crash."""
     try:
         yield
-    except KeyError as exc:
-        raise RunError(f"{source}: a record has no {exc} field (a run of another kind?)") from None
-    except (TypeError, AttributeError, IndexError) as exc:
-        raise RunError(f"{source}: a record of another shape ({exc})") from None
     except ValueError as exc:
         raise RunError(f"{source}: {exc}") from None

@@ -15,11 +15,12 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
-from chainrag.analysis.records import predictions, reading
+from chainrag.analysis.records import predictions
+from chainrag.run.record import RunRecord
+from chainrag.types import StepTrace
 
 # The first standalone yes/no of a judge's reply, as the judges read it
 # (chainrag.components.judges.parse_yes_no, which this package may not import: it pulls in the
@@ -51,41 +52,38 @@ class WalkSummary:
     unanswered: int
 
 
-def changed(step: Mapping[str, Any]) -> bool:
+def changed(step: StepTrace) -> bool:
     """The step was rewritten and the rewriter changed its text (a small model often returns
     the sub-question as it was)."""
-    rewritten = step.get("rewritten")
-    return bool(rewritten) and str(rewritten).strip() != str(step.get("question", "")).strip()
+    return bool(step.rewritten) and str(step.rewritten).strip() != step.question.strip()
 
 
-def summary(records: Sequence[Mapping[str, Any]]) -> WalkSummary:
+def summary(records: Sequence[RunRecord]) -> WalkSummary:
     """Counts over the records' trace steps."""
-    steps = [s for r in records for s in r.get("trace", {}).get("steps", [])]
-    walks = [s["expansion"] for s in steps if s.get("expansion")]
-    verdicts = [v for w in walks for v in w.get("verdicts", [])]
-    yes = sum(1 for v in verdicts if v.get("ok") is True)
+    steps = [s for r in records for s in r.trace.steps]
+    walks = [s.expansion for s in steps if s.expansion is not None]
+    verdicts = [v for w in walks for v in w.verdicts]
+    yes = sum(1 for v in verdicts if v.ok)
     return WalkSummary(
         questions=len(records),
         sub_questions=len(steps),
-        rewritten=sum(1 for s in steps if s.get("rewritten")),
+        rewritten=sum(1 for s in steps if s.rewritten),
         changed=sum(1 for s in steps if changed(s)),
         checks=len(verdicts),
         yes=yes,
         no=len(verdicts) - yes,
-        unread=sum(1 for v in verdicts if read_verdict(str(v.get("raw", ""))) is None),
+        unread=sum(1 for v in verdicts if read_verdict(v.raw) is None),
         walks=len(walks),
-        hops=dict(sorted(Counter(int(w.get("hops", 0)) for w in walks).items())),
-        words=sum(int(w.get("words", 0)) for w in walks) / len(walks) if walks else 0.0,
-        unanswered=sum(1 for s in steps if s.get("answer") and not s["answer"]["answered"]),
+        hops=dict(sorted(Counter(w.hops for w in walks).items())),
+        words=sum(w.words for w in walks) / len(walks) if walks else 0.0,
+        unanswered=sum(1 for s in steps if s.answer is not None and not s.answer.answered),
     )
 
 
 def walks(folder: Path) -> WalkSummary:
     """The walks of one run folder; a RunError naming it if it is not a run or its records
     are not ChainRAG's."""
-    records = predictions(folder)
-    with reading(folder):
-        return summary(records)
+    return summary(predictions(folder))
 
 
 def walks_table(folders: Sequence[Path]) -> str:

@@ -23,7 +23,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -37,9 +37,13 @@ from chainrag.metrics import qa_scores
 from chainrag.protocols.llm import LLM
 from chainrag.recipe import Recipe
 from chainrag.reservoir import Reservoir
+from chainrag.run.meta import recipe_digest
+from chainrag.run.record import RecordError, plain, structured
 from chainrag.runner import answer_question, searchable_index
-from chainrag.runs import read_lines, recipe_digest, write_json
+from chainrag.runs import read_lines, write_json
 from chainrag.types import QAExample
+
+T = TypeVar("T")
 
 PAPER_TIME_CHANGE = -0.467
 PAPER_SECONDS = (7.45, 3.97)
@@ -197,6 +201,27 @@ PARAPHRASES = "paraphrases.json"
 RESERVOIR = "reservoir.sqlite"
 
 
+@attrs.frozen
+class Experiment:
+    """An experiment folder's ``experiment.json``: what a resume must find unchanged."""
+
+    recipe: str
+    recipe_digest: str
+    dataset: str
+    questions: tuple[str, ...]
+
+    def differs(self, other: Experiment) -> str | None:
+        """How ``other`` differs from this experiment (the first field that does), or None."""
+        for field in attrs.fields(Experiment):
+            mine, theirs = getattr(self, field.name), getattr(other, field.name)
+            if mine == theirs:
+                continue
+            if field.name == "questions":
+                return f"questions: {len(theirs)} questions, not {len(mine)} (or other ones)"
+            return f"{field.name}: {theirs!r}, not {mine!r}"
+        return None
+
+
 def open_folder(
     folder: Path, recipe: Recipe, dataset: str, examples: Sequence[QAExample]
 ) -> list[Outcome]:
@@ -205,29 +230,15 @@ def open_folder(
     A new folder gets its ``experiment.json``; an existing one must hold the same experiment
     (recipe digest, dataset, questions), else a :class:`RecurringError` names what differs.
     """
-    manifest = {
-        "recipe": recipe.name,
-        "recipe_digest": recipe_digest(recipe),
-        "dataset": dataset,
-        "questions": [e.qid for e in examples],
-    }
+    wanted = Experiment(recipe.name, recipe_digest(recipe), dataset, tuple(e.qid for e in examples))
     path = folder / MANIFEST
     if path.exists():
-        try:
-            found = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RecurringError(f"{path}: not JSON ({exc})") from None
-        for key, value in manifest.items():
-            if found.get(key) != value:
-                shown = (
-                    f"{len(found.get(key) or [])} questions, not {len(value)} (or other ones)"
-                    if key == "questions"
-                    else f"{found.get(key)!r}, not {value!r}"
-                )
-                raise RecurringError(
-                    f"{folder} holds another recurring experiment ({key}: {shown}); pass "
-                    "another --out, or remove that folder to start this one afresh"
-                )
+        found = _read(path, Experiment, "experiment")
+        if (differs := wanted.differs(found)) is not None:
+            raise RecurringError(
+                f"{folder} holds another recurring experiment ({differs}); pass "
+                "another --out, or remove that folder to start this one afresh"
+            )
     elif (folder / OUTCOMES).exists() or (folder / RESERVOIR).exists():
         raise RecurringError(
             f"{folder} has outcomes or a reservoir but no {MANIFEST}: it was not made by this "
@@ -235,18 +246,33 @@ def open_folder(
         )
     else:
         folder.mkdir(parents=True, exist_ok=True)
-        write_json(path, manifest)
-    records, _ = read_lines(folder / OUTCOMES, repair=True)
-    fields = {a.name for a in attrs.fields(Outcome)}
+        write_json(path, plain(wanted))
+    lines, _ = read_lines(folder / OUTCOMES, repair=True)
     done = []
-    for number, record in enumerate(records, 1):
-        if not fields >= record.keys() or "reservoir_last_id" not in record:
-            raise RecurringError(
-                f"{folder / OUTCOMES}, line {number}: not an outcome of this version "
-                f"(fields {sorted(record)})"
-            )
-        done.append(Outcome(**record))
+    for number, line in enumerate(lines, 1):
+        if "reservoir_last_id" not in line:
+            raise RecurringError(f"{folder / OUTCOMES}, line {number}: not an outcome of this "
+                                 f"version (fields {sorted(line)})")  # fmt: skip
+        done.append(_read_line(folder / OUTCOMES, number, line))
     return done
+
+
+def _read(path: Path, cls: type[T], what: str) -> T:
+    try:
+        return structured(json.loads(path.read_text(encoding="utf-8")), cls, what)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RecurringError(f"{path}: not JSON ({exc})") from None
+    except RecordError as exc:
+        raise RecurringError(f"{path}: not this experiment's file ({exc})") from None
+
+
+def _read_line(path: Path, number: int, line: Mapping[str, Any]) -> Outcome:
+    try:
+        return structured(line, Outcome, "outcome")
+    except RecordError as exc:
+        raise RecurringError(
+            f"{path}, line {number}: not an outcome of this version ({exc})"
+        ) from None
 
 
 def folder_paraphrases(folder: Path, examples: Sequence[QAExample], llm: LLM) -> dict[str, str]:
@@ -265,47 +291,62 @@ def folder_paraphrases(folder: Path, examples: Sequence[QAExample], llm: LLM) ->
     return {e.qid: stored[e.qid] for e in examples}
 
 
-def summary(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+@attrs.frozen
+class PhaseSummary:
+    """One phase's means over its questions: F1, EM and share using memory in %, seconds,
+    external knowledge items and LLM calls per question."""
+
+    phase: str
+    n: int
+    f1: float
+    em: float
+    seconds: float
+    retrievals: float
+    from_memory: float
+    calls: float
+
+
+def summary(outcomes: Sequence[Outcome]) -> list[PhaseSummary]:
+    """Each phase with outcomes, in :data:`PHASES` order."""
     rows = []
     for phase in PHASES:
         mine = [o for o in outcomes if o.phase == phase.name]
         if not mine:
             continue
         n = len(mine)
-        rows.append({
-            "phase": phase.name, "n": n,
-            "f1": 100 * sum(o.f1 for o in mine) / n, "em": 100 * sum(o.em for o in mine) / n,
-            "seconds": sum(o.seconds for o in mine) / n,
-            "retrievals": sum(o.retrievals for o in mine) / n,
-            "from_memory": 100 * sum(o.from_memory for o in mine) / n,
-            "calls": sum(o.calls for o in mine) / n,
-        })  # fmt: skip
+        rows.append(PhaseSummary(
+            phase.name, n, f1=100 * sum(o.f1 for o in mine) / n,
+            em=100 * sum(o.em for o in mine) / n, seconds=sum(o.seconds for o in mine) / n,
+            retrievals=sum(o.retrievals for o in mine) / n,
+            from_memory=100 * sum(o.from_memory for o in mine) / n,
+            calls=sum(o.calls for o in mine) / n,
+        ))  # fmt: skip
     return rows
 
 
 def table(outcomes: Sequence[Outcome], dataset: str) -> str:
     rows = summary(outcomes)
     lines = [
-        f"Recurring questions on {dataset} ({rows[0]['n'] if rows else 0} questions)", "",
+        f"Recurring questions on {dataset} ({rows[0].n if rows else 0} questions)", "",
         "| phase | F1 | EM | s/q | external items/q | used memory % | LLM calls/q |",
         "|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for r in rows:
         lines.append(
-            f"| {r['phase']} | {r['f1']:.2f} | {r['em']:.2f} | {r['seconds']:.2f} | "
-            f"{r['retrievals']:.2f} | {r['from_memory']:.0f} | {r['calls']:.1f} |"
+            f"| {r.phase} | {r.f1:.2f} | {r.em:.2f} | {r.seconds:.2f} | "
+            f"{r.retrievals:.2f} | {r.from_memory:.0f} | {r.calls:.1f} |"
         )
-    by = {r["phase"]: r for r in rows}
+    by = {r.phase: r for r in rows}
     for kind in ("asked again", "paraphrased"):
         on = by.get(f"{kind}, with the reservoir")
         off = by.get(f"{kind}, no reservoir")
-        if on and off and off["seconds"] > 0:
-            change = (on["seconds"] - off["seconds"]) / off["seconds"]
-            saved = off["retrievals"] - on["retrievals"]
+        if on and off and off.seconds > 0:
+            change = (on.seconds - off.seconds) / off.seconds
+            saved = off.retrievals - on.retrievals
             lines.append(
                 f"\n{kind}: time {100 * change:+.1f}% with the reservoir, "
                 f"{saved:.2f} external knowledge items saved per question, "
-                f"F1 {on['f1'] - off['f1']:+.2f} points"
+                f"F1 {on.f1 - off.f1:+.2f} points"
             )
     lines.append(
         f"\nSeed 004 reports (its Table 2, as the authors' repository gives it): time "

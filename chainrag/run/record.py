@@ -1,0 +1,225 @@
+"""The typed line of a run: one answered question (:class:`RunRecord`) or one that failed
+(:class:`QuestionError`), each one JSON object in a run folder's ``predictions.jsonl`` or
+``errors.jsonl``.
+
+    line = record_line(record)          # the JSON object, as written
+    record = read_record(line)          # a RunRecord again; RecordError if it is not one
+
+A record holds the question (id, dataset, text, type, gold answers), each answer variant's text
+and scores (the primary first), the retrieval scores, the seconds the question took and the
+method's whole typed trace (:class:`~chainrag.types.Prediction`, with its LLM usage). Its line
+keeps the shape ``chainrag run`` has always written, so that a line is readable without this
+package: the primary answer's ``primary``, ``answer``, ``em`` and ``f1`` beside ``answers``, and
+the usage (in total and per prompt id) at the top; the trace is written without its usage per
+prompt (the top holds it). :data:`RECORD_FORMAT` versions it: a line without ``format`` was
+written before the key existed (format 1, the same fields; its trace may mark a step answered
+from a knowledge reservoir by a ``"memory: "`` question prefix, which
+:func:`~chainrag.types.read_legacy_step` reads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+
+from chainrag.errors import ChainragError
+from chainrag.structure import make_converter, problems, to_plain, type_name
+from chainrag.types import Prediction, Usage, read_legacy_step
+
+T = TypeVar("T")
+
+RECORD_FORMAT = 2
+"""The version of a record's line; lines without ``format`` are format 1."""
+
+
+class RecordError(ChainragError, ValueError):
+    """A JSON line that is not a run record (of this version); the message lists every problem
+    with its path (``required key missing @ record.gold``)."""
+
+
+@attrs.frozen
+class ScoredAnswer:
+    """One answer variant of a question with its EM and F1 against the gold answers (0..1)."""
+
+    text: str
+    em: float
+    f1: float
+
+
+@attrs.frozen
+class RetrievalRecord:
+    """Retrieval scores of a question's units against its gold evidence (see
+    :mod:`chainrag.metrics`): the gold ``level`` (``paragraph`` or ``sentence``) and ``scores``
+    by name (``recall@5``, ``hit@4``, ``mrr``, ``recall@all``, ``words``), in the line's order."""
+
+    level: str
+    scores: Mapping[str, float]
+
+
+@attrs.frozen
+class RunRecord:
+    """One answered question of a run (see the module docstring).
+
+    Attributes:
+        answers: Answer variant -> its text and scores, the primary (the method's first
+            answer) first; ChainRAG gives ``ansint`` and ``cxtint``.
+        retrieval: None when the question has no gold evidence to score against.
+        trace: The method's prediction, with the question's LLM usage (``trace.usage``, and per
+            prompt id ``trace.usage_by_prompt``).
+        seconds: Wall time of the question, index building included (rounded to ms).
+    """
+
+    id: str
+    dataset: str
+    question: str
+    question_type: str
+    gold: tuple[str, ...]
+    answers: Mapping[str, ScoredAnswer]
+    retrieval: RetrievalRecord | None
+    trace: Prediction
+    seconds: float
+
+    @property
+    def primary(self) -> str:
+        """The primary answer variant's name ("" for a method that gave no answer)."""
+        return next(iter(self.answers), "")
+
+    @property
+    def scored(self) -> ScoredAnswer:
+        """The primary answer with its scores (EM and F1 0 when there is none)."""
+        return self.answers[self.primary] if self.answers else ScoredAnswer("", 0.0, 0.0)
+
+    @property
+    def em(self) -> float:
+        return self.scored.em
+
+    @property
+    def f1(self) -> float:
+        return self.scored.f1
+
+    @property
+    def usage(self) -> Usage:
+        """The LLM calls, cache hits, tokens, latency and cost of the question."""
+        return self.trace.usage
+
+
+@attrs.frozen
+class QuestionError:
+    """The ``errors.jsonl`` line of a question that failed (credentials already masked).
+
+    ``bug`` marks an exception that is not a :class:`~chainrag.errors.ChainragError` (a defect
+    to report, recorded with the end of its ``traceback``); the run went on either way.
+    """
+
+    id: str
+    error: str
+    message: str
+    when: str
+    bug: bool = False
+    traceback: str | None = None
+
+
+# --------------------------------------------------------------------------- lines
+
+
+def _make() -> cattrs.Converter:
+    conv = make_converter()
+    omit = cattrs.gen.make_dict_unstructure_fn(QuestionError, conv, _cattrs_omit_if_default=True)
+    conv.register_unstructure_hook(QuestionError, omit)
+    return conv
+
+
+CONVERTER = _make()
+"""The strict project converter (:func:`chainrag.structure.make_converter`) that run records
+are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
+``traceback`` when they are unset."""
+
+
+def plain(value: Any, converter: cattrs.Converter = CONVERTER) -> Any:
+    """An attrs value as JSON data (tuples as lists)."""
+    return to_plain(converter.unstructure(value))
+
+
+def structured(data: Any, cls: type[T], what: str, converter: cattrs.Converter = CONVERTER) -> T:
+    """``data`` as a ``cls``; a :class:`RecordError` lists every problem, each with its path
+    from ``what`` (``required key missing @ record.gold``)."""
+    if not isinstance(data, Mapping):
+        raise RecordError(f"expected a JSON object, got {type_name(data)}")
+    try:
+        return converter.structure(data, cls)
+    except Exception as exc:  # a cattrs error tree, or a validator's error
+        found = problems(exc, what)
+        raise RecordError("; ".join(map(str, found)) or f"{what}: {exc}") from None
+
+
+def record_line(record: RunRecord) -> dict[str, Any]:
+    """The JSON object of ``record`` as ``predictions.jsonl`` holds it (see the module
+    docstring for its shape)."""
+    trace = record.trace
+    retrieval = None
+    if record.retrieval is not None:
+        retrieval = {"level": record.retrieval.level, **record.retrieval.scores}
+    return {
+        "id": record.id,
+        "dataset": record.dataset,
+        "question": record.question,
+        "question_type": record.question_type,
+        "gold": list(record.gold),
+        "primary": record.primary,
+        "answer": trace.answer,
+        "em": record.em,
+        "f1": record.f1,
+        "answers": {name: plain(scored) for name, scored in record.answers.items()},
+        "retrieval": retrieval,
+        "usage": plain(trace.usage),
+        "usage_by_prompt": {prompt: plain(usage) for prompt, usage in trace.usage_by_prompt},
+        "seconds": record.seconds,
+        "trace": plain(attrs.evolve(trace, usage_by_prompt=())),
+        "format": RECORD_FORMAT,
+    }
+
+
+_DERIVED = ("primary", "answer", "em", "f1", "format")
+"""Keys of a line that repeat what the record holds elsewhere (and its version)."""
+
+
+def read_record(data: Any) -> RunRecord:
+    """The record of one ``predictions.jsonl`` line (of format 1 or :data:`RECORD_FORMAT`); a
+    :class:`RecordError` listing what is missing or of the wrong type otherwise."""
+    if not isinstance(data, Mapping):
+        raise RecordError(f"expected a JSON object, got {type_name(data)}")
+    version = data.get("format", 1)
+    if version not in (1, RECORD_FORMAT):
+        raise RecordError(
+            f"record format {version!r}: written by another version of chainrag (this one "
+            f"reads formats 1 to {RECORD_FORMAT})"
+        )
+    fields = {k: v for k, v in data.items() if k not in _DERIVED}
+    trace, usage = fields.get("trace"), fields.pop("usage", None)
+    by_prompt = fields.pop("usage_by_prompt", {})
+    if isinstance(trace, Mapping):  # the usage is the line's, at its top
+        trace = {**trace, "usage": usage} if usage is not None else dict(trace)
+        if isinstance(by_prompt, Mapping):
+            trace["usage_by_prompt"] = [[k, v] for k, v in by_prompt.items()]
+        steps = trace.get("steps")
+        if version == 1 and isinstance(steps, list):
+            trace["steps"] = [read_legacy_step(s) if isinstance(s, Mapping) else s for s in steps]
+        fields["trace"] = trace
+    retrieval = fields.get("retrieval")
+    if isinstance(retrieval, Mapping):
+        scores = {k: v for k, v in retrieval.items() if k != "level"}
+        fields["retrieval"] = {"level": retrieval.get("level"), "scores": scores}
+    return structured(fields, RunRecord, "record")
+
+
+def error_line(error: QuestionError) -> dict[str, Any]:
+    """The JSON object of a failed question as ``errors.jsonl`` holds it."""
+    return plain(error)  # type: ignore[no-any-return]
+
+
+def read_error(data: Any) -> QuestionError:
+    """The failed question of one ``errors.jsonl`` line; a :class:`RecordError` otherwise."""
+    return structured(data, QuestionError, "error")

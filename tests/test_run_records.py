@@ -1,0 +1,149 @@
+"""Typed run records (issue 21): a run's lines and run.json read into attrs classes and written
+back unchanged; every run folder in docs/ still loads; the report and the analyses print the
+bytes they printed before the records were typed (tests/data holds a small stored run, cut
+from docs/runs, and what the untyped code printed for it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from typer.testing import CliRunner
+
+from chainrag.cli import app
+from chainrag.run.meta import meta_data, read_meta
+from chainrag.run.record import (
+    RECORD_FORMAT,
+    QuestionError,
+    RecordError,
+    RetrievalRecord,
+    error_line,
+    read_error,
+    read_record,
+    record_line,
+)
+from chainrag.runs import RunDir
+from chainrag.types import Expansion, StepTrace, SubAnswer, Usage, Verdict
+
+from .conftest import ROOT
+from .run_records import record
+
+STORED = sorted((ROOT / "docs").rglob("predictions.jsonl"))
+DATA = ROOT / "tests" / "data"
+
+
+def _with_todays_defaults(trace: dict[str, Any]) -> dict[str, Any]:
+    """A trace written before ``read``, ``kept`` and ``from_memory`` existed, as it is written
+    now (those fields at their defaults)."""
+    steps = [{"kept": None, "from_memory": False} | s for s in trace["steps"]]
+    return {"read": None} | trace | {"steps": steps}
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: str(p.parent.relative_to(ROOT)))
+def test_every_stored_line_reads_and_is_written_back_as_it_was(path: Path) -> None:
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = json.loads(text)
+        found = read_record(line)
+        again = record_line(found)
+        assert again.pop("format") == RECORD_FORMAT
+        expected = line | {"trace": _with_todays_defaults(line["trace"])}
+        assert again == expected, f"{path}, line {number}"
+        assert list(again) == list(line)  # the same keys in the same order
+        assert read_record(record_line(found)) == found
+
+
+def test_every_stored_run_json_is_written_back_byte_for_byte() -> None:
+    stored = sorted((ROOT / "docs").rglob("run.json"))
+    assert len(stored) >= 40
+    for path in stored:
+        text = path.read_text(encoding="utf-8")
+        meta = read_meta(json.loads(text))
+        assert json.dumps(meta_data(meta), indent=2, ensure_ascii=False) + "\n" == text, path
+        assert RunDir(path.parent).meta() == meta
+    for path in sorted((ROOT / "docs").rglob("errors.jsonl")):
+        for text in path.read_text(encoding="utf-8").splitlines():
+            assert error_line(read_error(json.loads(text))) == json.loads(text)
+
+
+def test_a_record_round_trips_through_its_line() -> None:
+    usage = Usage(calls=2, cache_hits=1, prompt_tokens=30, completion_tokens=4, latency_s=0.5)
+    expansion = Expansion((3, 1), (3,), 1, (Verdict(True, "yes"),), 40)
+    steps = [
+        StepTrace("Who?", "Who is he?", (3, 1), expansion, SubAnswer("Who?", "Ann", True), usage),
+        StepTrace("Where?", from_memory=True, kept=()),
+    ]
+    made = record("q1", {"ansint": 0.5, "cxtint": 1.0}, gold=["Ann", "Anne"], usage=usage,
+                  retrieval=RetrievalRecord("sentence", {"recall@2": 0.5, "mrr": 1.0}),
+                  steps=steps, question_type="compose")  # fmt: skip
+    made = attrs.evolve(
+        made, trace=attrs.evolve(made.trace, usage_by_prompt=(("decompose", usage),))
+    )
+    line = json.loads(json.dumps(record_line(made)))
+    assert (line["primary"], line["f1"], line["em"], line["answer"]) == ("ansint", 0.5, 0.5, "x")
+    assert line["usage_by_prompt"]["decompose"]["calls"] == 2
+    assert line["trace"]["usage_by_prompt"] == []  # held once, at the top
+    assert line["retrieval"] == {"level": "sentence", "recall@2": 0.5, "mrr": 1.0}
+    assert read_record(line) == made
+    no_answer = record("q2")
+    assert (no_answer.primary, no_answer.f1, record_line(no_answer)["answer"]) == ("", 0.0, "")
+
+
+def test_an_old_line_marks_a_memory_step_by_its_question() -> None:
+    line = record_line(record("q1", {"four_module": 1.0}, steps=[StepTrace("memory: Paris")]))
+    del line["format"]
+    del line["trace"]["steps"][0]["from_memory"]
+    (step,) = read_record(line).trace.steps
+    assert (step.question, step.from_memory) == ("Paris", True)
+    line["format"] = RECORD_FORMAT  # today's lines say it with from_memory, never the prefix
+    line["trace"]["steps"][0]["from_memory"] = False
+    (step,) = read_record(line).trace.steps
+    assert (step.question, step.from_memory) == ("memory: Paris", False)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"format": 3}, r"record format 3: written by another version of chainrag"),
+        ({"seconds": "2"}, r"expected a number, got '2' @ record.seconds"),
+        ({"answers": {"ansint": {"text": "x", "f1": 1.0}}}, r"missing @ record.answers.ansint.em"),
+        ({"extra": 1}, r"unknown key 'extra'"),
+        ({"trace": None}, r"expected a mapping, got null @ record.trace"),
+    ],
+)
+def test_a_line_that_is_not_a_record_says_what_is_wrong(
+    change: dict[str, Any], message: str
+) -> None:
+    line = record_line(record("q1", {"naive": 1.0})) | change
+    with pytest.raises(RecordError, match=message):
+        read_record(line)
+
+
+def test_a_failed_question_line_keeps_its_shape() -> None:
+    plain = QuestionError("q1", "LLMTimeoutError", "timed out", "2026-11-22T07:07:47+0000")
+    assert list(error_line(plain)) == ["id", "error", "message", "when"]
+    bug = QuestionError("q2", "KeyError", "'choices'", "now", bug=True, traceback="Traceback…")
+    assert error_line(bug)["bug"] is True and read_error(error_line(bug)) == bug
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["report", "tests/data/runs", "--no-plots"], "report.md"),
+        (["report", "tests/data/runs", "--no-plots", "--all-questions"], "report_all_questions.md"),
+        (["walks", "tests/data/runs/2wiki/ansint", "tests/data/runs/musique/ansint",
+          "tests/data/runs/musique/no_graph"], "walks.md"),
+        (["integration-gap", "tests/data/runs/2wiki/ansint", "--list"], "integration_gap.md"),
+        (["compare", "tests/data/runs/musique/ansint", "tests/data/runs/musique/no_graph"],
+         "compare.md"),
+    ],
+)  # fmt: skip
+def test_commands_print_what_they_printed_before_the_records_were_typed(
+    args: list[str], expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert done.stdout == (DATA / expected).read_text(encoding="utf-8")
