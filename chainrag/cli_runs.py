@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, Any
 
-import attrs
 import typer
 
+from chainrag.cli_common import Progress
 from chainrag.data import dataset_slug as dataset_slug  # the run folder of a dataset
-from chainrag.errors import ChainragError, Interrupted, signal_name
+from chainrag.errors import ChainragError, signal_name
 from chainrag.recipe import load_recipe
-from chainrag.runs import json_line, write_recipe
 
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
@@ -57,28 +54,6 @@ def check_cache_mode(cache_mode: str) -> None:
         raise _fail(f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", 2)
 
 
-class _Bar:
-    """A tqdm bar fed by :func:`chainrag.evaluate.run_recipe`'s progress callback."""
-
-    def __init__(self, desc: str) -> None:
-        from tqdm import tqdm
-
-        self._tqdm = tqdm
-        self._bar: Any = None
-        self._desc = desc
-
-    def __call__(self, done: int, total: int, tally: Any) -> None:
-        if self._bar is None:
-            self._bar = self._tqdm(total=total, initial=done, desc=self._desc, unit="q")
-        self._bar.n = done
-        self._bar.set_postfix(tally.postfix(), refresh=False)
-        self._bar.refresh()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-
 def run(
     recipes: Annotated[list[Path], typer.Argument(help="Method recipes to run, one run each.")],
     dataset: Annotated[list[str], typer.Option(help=DATASET_HELP)],
@@ -103,7 +78,7 @@ def run(
     """Answer a dataset's questions with each recipe; one JSON line per question in a run
     directory. Run the same command again to continue a stopped run: finished questions are
     kept, a torn last line is repaired, only the rest is run."""
-    from chainrag.jobs import Job, load_questions, load_recipes
+    from chainrag.run.jobs import Job, load_questions, load_recipes
 
     check_cache_mode(cache_mode)
     if engine not in ("local", "ray"):
@@ -131,13 +106,14 @@ def run(
 
 def _locally(jobs: Sequence[Any], loaded: Sequence[Any], questions: dict[str, Any]) -> list[Any]:
     """Every dataset's recipes in this process (recipes with one llm: share its server)."""
-    from chainrag.jobs import run_group
+    from chainrag.run.jobs import run_group
+    from chainrag.run.session import sigterm_as_interrupt
 
     results: list[Any] = []
     try:
-        with sigterm_as_interrupt():
+        with sigterm_as_interrupt(), Progress("q") as progress:
             for job in jobs[:: len(loaded)]:  # one job per dataset stands for its group
-                done = run_group(job, loaded, questions[job.dataset], bar=_Bar,
+                done = run_group(job, loaded, questions[job.dataset], progress=progress,
                                  on_result=_say_result, say=typer.echo)  # fmt: skip
                 results += done
                 if done and done[-1].session.interrupted:
@@ -153,7 +129,7 @@ def _locally(jobs: Sequence[Any], loaded: Sequence[Any], questions: dict[str, An
 
 def _on_ray(jobs: Sequence[Any], cpus: float) -> list[Any]:
     """Every job as a Ray task; each prints its result as the grid finishes."""
-    from chainrag.jobs import run_grid_ray
+    from chainrag.run.jobs import run_grid_ray
 
     typer.echo(f"{len(jobs)} job(s) as Ray tasks ({cpus:g} CPU each)…")
     try:
@@ -173,23 +149,6 @@ def _interrupted(name: str) -> typer.Exit:
     typer.secho(f"\ninterrupted ({name}): finished questions are kept; run the same command "
                 "to resume", fg="yellow", err=True)  # fmt: skip
     return typer.Exit(128 + signal.Signals[name].value)
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block SIGTERM raises :class:`~chainrag.errors.Interrupted`, a
-    KeyboardInterrupt, so it ends a run as Ctrl-C does (a managed server is stopped by its
-    ``with`` block either way)."""
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise Interrupted(signum)
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _say_result(job_result: Any) -> None:
@@ -260,12 +219,10 @@ def recurring(
 
     Resumable: run the same command again after a crash or Ctrl-C and it continues where it
     stopped (the reservoir is rolled back to the last recorded question)."""
-    from tqdm import tqdm
-
     from chainrag.data import load_dataset
     from chainrag.experiments import recurring as rec
     from chainrag.llm import open_llm
-    from chainrag.paths import cache_root
+    from chainrag.paths import llm_cache_path
 
     check_cache_mode(cache_mode)
     folder = out / f"recurring-{dataset}"
@@ -273,34 +230,32 @@ def recurring(
         resolved = load_recipe(recipe)
         rec.with_reservoir(resolved, None)  # checks the method
         examples = load_dataset(dataset, limit)
-        done = rec.open_folder(folder, resolved, dataset, examples)
         total = len(examples) * len(rec.PHASES)
-        if done:
-            typer.echo(f"{folder}: resuming, {len(done)} of {total} question-phases already done")
-        bar = tqdm(total=total, initial=len(done), desc="recurring", unit="q")
-        with (
-            open_llm(resolved.llm, cache_path=cache_root() / "llm-cache.sqlite",
-                     cache_mode=cache_mode) as llm,  # type: ignore[arg-type]
-            (folder / rec.OUTCOMES).open("ab") as fh,
-        ):  # fmt: skip
+        done = 0
 
-            def record(outcome: rec.Outcome) -> None:
-                fh.write(json_line(attrs.asdict(outcome)))
-                fh.flush()
-                bar.update(1)
-                bar.set_postfix(phase=outcome.phase[:24])
+        def started(recorded: int, total: int) -> None:
+            nonlocal done
+            done = recorded
+            if recorded:
+                typer.echo(f"{folder}: resuming, {recorded} of {total} question-phases "
+                           "already done")  # fmt: skip
+            progress("recurring", done, total)
 
-            reworded = rec.folder_paraphrases(folder, examples, llm)
-            outcomes = rec.run(resolved, examples, llm, folder / rec.RESERVOIR, done=done,
-                               reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
-        bar.close()
+        def moved(outcome: rec.Outcome) -> None:
+            nonlocal done
+            done += 1
+            progress("recurring", done, total, {"phase": outcome.phase[:24]})
+
+        def llm() -> Any:
+            return open_llm(resolved.llm, cache_path=llm_cache_path(), cache_mode=cache_mode)  # type: ignore[arg-type]
+
+        with Progress("q") as progress:
+            outcomes = rec.in_folder(folder, resolved, dataset, examples, llm,
+                                     on_start=started, on_outcome=moved)  # fmt: skip
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)
         raise typer.Exit(1) from None
-    text = rec.table(outcomes, dataset)
-    (folder / "table.md").write_text(text + "\n", encoding="utf-8")
-    write_recipe(folder / "recipe.yaml", resolved)
-    typer.echo(text)
+    typer.echo(rec.table(outcomes, dataset))
     typer.echo(f"saved to {folder}")
 
 
@@ -325,8 +280,8 @@ def ask(
     from chainrag.data import load_context_file
     from chainrag.index import IndexCache
     from chainrag.llm import open_llm
-    from chainrag.paths import cache_root
-    from chainrag.runner import answer_question, searchable_index
+    from chainrag.paths import llm_cache_path
+    from chainrag.run.question import answer_question, searchable_index
     from chainrag.structure import unstructure
     from chainrag.trace import render
     from chainrag.types import QAExample
@@ -337,8 +292,7 @@ def ask(
         example = QAExample("ask", "ask", question, load_context_file(context))
         models = ModelStore()
         index = searchable_index(resolved, example, models, IndexCache())
-        cache_path = cache_root() / "llm-cache.sqlite"
-        with open_llm(resolved.llm, cache_path=cache_path, cache_mode=cache_mode) as llm:  # type: ignore[arg-type]
+        with open_llm(resolved.llm, cache_path=llm_cache_path(), cache_mode=cache_mode) as llm:  # type: ignore[arg-type]
             prediction = answer_question(resolved, example, llm, models=models, index=index)
     except ChainragError as exc:
         typer.secho(f"FAIL {exc}", fg="red", err=True)

@@ -24,9 +24,10 @@ from typing import Any
 
 import attrs
 
+from chainrag.run.files import RunError
+from chainrag.run.folder import RunDir
 from chainrag.run.meta import RunMeta
 from chainrag.run.record import RunRecord
-from chainrag.runs import RunDir, RunError
 
 PRETTY = {
     "ansint": "ChainRAG (AnsInt)",

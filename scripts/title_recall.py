@@ -18,13 +18,12 @@ from pathlib import Path
 
 from chainrag.context import ModelStore
 from chainrag.data import load_dataset
-from chainrag.evaluate import retrieved_units
 from chainrag.graph import units_of
 from chainrag.index import IndexCache
 from chainrag.metrics import title_retrieval_scores
 from chainrag.recipe import parse_yaml, structure
-from chainrag.runner import searchable_index
-from chainrag.runs import RunDir
+from chainrag.run.folder import RunDir
+from chainrag.run.question import retrieved_units, searchable_index
 
 
 def title_recall(folder: Path) -> dict[str, float]:

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from chainrag.data import load_dataset
-from chainrag.evaluate import run_recipe
 from chainrag.llm.fake import ScriptedLLM
-from chainrag.runs import RunDir, RunError, read_lines
+from chainrag.run.files import RunError, read_lines
+from chainrag.run.folder import RunDir
+from chainrag.run.session import run_recipe
 from chainrag.types import LLMRequest
 
 from .conftest import SHARED
@@ -181,7 +182,7 @@ def test_a_run_made_before_components_gained_parameters_still_resumes(tmp_path: 
 
     from chainrag.data import dataset_path
     from chainrag.recipe import load_recipe
-    from chainrag.runs import recipe_digest
+    from chainrag.run.meta import recipe_digest
 
     from .conftest import ROOT
 

@@ -18,7 +18,7 @@ from chainrag.index import IndexCache
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.llm.prompts import available
 from chainrag.recipe import Recipe, load_recipe, recipe_files
-from chainrag.runner import RecipeIncompleteError, answer_question
+from chainrag.run.question import RecipeIncompleteError, answer_question
 from chainrag.types import LLMRequest, QAExample
 
 from .conftest import ROOT

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli import app
+from chainrag.run.folder import RunDir
 from chainrag.run.meta import meta_data, read_meta
 from chainrag.run.record import (
     RECORD_FORMAT,
@@ -25,7 +26,6 @@ from chainrag.run.record import (
     read_record,
     record_line,
 )
-from chainrag.runs import RunDir
 from chainrag.types import Expansion, StepTrace, SubAnswer, Usage, Verdict
 
 from .conftest import ROOT
@@ -147,3 +147,27 @@ def test_commands_print_what_they_printed_before_the_records_were_typed(
     done = CliRunner().invoke(app, args)
     assert done.exit_code == 0, done.output
     assert done.stdout == (DATA / expected).read_text(encoding="utf-8")
+
+
+def test_the_stored_recurring_experiment_reads_back_to_its_table() -> None:
+    from chainrag.experiments import recurring as rec
+    from chainrag.run.files import finished
+
+    folder = ROOT / "docs" / "runs" / "recurring-musique"
+    outcomes, torn = finished(folder / rec.OUTCOMES, rec.read_outcome, repair=False)
+    assert torn == 0 and len(outcomes) == 50
+    assert rec.table(outcomes, "musique") + "\n" == (folder / "table.md").read_text()
+
+
+def test_a_recurring_experiment_folder_is_locked_like_a_run_folder(tmp_path: Path) -> None:
+    from contextlib import nullcontext
+
+    from chainrag.experiments import recurring as rec
+    from chainrag.llm.fake import ScriptedLLM
+    from chainrag.recipe import load_recipe
+    from chainrag.run.files import RunError, locked
+
+    recipe = load_recipe(ROOT / "recipes" / "seeds" / "four_module.yaml")
+    with locked(tmp_path), pytest.raises(RunError, match="another chainrag run"):
+        rec.in_folder(tmp_path, recipe, "musique", [], lambda: nullcontext(ScriptedLLM({})))
+    assert not (tmp_path / rec.MANIFEST).exists()

@@ -18,12 +18,13 @@ from typer.testing import CliRunner
 from chainrag.cli import app
 from chainrag.data import load_dataset
 from chainrag.errors import ChainragError
-from chainrag.evaluate import run_recipe
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipe import Recipe, load_recipe
 from chainrag.report import find_runs, markdown, plots, rows_of
+from chainrag.run.files import RunError, locked, read_lines
+from chainrag.run.folder import RunDir
 from chainrag.run.record import RetrievalRecord
-from chainrag.runs import RunDir, RunError, locked, read_lines
+from chainrag.run.session import run_recipe
 from chainrag.types import LLMRequest, LLMResponse, QAExample, Usage
 
 from .conftest import ROOT, SHARED
@@ -198,6 +199,40 @@ def test_concurrency_bounds_llm_requests_in_flight(
     assert len(llm.threads) == concurrency  # the questions really ran in that many workers
     ids = [r.id for r in run.records()[0]]
     assert sorted(ids) == sorted(e.qid for e in examples) and len(set(ids)) == 12
+
+
+class InterruptingLLM(SlowLLM):
+    """A slow LLM that sends SIGINT to the main thread (Ctrl-C) during its ``at``-th request."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__(delay=0.2)
+        self.at = at
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        with self.lock:
+            nth = self.calls + 1
+        if nth == self.at:
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        return super().complete(request)
+
+
+def test_an_interrupt_cancels_the_questions_not_started(tmp_path: Path) -> None:
+    """Ctrl-C while 2 of 10 questions are in flight: those 2 finish and are written, the rest
+    never start, and the session ends as interrupted; the next session does the rest."""
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 10)
+    run = start(tmp_path, path, recipe)
+    llm = InterruptingLLM(at=3)
+    result = run_recipe(recipe, examples, run, llm, concurrency=2, llm_slots=2)
+    assert result.interrupted == "SIGINT"
+    assert 3 <= llm.calls <= 4 and result.answered == llm.calls  # in flight: finished, kept
+    assert len(run.records()[0]) == result.answered
+    again = run_recipe(recipe, examples, run, SlowLLM(delay=0.0))
+    assert (again.skipped, again.answered, again.interrupted) == (
+        result.answered,
+        10 - result.answered,
+        None,
+    )
 
 
 def test_failed_questions_go_to_errors_and_are_tried_again(tmp_path: Path) -> None:
@@ -442,7 +477,7 @@ def test_report_puts_the_datasets_side_by_side(tmp_path: Path) -> None:
 
 
 def test_model_identities_name_the_default_embedder() -> None:
-    from chainrag.runs import model_identities
+    from chainrag.run.meta import model_identities
 
     identities = model_identities(load_recipe(ROOT / "recipes" / "baselines" / "naive.yaml"))
     llm = identities.llm

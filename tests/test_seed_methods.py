@@ -21,7 +21,7 @@ from chainrag.data import load_dataset
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipe import Recipe, load_recipe
 from chainrag.reservoir import Reservoir
-from chainrag.runner import answer_question
+from chainrag.run.question import answer_question
 from chainrag.types import (
     KnowledgeItem,
     LLMRequest,
@@ -211,7 +211,7 @@ def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExam
     assert kept.items and all("Namangan" in i.text for i in kept.items)  # only what was kept
     assert reader.count("Namangan") >= len(kept.items)
     from chainrag.context import ModelStore
-    from chainrag.runner import searchable_index
+    from chainrag.run.question import searchable_index
 
     texts = searchable_index(recipe, example, ModelStore()).texts
     for step in first.steps:  # the trace says which retrieved units the filter kept

@@ -4,10 +4,11 @@ than noise (:mod:`~chainrag.analysis.paired`), what ChainRAG's graph walks did
 (:mod:`~chainrag.analysis.integration_gap`). The commands ``chainrag compare``, ``chainrag
 walks`` and ``chainrag integration-gap`` print what these functions return.
 
-Layer: this package may import the run folders (:mod:`chainrag.runs`), the report's run reader
-(:mod:`chainrag.report`), the answer metrics (:mod:`chainrag.metrics`) and the errors; never
-the LLM layer (:mod:`chainrag.llm`, nor components that pull it in) nor the CLI. It reads
-stored records only: no model, no LLM call.
+Layer: this package may import the run folders and their records (:mod:`chainrag.run.files`,
+:mod:`~chainrag.run.folder`, :mod:`~chainrag.run.record`, :mod:`~chainrag.run.meta`), the
+report's run reader (:mod:`chainrag.report`), the answer metrics (:mod:`chainrag.metrics`) and
+the errors; never the LLM layer (:mod:`chainrag.llm`, nor components that pull it in) nor the
+CLI. It reads stored records only: no model, no LLM call.
 """
 
 from chainrag.analysis.integration_gap import IntegrationGap, Split, holds, integration_gap

@@ -22,8 +22,8 @@ import numpy as np
 
 from chainrag.analysis.records import predictions_file
 from chainrag.report import load_run
+from chainrag.run.files import RunError
 from chainrag.run.record import RunRecord
-from chainrag.runs import RunError
 
 SAME = 1e-9  # F1 differences below this count as "same"
 

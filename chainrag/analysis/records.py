@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from chainrag.run.files import RunError, finished
+from chainrag.run.folder import PREDICTIONS
 from chainrag.run.record import RunRecord, read_record
-from chainrag.runs import PREDICTIONS, RunError, read_line, read_lines
 
 
 def predictions_file(folder: Path) -> Path:
@@ -23,10 +24,10 @@ def predictions(folder: Path) -> list[RunRecord]:
     ignored); a RunError naming the folder when it has no predictions file, no line yet, or a
     line that is not a record."""
     path = predictions_file(folder)
-    lines, _ = read_lines(path, repair=False)
-    if not lines:
+    records, _ = finished(path, read_record, repair=False)
+    if not records:
         raise RunError(f"{path}: no predictions yet")
-    return [read_line(path, n, line, read_record) for n, line in enumerate(lines, 1)]
+    return records
 
 
 @contextmanager

@@ -11,10 +11,11 @@ items per question, and 53.5% → 53.0% hit rate (its answer-accuracy measure; w
 
 An experiment folder holds ``experiment.json`` (recipe, its digest, dataset, questions),
 ``paraphrases.json``, ``outcomes.jsonl`` (one line per question and phase, written as each is
-done) and ``reservoir.sqlite``. Started again on the same folder, it resumes: the outcomes
-recorded are kept, a torn last line is cut, and the reservoir is rolled back to the state the
-last recorded question left (removing what a question cut off mid-way had written), so the
-question in flight is asked again exactly as it would have been.
+done) and ``reservoir.sqlite``, then ``table.md`` and ``recipe.yaml``. Started again on the
+same folder, :func:`in_folder` resumes as a run folder does (:mod:`chainrag.run.files`: the
+folder locked, the outcomes recorded kept, a torn last line cut), and the reservoir is rolled
+back to the state the last recorded question left (removing what a question cut off mid-way
+had written), so the question in flight is asked again exactly as it would have been.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,10 +39,11 @@ from chainrag.metrics import qa_scores
 from chainrag.protocols.llm import LLM
 from chainrag.recipe import Recipe
 from chainrag.reservoir import Reservoir
+from chainrag.run.files import LineWriter, finished, locked, write_json
+from chainrag.run.folder import write_recipe
 from chainrag.run.meta import recipe_digest
+from chainrag.run.question import answer_question, searchable_index
 from chainrag.run.record import RecordError, plain, structured
-from chainrag.runner import answer_question, searchable_index
-from chainrag.runs import read_lines, write_json
 from chainrag.types import QAExample
 
 T = TypeVar("T")
@@ -247,14 +250,18 @@ def open_folder(
     else:
         folder.mkdir(parents=True, exist_ok=True)
         write_json(path, plain(wanted))
-    lines, _ = read_lines(folder / OUTCOMES, repair=True)
-    done = []
-    for number, line in enumerate(lines, 1):
-        if "reservoir_last_id" not in line:
-            raise RecurringError(f"{folder / OUTCOMES}, line {number}: not an outcome of this "
-                                 f"version (fields {sorted(line)})")  # fmt: skip
-        done.append(_read_line(folder / OUTCOMES, number, line))
+    done, _ = finished(folder / OUTCOMES, read_outcome, repair=True)
     return done
+
+
+def read_outcome(data: Any) -> Outcome:
+    """The outcome of one ``outcomes.jsonl`` line; a RecordError for any other line (an outcome
+    written before ``reservoir_last_id`` existed cannot be resumed from)."""
+    if isinstance(data, Mapping) and "reservoir_last_id" not in data:
+        raise RecordError(
+            f"required key missing @ outcome.reservoir_last_id (fields {sorted(data)})"
+        )
+    return structured(data, Outcome, "outcome")
 
 
 def _read(path: Path, cls: type[T], what: str) -> T:
@@ -264,15 +271,6 @@ def _read(path: Path, cls: type[T], what: str) -> T:
         raise RecurringError(f"{path}: not JSON ({exc})") from None
     except RecordError as exc:
         raise RecurringError(f"{path}: not this experiment's file ({exc})") from None
-
-
-def _read_line(path: Path, number: int, line: Mapping[str, Any]) -> Outcome:
-    try:
-        return structured(line, Outcome, "outcome")
-    except RecordError as exc:
-        raise RecurringError(
-            f"{path}, line {number}: not an outcome of this version ({exc})"
-        ) from None
 
 
 def folder_paraphrases(folder: Path, examples: Sequence[QAExample], llm: LLM) -> dict[str, str]:
@@ -289,6 +287,40 @@ def folder_paraphrases(folder: Path, examples: Sequence[QAExample], llm: LLM) ->
         stored.update(paraphrases(missing, llm))
         write_json(path, stored)
     return {e.qid: stored[e.qid] for e in examples}
+
+
+def in_folder(
+    folder: Path,
+    recipe: Recipe,
+    dataset: str,
+    examples: Sequence[QAExample],
+    open_llm: Callable[[], AbstractContextManager[LLM]],
+    *,
+    on_start: Callable[[int, int], None] | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """The experiment in ``folder`` (see the module docstring), resumed where it stopped:
+    each outcome is a durable line of ``outcomes.jsonl`` as it is done; at the end
+    ``table.md`` and the resolved ``recipe.yaml`` are written. The LLM is opened (``with
+    open_llm() as llm``) once the folder is known to hold this experiment;
+    ``on_start(done, total)`` is called then, ``on_outcome`` after each new outcome."""
+    with locked(folder):
+        done = open_folder(folder, recipe, dataset, examples)
+        with open_llm() as llm, LineWriter(folder / OUTCOMES) as writer:
+            if on_start:
+                on_start(len(done), len(examples) * len(PHASES))
+            reworded = folder_paraphrases(folder, examples, llm)
+
+            def record(outcome: Outcome) -> None:
+                writer.append(plain(outcome))
+                if on_outcome:
+                    on_outcome(outcome)
+
+            outcomes = run(recipe, examples, llm, folder / RESERVOIR, done=done,
+                           reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
+        (folder / "table.md").write_text(table(outcomes, dataset) + "\n", encoding="utf-8")
+        write_recipe(folder / "recipe.yaml", recipe)
+    return outcomes
 
 
 @attrs.frozen

@@ -1,11 +1,20 @@
-"""Running recipes over datasets and the run folders they fill.
+"""Running recipes over datasets, and the run folders they fill.
 
-* :mod:`~chainrag.run.record`: the typed line of one answered question (:class:`RunRecord`) and
-  of one failed question (:class:`QuestionError`), read and written through a cattrs converter.
-* :mod:`~chainrag.run.meta`: the typed ``run.json`` of a run folder (:class:`RunMeta`, its
-  sessions) and where its provenance comes from (recipe digest, package versions, models).
+* :mod:`~chainrag.run.question`: answering one question with a recipe (its index, the context,
+  the method) and scoring it into a :class:`~chainrag.run.record.RunRecord`.
+* :mod:`~chainrag.run.session`: one session of a recipe over a dataset's pending questions, in a
+  thread pool with bounded LLM requests in flight; Ctrl-C or SIGTERM cancels the rest.
+* :mod:`~chainrag.run.jobs`: recipes x datasets into their run folders, sharing one LLM per
+  ``llm:`` in this process, or each as a Ray task.
+* :mod:`~chainrag.run.folder`: the run folder (``run.json``, ``recipe.yaml``, the lines), and
+  :mod:`~chainrag.run.files` what it is made of: durable JSON lines read back to resume (the
+  recurring experiment's folders use them too), atomic JSON, the folder lock.
+* :mod:`~chainrag.run.record` and :mod:`~chainrag.run.meta`: the typed line of an answered or
+  failed question and the typed ``run.json``, read and written through a cattrs converter.
 
-Layer: run records may import the types, the structuring converter, recipes and the errors;
-never the LLM layer nor the CLI (the analyses read records without loading either). This
-``__init__`` imports nothing, so that reading records pulls in no more than that.
+Layer: ``record``, ``meta``, ``files`` and ``folder`` may import the types, the structuring
+converter, recipes and the errors, never the LLM layer nor the CLI (the report and the analyses
+read run folders without loading either); ``question``, ``session`` and ``jobs`` may import the
+LLM layer, the index, data and corpus packages too; nothing here imports the CLI. This
+``__init__`` imports nothing, so that reading records pulls in no more than it needs.
 """

@@ -11,7 +11,7 @@ in this process, sharing one LLM (one managed server) between the recipes that n
 ``RAY_ADDRESS``), which runs it with :func:`run_group` on its worker.
 
 Layer: run orchestration. May import recipes, data, the LLM layer, the index and corpus
-packages, the evaluation loop and run folders; never the CLI.
+packages, the session loop and run folders; never the CLI.
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ from typing import Any
 import attrs
 
 from chainrag.data import DatasetError, dataset_path, dataset_slug, load_dataset
-from chainrag.evaluate import SessionResult, Tally, run_recipe
 from chainrag.index import IndexCache
 from chainrag.recipe import Recipe, load_recipe
+from chainrag.run.files import locked
+from chainrag.run.folder import RunDir
 from chainrag.run.meta import IndexIdentity
-from chainrag.runner import check_runnable
-from chainrag.runs import RunDir, locked
+from chainrag.run.question import check_runnable
+from chainrag.run.session import SessionResult, Tally, run_recipe
 from chainrag.types import QAExample
 
-Bar = Callable[[str], Callable[[int, int, Tally], None]]
-"""``bar(label)`` gives the progress callback of one run (the CLI's tqdm bar)."""
+Progress = Callable[[str, int, int, dict[str, str]], None]
+"""``progress(label, done, total, postfix)`` after every question of the run ``label``
+(``musique/ansint``): the CLI's :class:`~chainrag.cli_common.Progress` bars."""
 
 
 @attrs.frozen
@@ -122,22 +124,22 @@ def index_identity(shared: Any) -> IndexIdentity:
 def run_into(
     recipe: Recipe, path: Path, folder: Path, dataset: str, examples: Sequence[QAExample],
     llm: Any, *, width: int, slots: int, cache: IndexCache | None, shared: Any = None,
-    bar: Bar | None = None,
+    progress: Progress | None = None,
 ) -> SessionResult:  # fmt: skip
     """Run one recipe into ``folder`` and record the session's end, interrupted or not."""
     dataset_file, _ = dataset_path(dataset)
+    label = f"{folder.parent.name}/{recipe.name}"
+
+    def report(done: int, total: int, tally: Tally) -> None:
+        if progress:
+            progress(label, done, total, tally.postfix())
+
     with locked(folder):
         run_dir = RunDir(folder)
         about = index_identity(shared) if shared is not None else None
         run_dir.start(recipe, path, dataset, dataset_file, index=about)
-        progress = bar(f"{folder.parent.name}/{recipe.name}") if bar else None
-        try:
-            result = run_recipe(
-                recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
-                cache=cache, index=shared, progress=progress,
-            )  # fmt: skip
-        finally:
-            getattr(progress, "close", lambda: None)()
+        result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
+                            cache=cache, index=shared, progress=report)  # fmt: skip
         run_dir.finish_session(result.summary())
     return result
 
@@ -147,14 +149,14 @@ def run_group(
     recipes: Sequence[tuple[Path, Recipe]],
     examples: Sequence[QAExample],
     *,
-    bar: Bar | None = None,
+    progress: Progress | None = None,
     on_result: Callable[[JobResult], None] | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[JobResult]:
     """``recipes`` over ``job.dataset`` in this process; recipes with the same ``llm:`` share
     one LLM (one managed server). Stops after a run that was interrupted."""
     from chainrag.llm import open_llm
-    from chainrag.paths import cache_root
+    from chainrag.paths import llm_cache_path
 
     groups: dict[Any, list[tuple[Path, Recipe]]] = {}
     for path, recipe in recipes:
@@ -165,14 +167,14 @@ def run_group(
         width = job.concurrency or spec.concurrency
         if managed:
             say(f"starting the local {spec.model} server…")
-        with open_llm(spec, cache_path=cache_root() / "llm-cache.sqlite",
+        with open_llm(spec, cache_path=llm_cache_path(),
                       cache_mode=job.cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
             for path, recipe in members:
                 shared = open_shared(recipe, job.index) if job.index else None
                 folder = job.out / run_slug(job.dataset, shared) / recipe.name
                 session = run_into(recipe, path, folder, job.dataset, examples, llm,
                                    width=width, slots=1 if managed else width, cache=cache,
-                                   shared=shared, bar=bar)  # fmt: skip
+                                   shared=shared, progress=progress)  # fmt: skip
                 results.append(JobResult(folder, session))
                 if on_result:
                     on_result(results[-1])

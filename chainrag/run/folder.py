@@ -1,0 +1,192 @@
+"""A run folder: a recipe over a dataset, one JSON line per question, resumable.
+
+A run directory holds::
+
+    run.json           what was run: recipe name and digest, dataset and its fingerprint,
+                       package versions, model identities, and one entry per session
+    recipe.yaml        the fully resolved recipe
+    predictions.jsonl  one line per answered question: answers with EM/F1, retrieval metrics,
+                       LLM accounting, seconds, and the whole typed trace
+    errors.jsonl       questions that failed (an LLM that stayed down, unparsable output);
+                       they are not in predictions.jsonl and are tried again on the next run
+
+Each line is written with one ``write`` and ``fsync``-ed before the next question is counted,
+so a process killed at any moment loses at most the questions in flight. Starting again reads
+the finished lines, cuts off a torn last line (a write interrupted mid-way), and runs only the
+questions that have no line: nothing is lost and nothing is duplicated. A lock on the directory
+keeps two processes from appending to the same run (:mod:`chainrag.run.files` does both, for the
+recurring experiment's folders too). Each line is a typed record (:mod:`chainrag.run.record`),
+``run.json`` a :class:`~chainrag.run.meta.RunMeta`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+
+from chainrag.errors import ChainragError
+from chainrag.recipe import Recipe, dump_recipe
+from chainrag.run.files import RunError, finished, write_json
+from chainrag.run.meta import (
+    META_FORMAT,
+    IndexIdentity,
+    RunMeta,
+    Session,
+    SessionEnd,
+    file_fingerprint,
+    meta_data,
+    model_identities,
+    package_versions,
+    read_meta,
+    recipe_digest,
+    stored_recipe,
+)
+from chainrag.run.record import QuestionError, RecordError, RunRecord, read_error, read_record
+
+RUN_FILE = "run.json"
+RECIPE_FILE = "recipe.yaml"
+PREDICTIONS = "predictions.jsonl"
+ERRORS = "errors.jsonl"
+
+
+def write_recipe(path: Path, recipe: Recipe) -> None:
+    """The fully resolved ``recipe`` as YAML beside what it produced. A recipe holds no key (keys
+    come from the environment); the one credential it can hold, userinfo in ``api_base``, is
+    stripped. It is not masked by value: it is read back to resume, and a masked word (an
+    environment value that also occurs in a field name) would make it another recipe."""
+    path.write_text(dump_recipe(stored_recipe(recipe)), encoding="utf-8")
+
+
+class RunDir:
+    """One run directory (see the module docstring); write it inside
+    :func:`~chainrag.run.files.locked`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @property
+    def predictions_path(self) -> Path:
+        return self.folder / PREDICTIONS
+
+    def meta(self) -> RunMeta:
+        """The folder's ``run.json``; a RunError naming it if it is missing or not one."""
+        path = self.folder / RUN_FILE
+        if not path.is_file():
+            raise RunError(f"{self.folder}: not a run directory (no {RUN_FILE})")
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RunError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+        try:
+            return read_meta(value)
+        except RecordError as exc:
+            raise RunError(f"{path}: not the run.json of a run ({exc})") from None
+
+    def start(
+        self,
+        recipe: Recipe,
+        recipe_path: Path,
+        dataset: str,
+        dataset_file: Path,
+        index: IndexIdentity | None = None,
+    ) -> RunMeta:
+        """Create the directory's description, or check that it describes this same run.
+
+        Resuming with a changed recipe or a changed dataset file would mix two experiments in
+        one file, so either is an error that names what differs.
+        """
+        fingerprint = file_fingerprint(dataset_file)
+        digest = recipe_digest(recipe)
+        if (self.folder / RUN_FILE).exists():
+            meta = self.meta()
+            self._check_same_run(meta, recipe, digest, (dataset, fingerprint), index)
+            meta = attrs.evolve(meta, sessions=(*meta.sessions, Session.now()))
+        else:
+            meta = RunMeta(
+                format=META_FORMAT,
+                recipe_name=recipe.name,
+                recipe_description=recipe.description,
+                recipe_file=str(recipe_path),
+                recipe_digest=digest,
+                method=type(recipe.method).__name__,
+                dataset=dataset,
+                dataset_file=str(dataset_file),
+                dataset_fingerprint=fingerprint,
+                packages=package_versions(),
+                models=model_identities(recipe),
+                sessions=(Session.now(),),
+                index=index,
+            )
+            write_recipe(self.folder / RECIPE_FILE, recipe)
+        write_json(self.folder / RUN_FILE, meta_data(meta))
+        return meta
+
+    def _check_same_run(
+        self,
+        meta: RunMeta,
+        recipe: Recipe,
+        digest: str,
+        data: tuple[str, str],
+        index: IndexIdentity | None,
+    ) -> None:
+        """Raise unless the folder's run is of this recipe, dataset file and corpus index."""
+        if meta.recipe_digest != digest and not self._same_recipe(recipe):
+            raise RunError(
+                f"{self.folder} holds a run of another recipe ({meta.recipe_name!r}, "
+                f"{meta.recipe_digest}; now {recipe.name!r}, {digest}): pass another "
+                "--out, or remove that directory to start over"
+            )
+        if (meta.dataset, meta.dataset_fingerprint) != data:
+            raise RunError(
+                f"{self.folder} holds a run on {meta.dataset!r} "
+                f"({meta.dataset_fingerprint}), not on {data[0]!r} ({data[1]}): "
+                "the dataset file changed or another dataset was named"
+            )
+        if index is not None and (meta.index is None or meta.index.key() != index.key()):
+            shown = meta_data(meta).get("index")
+            raise RunError(
+                f"{self.folder} holds a run over another corpus index "
+                f"({shown}); now {meta_data(attrs.evolve(meta, index=index))['index']}: pass "
+                "another --out"
+            )
+
+    def _same_recipe(self, recipe: Recipe) -> bool:
+        """Whether the folder's ``recipe.yaml`` is ``recipe`` compared as components, so that
+        a parameter a component gained since (with its default) does not make it another."""
+        from chainrag.recipe import parse_yaml, structure_stored
+
+        path = self.folder / RECIPE_FILE
+        try:
+            stored = structure_stored(
+                parse_yaml(path.read_text(encoding="utf-8"), str(path)), str(path)
+            )
+        except (ChainragError, OSError, UnicodeDecodeError):
+            return False
+        mine = stored_recipe(recipe)
+        if stored is None:
+            return False
+        return attrs.evolve(stored, name=mine.name, description=mine.description) == mine
+
+    def finish_session(self, end: SessionEnd) -> None:
+        """Record how the current session ended (questions done, failed, wall time); a
+        session of a finished run that found nothing to do is dropped, so that restarting a
+        script over finished runs leaves their run.json unchanged."""
+        meta = self.meta()
+        *before, last = meta.sessions
+        ended = () if end.idle and before else (attrs.evolve(last, end=end),)
+        sessions = (*before, *ended)
+        write_json(self.folder / RUN_FILE, meta_data(attrs.evolve(meta, sessions=sessions)))
+
+    def records(self, *, repair: bool = False) -> tuple[list[RunRecord], int]:
+        """The finished questions' records (first line per question id) and torn bytes cut."""
+        records, torn = finished(self.predictions_path, read_record, repair=repair)
+        unique: dict[str, RunRecord] = {}
+        for record in records:
+            unique.setdefault(record.id, record)
+        return list(unique.values()), torn
+
+    def errors(self) -> list[QuestionError]:
+        """The failed questions of every session (a question may fail in several)."""
+        return finished(self.folder / ERRORS, read_error, repair=False)[0]

@@ -1,0 +1,146 @@
+"""Answering one question with a recipe: build its index, prepare the context, run the method,
+score the answers and the retrieval.
+
+    with open_llm(recipe.llm, cache_path=llm_cache_path()) as llm:
+        prediction = answer_question(recipe, example, llm)              # the method's answer
+        record = answer_and_score(recipe, example, llm, ModelStore())   # and its run record
+
+Every question gets its own metered view of the shared LLM, so its prediction carries exactly
+the calls, cache hits, tokens, latency and cost it took, per prompt id.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from chainrag.context import Context, ModelStore
+from chainrag.errors import ChainragError
+from chainrag.graph import SentenceGraph, units_of
+from chainrag.index import IndexCache, build_index
+from chainrag.llm.stack import Ledger, MeteredLLM
+from chainrag.metrics import gold_items, qa_scores, retrieval_scores, title_retrieval_scores
+from chainrag.protocols.llm import LLM
+from chainrag.protocols.retrieval import Searchable
+from chainrag.recipe import Recipe
+from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer
+from chainrag.types import Prediction, QAExample
+
+RECALL_KS = (2, 4, 5, 10)
+"""The k of the Recall@k and Hit@k every record holds."""
+
+
+class RecipeIncompleteError(ChainragError):
+    """The recipe lacks a section that answering questions needs."""
+
+
+def check_runnable(recipe: Recipe) -> None:
+    """Raise unless ``recipe`` has the index, retrieval and method sections a run needs."""
+    missing = [name for name in ("index", "retrieval", "method") if getattr(recipe, name) is None]
+    if missing:
+        raise RecipeIncompleteError(
+            f"recipe {recipe.name!r} cannot answer questions: it has no {', '.join(missing)} "
+            "section (extend one of recipes/chainrag, recipes/baselines)"
+        )
+
+
+def searchable_index(
+    recipe: Recipe, example: QAExample, models: ModelStore, cache: IndexCache | None = None
+) -> Searchable:
+    """The index of ``example``'s passages as the recipe's retrieval walks it."""
+    check_runnable(recipe)
+    assert recipe.index is not None
+    assert recipe.retrieval is not None
+    index, _ = build_index(example.passages, recipe.index, Context(models=models), cache)
+    if isinstance(index, SentenceGraph):
+        return index.view(recipe.retrieval.edge_weights or None)
+    return index
+
+
+def answer_question(
+    recipe: Recipe,
+    example: QAExample,
+    llm: LLM,
+    *,
+    cache: IndexCache | None = None,
+    models: ModelStore | None = None,
+    index: Searchable | None = None,
+) -> Prediction:
+    """The method's prediction for ``example``, with the question's LLM usage filled in.
+
+    ``index`` is the one :func:`searchable_index` gives; it is built (or loaded) when omitted.
+    """
+    check_runnable(recipe)
+    assert recipe.method is not None
+    models = models or ModelStore()
+    searchable = index if index is not None else searchable_index(recipe, example, models, cache)
+    ledger = Ledger()
+    ctx = Context(
+        llm=MeteredLLM(llm, ledger),
+        models=models,
+        index=searchable,
+        retrieval=recipe.retrieval,
+        ledger=ledger,
+    )
+    prediction = recipe.method(example, ctx)
+    by_prompt = tuple(ledger.by_prompt().items())
+    return attrs.evolve(prediction, usage=ledger.total(), usage_by_prompt=by_prompt)
+
+
+def retrieved_units(prediction: Prediction) -> list[int]:
+    """Every unit a method retrieved, in order of first retrieval across its steps."""
+    return list(dict.fromkeys(u for step in prediction.steps for u in step.retrieved))
+
+
+def score(
+    example: QAExample,
+    prediction: Prediction,
+    units: Sequence[Any],
+    seconds: float,
+    *,
+    by_title: bool = False,
+) -> RunRecord:
+    """The record of one answered question; ``by_title`` scores retrieval from a shared corpus
+    against the gold passages' titles."""
+    answers = {}
+    for named in prediction.answers:
+        em, f1 = qa_scores(named.answer.text, example.answers)
+        answers[named.name] = ScoredAnswer(named.answer.text, em, f1)
+    _, gold = gold_items(example)
+    retrieval = None
+    if gold:
+        ranked = [units[u] for u in retrieved_units(prediction)]
+        scorer = title_retrieval_scores if by_title else retrieval_scores
+        found = scorer(example, ranked, RECALL_KS)
+        retrieval = RetrievalRecord(found.level, found.flat())
+    return RunRecord(
+        id=example.qid,
+        dataset=example.dataset,
+        question=example.question,
+        question_type=example.question_type,
+        gold=tuple(example.answers),
+        answers=answers,
+        retrieval=retrieval,
+        trace=prediction,
+        seconds=round(seconds, 3),
+    )
+
+
+def answer_and_score(
+    recipe: Recipe,
+    example: QAExample,
+    llm: LLM,
+    models: ModelStore,
+    cache: IndexCache | None,
+    shared: Searchable | None = None,
+) -> RunRecord:
+    """Answer ``example`` over ``shared`` (a corpus index), or over its own passages' index
+    (built or loaded), and score it."""
+    started = time.perf_counter()
+    index = shared if shared is not None else searchable_index(recipe, example, models, cache)
+    prediction = answer_question(recipe, example, llm, models=models, index=index)
+    seconds = time.perf_counter() - started
+    return score(example, prediction, units_of(index), seconds, by_title=shared is not None)

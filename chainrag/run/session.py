@@ -1,0 +1,242 @@
+"""One session of a run: a recipe over the questions its run folder has no line for yet.
+
+    result = run_recipe(recipe, examples, RunDir(folder), llm, concurrency=4, llm_slots=1)
+
+:func:`run_recipe` answers the pending questions in a plain thread pool (``concurrency``
+questions in flight; the methods are plain functions) with at most ``llm_slots`` LLM requests in
+flight across them (1 for the managed local server, which answers one request at a time anyway).
+Each finished question is one line in the folder's ``predictions.jsonl``, written as it finishes;
+a question that fails, whatever the exception, is one line in ``errors.jsonl`` and the others go
+on. Ctrl-C or SIGTERM (see :func:`sigterm_as_interrupt`) cancels the questions not started yet;
+those in flight finish or fail and are recorded, and the session ends as interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from types import FrameType
+
+import attrs
+
+from chainrag.context import ModelStore
+from chainrag.credentials import redact
+from chainrag.errors import ChainragError, Interrupted, signal_name
+from chainrag.index import IndexCache
+from chainrag.protocols.llm import LLM
+from chainrag.protocols.retrieval import Searchable
+from chainrag.recipe import Recipe
+from chainrag.run.files import LineWriter
+from chainrag.run.folder import ERRORS, RunDir
+from chainrag.run.meta import SessionEnd
+from chainrag.run.question import answer_and_score
+from chainrag.run.record import QuestionError, RunRecord, error_line, record_line
+from chainrag.types import LLMRequest, LLMResponse, QAExample
+
+
+@attrs.define
+class LimitedLLM:
+    """At most ``slots`` requests of this LLM in flight at once, across threads."""
+
+    inner: LLM
+    slots: threading.BoundedSemaphore
+
+    @classmethod
+    def at_most(cls, inner: LLM, n: int) -> LimitedLLM:
+        return cls(inner, threading.BoundedSemaphore(n))
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        with self.slots:
+            return self.inner.complete(request)
+
+
+@attrs.define
+class Tally:
+    """Running figures for the progress bar: primary F1 and LLM calls per question."""
+
+    n: int = 0
+    f1: float = 0.0
+    calls: int = 0
+    failed: int = 0
+
+    def add(self, record: RunRecord) -> None:
+        self.n += 1
+        self.f1 += record.f1
+        self.calls += record.usage.calls + record.usage.cache_hits
+
+    def postfix(self) -> dict[str, str]:
+        if not self.n:
+            return {}
+        out = {"F1": f"{100 * self.f1 / self.n:.1f}", "calls/q": f"{self.calls / self.n:.1f}"}
+        return out | ({"failed": str(self.failed)} if self.failed else {})
+
+
+@attrs.frozen
+class SessionResult:
+    """How one session of a run ended; ``interrupted`` names the signal that stopped it."""
+
+    answered: int
+    failed: int
+    skipped: int
+    torn_bytes: int
+    seconds: float
+    interrupted: str | None = None
+
+    def summary(self) -> SessionEnd:
+        """The session's end, for ``run.json``."""
+        return SessionEnd(
+            finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            answered=self.answered,
+            failed=self.failed,
+            resumed_from=self.skipped,
+            wall_s=round(self.seconds, 1),
+            torn_bytes_repaired=self.torn_bytes,
+            interrupted=self.interrupted,
+        )
+
+
+def error_record(example: QAExample, exc: Exception) -> QuestionError:
+    """The ``errors.jsonl`` line of a question that failed, credentials masked.
+
+    A project error (an LLM that stayed down, unusable output) is expected; anything else is a
+    bug, recorded with where it was raised so that it can be reported, while the run goes on.
+    """
+    error = QuestionError(
+        id=example.qid,
+        error=type(exc).__name__,
+        message=redact(str(exc)),
+        when=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
+    if isinstance(exc, ChainragError):
+        return error
+    trace = redact("".join(traceback.format_exception(exc, limit=-8)))
+    return attrs.evolve(error, bug=True, traceback=trace)
+
+
+def pending(examples: Sequence[QAExample], records: Sequence[RunRecord]) -> list[QAExample]:
+    """The examples without a finished line, in dataset order."""
+    done = {r.id for r in records}
+    return [e for e in examples if e.qid not in done]
+
+
+Progress = Callable[[int, int, Tally], None]
+"""``progress(done, total, tally)``: called after every question (and once at the start)."""
+
+
+def run_recipe(
+    recipe: Recipe,
+    examples: Sequence[QAExample],
+    run: RunDir,
+    llm: LLM,
+    *,
+    concurrency: int = 1,
+    llm_slots: int = 1,
+    models: ModelStore | None = None,
+    cache: IndexCache | None = None,
+    index: Searchable | None = None,
+    progress: Progress | None = None,
+) -> SessionResult:
+    """Answer the questions of ``examples`` that ``run`` has no line for, appending a line each.
+
+    Args:
+        concurrency: Questions in flight at once.
+        llm_slots: LLM requests in flight at once (1 for the local server).
+        index: One index every question is answered over (a corpus index: the shared-corpus
+            setting); None builds each question's own.
+        progress: Called as ``progress(done, total, tally)`` after every question.
+    """
+    started = time.perf_counter()
+    records, torn = run.records(repair=True)
+    remaining = pending(examples, records)
+    wanted = {e.qid for e in examples}
+    tally = Tally()
+    for record in records:
+        if record.id in wanted:
+            tally.add(record)
+    skipped = tally.n  # the examples with a line
+    report = progress or (lambda done, total, tally: None)
+    report(skipped, len(examples), tally)
+    limited = LimitedLLM.at_most(llm, llm_slots)
+    models = models or ModelStore()
+
+    def work(example: QAExample) -> RunRecord:
+        return answer_and_score(recipe, example, limited, models, cache, index)
+
+    writer = LineWriter(run.predictions_path)
+    errors = LineWriter(run.folder / ERRORS)
+
+    def settle(example: QAExample, future: Future[RunRecord]) -> None:
+        try:
+            record = future.result()
+        except Exception as exc:  # one question's failure, whatever it is, is its own
+            tally.failed += 1
+            errors.append(error_line(error_record(example, exc)))
+        else:
+            writer.append(record_line(record))
+            tally.add(record)
+        report(tally.n, len(examples), tally)
+
+    try:
+        with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="question") as pool:
+            interrupted = _answer_all(pool, work, remaining, settle)
+    finally:
+        writer.close()
+        errors.close()
+    return SessionResult(
+        answered=tally.n - skipped,
+        failed=tally.failed,
+        skipped=skipped,
+        torn_bytes=torn,
+        seconds=time.perf_counter() - started,
+        interrupted=interrupted,
+    )
+
+
+def _answer_all(
+    pool: ThreadPoolExecutor,
+    work: Callable[[QAExample], RunRecord],
+    examples: Sequence[QAExample],
+    settle: Callable[[QAExample, Future[RunRecord]], None],
+) -> str | None:
+    """Every example through ``work`` in ``pool``, each settled (in this thread) as it finishes.
+    On Ctrl-C or SIGTERM the ones not started are cancelled and the ones in flight settled as
+    they finish or fail; returns the signal's name then, else None."""
+    futures = {pool.submit(work, example): example for example in examples}
+    settled: set[Future[RunRecord]] = set()
+    try:
+        for future in as_completed(futures):
+            settle(futures[future], future)
+            settled.add(future)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: what is finished is kept
+        for future in futures:
+            future.cancel()
+        for future, example in futures.items():
+            if not future.cancelled() and future not in settled:
+                settle(example, future)
+        return signal_name(exc)
+    finally:
+        for future in futures:  # whatever stopped the loop, nothing queued starts
+            future.cancel()
+    return None
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM raises :class:`~chainrag.errors.Interrupted`, a
+    KeyboardInterrupt, so it ends a run as Ctrl-C does (a managed server is stopped by its
+    ``with`` block either way)."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
