@@ -19,6 +19,7 @@ from chainrag.components.search import (
     FaissHNSW,
     FaissIVF,
     exact_top_k,
+    neighbour_step,
     spans,
 )
 from chainrag.protocols import VectorIndex, VectorSearch
@@ -279,6 +280,57 @@ def test_blocked_ivf_is_seeded_and_recalls_most_with_few_probes() -> None:
     want, _ = exact_top_k(x, x, 10, np.arange(3000))
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, want, strict=True)])
     assert 0.3 < recall < 1.0  # approximate, yet no accident
+
+
+@given(matrices, st.integers(1, 4), st.integers(0, 3))
+def test_a_neighbour_step_keeps_the_best_of_neighbours_and_their_neighbours(
+    x: np.ndarray, k: int, seed: int
+) -> None:
+    """Against brute force over each row's own candidates: the best k (ties by lower id) of
+    its found neighbours, their neighbours and the k best rows that found it; never itself,
+    each id once, never worse."""
+    n = len(x)
+    rng = np.random.default_rng(seed)
+    ids = np.full((n, k), -1, np.int64)
+    for i in range(n):  # a few neighbours per row, some rows short of k
+        others = [j for j in range(n) if j != i]
+        chosen = rng.permutation(others)[: rng.integers(0, k + 1)] if others else []
+        ids[i, : len(chosen)] = chosen
+    sims = np.where(ids >= 0, np.einsum("id,ijd->ij", x, x[np.maximum(ids, 0)]), -np.inf)
+    ids, sims = best_first_rows(ids, sims.astype(np.float32))
+    at = rng.permutation(n)  # vector i stored at row at[i]
+    stored = np.empty_like(x)
+    stored[at] = x
+    got_ids, got_sims = neighbour_step(stored, at, ids, sims)
+    for i in range(n):
+        pool = {int(j) for j in ids[i] if j >= 0}
+        pool |= {int(m) for j in ids[i] if j >= 0 for m in ids[j] if m >= 0}
+        found_by = sorted(
+            (-float(sims[j][list(ids[j]).index(i)]), j) for j in range(n) if i in ids[j]
+        )
+        pool |= {j for _, j in found_by[:k]}
+        pool.discard(i)
+        best = sorted((-float(x[i] @ x[j]), j) for j in pool)[:k]
+        assert got_ids[i].tolist() == [j for _, j in best] + [-1] * (k - len(best))
+        assert np.allclose(got_sims[i][: len(best)], [-s for s, _ in best], atol=1e-6)
+        assert all(got_sims[i] >= sims[i] - 1e-6)
+
+
+def best_first_rows(ids: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.lexsort((ids, -sims), axis=1)
+    return np.take_along_axis(ids, order, 1), np.take_along_axis(sims, order, 1)
+
+
+def test_blocked_ivf_refinement_raises_recall_and_leaves_exhaustive_search_exact() -> None:
+    x = unit_rows(3000, 16, seed=5)
+    want, _ = exact_top_k(x, x, 10, np.arange(3000))
+
+    def recall(refine: int, nprobe: int) -> float:
+        ids, _ = BlockedIVF(nlist=20, nprobe=nprobe, refine=refine)(x).self_join(10, rows=500)
+        return float(np.mean([len(set(a) & set(b)) for a, b in zip(ids, want, strict=True)]))
+
+    assert recall(0, 4) < recall(1, 4) < 10
+    assert recall(1, 20) == 10.0
 
 
 def test_self_join_of_every_index_excludes_the_row_itself() -> None:

@@ -510,6 +510,57 @@ def spherical_kmeans(sample: FloatArray, k: int, iterations: int, seed: int) -> 
     return centroids
 
 
+def reverse_neighbours(ids: IntArray, sims: FloatArray) -> IntArray:
+    """(n, k): for each row j, up to k rows i that hold j among their ``ids``, most similar
+    first (then lower i), -1 where fewer."""
+    n, k = ids.shape
+    src = np.repeat(np.arange(n, dtype=np.int64), k)
+    dst, s = ids.ravel(), sims.ravel()
+    ok = dst >= 0
+    src, dst, s = src[ok], dst[ok], s[ok]
+    order = np.lexsort((src, -s, dst))
+    dst, src = dst[order], src[order]
+    rank = np.arange(dst.size) - np.searchsorted(dst, dst)
+    keep = rank < k
+    out = np.full((n, k), -1, dtype=np.int64)
+    out[dst[keep], rank[keep]] = src[keep]
+    return out
+
+
+REFINE_ROWS = 1024
+"""Rows whose neighbours' neighbours are compared at a time (k² gathered vectors each)."""
+
+
+def neighbour_step(
+    vectors: FloatArray, at: IntArray, ids: IntArray, sims: FloatArray
+) -> tuple[IntArray, FloatArray]:
+    """One step of neighbour descent: row i's best k of its found neighbours (``ids[i]``,
+    ``sims[i]``; -1 where none), their own neighbours, and the (up to k most similar) rows that
+    found i, best first, equal similarities by lower id. Vector i is ``vectors[at[i]]``. A row
+    never gains itself and loses a neighbour only to a more similar vector, so the recall of
+    the exact top-k can only rise."""
+    n, k = ids.shape
+    out_ids, out_sims = ids.copy(), sims.copy()
+    found_by = reverse_neighbours(ids, sims)
+    for start in range(0, n, REFINE_ROWS):
+        rows = np.arange(start, min(n, start + REFINE_ROWS))
+        own = ids[rows]
+        theirs = np.where(own[:, :, None] >= 0, ids[np.maximum(own, 0)], -1)
+        cand = np.sort(np.concatenate([theirs.reshape(rows.size, k * k), found_by[rows]], 1), 1)
+        bad = (cand < 0) | (cand == rows[:, None]) | (own[:, :, None] == cand[:, None, :]).any(1)
+        bad[:, 1:] |= cand[:, 1:] == cand[:, :-1]  # each candidate once
+        mine, theirs = vectors[at[rows]], vectors[at[np.maximum(cand, 0)]]
+        cand_sims = np.einsum("rd,rcd->rc", mine, theirs)
+        cand_sims[bad] = -np.inf
+        merged = best_first(
+            np.concatenate([own, cand], axis=1),
+            np.concatenate([sims[rows], cand_sims.astype(np.float32)], axis=1),
+            k,
+        )
+        out_ids[rows], out_sims[rows] = finish(*merged)
+    return out_ids, out_sims
+
+
 @attrs.frozen
 class BlockedIVFIndex:
     """Inverted lists searched list by list with one matrix product per list.
@@ -527,6 +578,8 @@ class BlockedIVFIndex:
     offsets: IntArray = attrs.field(eq=False, repr=False)
     nprobe: int
     query_block: int
+    refine: int = 0
+    """Steps of :func:`neighbour_step` after a self-join (none when every list is probed)."""
 
     @property
     def nlist(self) -> int:
@@ -570,6 +623,11 @@ class BlockedIVFIndex:
             probes = nearest_lists(q, self.centroids, min(self.nprobe, self.nlist))
             found = self._scan(q, probes, k, np.arange(start, stop), contiguous)
             ids_out[start:stop], sims_out[start:stop] = found
+        if self.nprobe < self.nlist:  # probing every list is exact already
+            at = np.empty(n, dtype=np.int64)
+            at[self.order] = np.arange(n)
+            for _ in range(self.refine):
+                ids_out, sims_out = neighbour_step(in_lists, at, ids_out, sims_out)
         return ids_out, sims_out
 
     def _scan(
@@ -671,6 +729,7 @@ class BlockedIVF:
     iterations: int = attrs.field(default=20, validator=attrs.validators.ge(0))
     seed: int = 0
     query_block: int = attrs.field(default=65536, validator=attrs.validators.ge(1))
+    refine: int = attrs.field(default=0, validator=attrs.validators.ge(0))
 
     def __call__(self, vectors: FloatArray) -> BlockedIVFIndex:
         n = vectors.shape[0]
@@ -680,7 +739,9 @@ class BlockedIVF:
         lists = nearest_lists(vectors, centroids, 1)[:, 0]
         order = np.argsort(lists, kind="stable")
         offsets = np.searchsorted(lists[order], np.arange(nlist + 1)).astype(np.int64)
-        return BlockedIVFIndex(vectors, centroids, order, offsets, self.nprobe, self.query_block)
+        return BlockedIVFIndex(
+            vectors, centroids, order, offsets, self.nprobe, self.query_block, self.refine
+        )
 
     def load(self, path: Path, vectors: FloatArray) -> BlockedIVFIndex:
         try:
@@ -699,4 +760,5 @@ class BlockedIVF:
             parts["offsets"],
             self.nprobe,
             self.query_block,
+            self.refine,
         )
