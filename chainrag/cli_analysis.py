@@ -5,14 +5,12 @@ naming it and exit 1."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from chainrag.errors import ChainragError
+from chainrag.cli_common import reports_errors
 
 OVER_HELP = (
     "Pool these dataset folders (repeat: --over docs/runs/musique --over docs/runs/2wiki): BASE "
@@ -21,16 +19,7 @@ OVER_HELP = (
 )
 
 
-@contextmanager
-def _refused() -> Iterator[None]:
-    """A ChainragError is one red FAIL line on stderr and exit 1."""
-    try:
-        yield
-    except ChainragError as exc:
-        typer.secho(f"FAIL {exc}", fg="red", err=True)
-        raise typer.Exit(1) from None
-
-
+@reports_errors()
 def compare(
     base: Annotated[str, typer.Argument(help="The run the others are compared with (a folder).")],
     runs: Annotated[list[str], typer.Argument(help="Run folders compared with BASE.")],
@@ -51,11 +40,11 @@ def compare(
     """
     from chainrag.analysis import compare_runs
 
-    with _refused():
-        found = compare_runs(base, runs, over=over or (), resamples=resamples, seed=seed)
+    found = compare_runs(base, runs, over=over or (), resamples=resamples, seed=seed)
     typer.echo(found.markdown())
 
 
+@reports_errors()
 def walks(
     runs: Annotated[list[Path], typer.Argument(help="ChainRAG run folders.")],
 ) -> None:
@@ -69,11 +58,10 @@ def walks(
     """
     from chainrag.analysis import walks_table
 
-    with _refused():
-        table = walks_table(runs)
-    typer.echo(table)
+    typer.echo(walks_table(runs))
 
 
+@reports_errors()
 def integration_gap(
     run: Annotated[Path, typer.Argument(help="A ChainRAG run folder (AnsInt and CxtInt).")],
     right: Annotated[float, typer.Option(help="F1 at which an answer counts as right.")] = 0.5,
@@ -87,6 +75,4 @@ def integration_gap(
     """
     from chainrag.analysis import integration_gap as split
 
-    with _refused():
-        gap = split(run, right=right)
-    typer.echo(gap.markdown(listing=listing))
+    typer.echo(split(run, right=right).markdown(listing=listing))

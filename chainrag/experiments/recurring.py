@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -45,6 +45,9 @@ from chainrag.run.meta import recipe_digest
 from chainrag.run.question import answer_question, searchable_index
 from chainrag.run.record import RecordError, plain, structured
 from chainrag.types import QAExample
+
+if TYPE_CHECKING:
+    from chainrag.llm.cache import CacheMode
 
 T = TypeVar("T")
 
@@ -289,6 +292,11 @@ def folder_paraphrases(folder: Path, examples: Sequence[QAExample], llm: LLM) ->
     return {e.qid: stored[e.qid] for e in examples}
 
 
+Progress = Callable[[int, int, str], None]
+"""``progress(done, total, phase)``: question-phases done of all, and the phase of the last one
+("" at the start)."""
+
+
 def in_folder(
     folder: Path,
     recipe: Recipe,
@@ -296,31 +304,51 @@ def in_folder(
     examples: Sequence[QAExample],
     open_llm: Callable[[], AbstractContextManager[LLM]],
     *,
-    on_start: Callable[[int, int], None] | None = None,
-    on_outcome: Callable[[Outcome], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[Outcome]:
     """The experiment in ``folder`` (see the module docstring), resumed where it stopped:
     each outcome is a durable line of ``outcomes.jsonl`` as it is done; at the end
     ``table.md`` and the resolved ``recipe.yaml`` are written. The LLM is opened (``with
-    open_llm() as llm``) once the folder is known to hold this experiment;
-    ``on_start(done, total)`` is called then, ``on_outcome`` after each new outcome."""
+    open_llm() as llm``) once the folder is known to hold this experiment."""
+    report = progress or (lambda done, total, phase: None)
     with locked(folder):
         done = open_folder(folder, recipe, dataset, examples)
+        total = len(examples) * len(PHASES)
+        report(len(done), total, "")
         with open_llm() as llm, LineWriter(folder / OUTCOMES) as writer:
-            if on_start:
-                on_start(len(done), len(examples) * len(PHASES))
             reworded = folder_paraphrases(folder, examples, llm)
+            count = len(done)
 
             def record(outcome: Outcome) -> None:
+                nonlocal count
                 writer.append(plain(outcome))
-                if on_outcome:
-                    on_outcome(outcome)
+                count += 1
+                report(count, total, outcome.phase)
 
             outcomes = run(recipe, examples, llm, folder / RESERVOIR, done=done,
                            reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
         (folder / "table.md").write_text(table(outcomes, dataset) + "\n", encoding="utf-8")
         write_recipe(folder / "recipe.yaml", recipe)
     return outcomes
+
+
+def experiment(
+    folder: Path, recipe: Recipe, dataset: str, limit: int, *, cache_mode: CacheMode = "refresh",
+    progress: Progress | None = None,
+) -> list[Outcome]:  # fmt: skip
+    """``chainrag experiment recurring``: the first ``limit`` questions of ``dataset`` in
+    ``folder`` (:func:`in_folder`), the LLM ``recipe``'s own with its response cache."""
+    from chainrag.data import load_dataset
+    from chainrag.llm import open_llm
+    from chainrag.paths import llm_cache_path
+
+    with_reservoir(recipe, None)  # checks the method
+    examples = load_dataset(dataset, limit)
+
+    def llm() -> AbstractContextManager[LLM]:
+        return open_llm(recipe.llm, cache_path=llm_cache_path(), cache_mode=cache_mode)
+
+    return in_folder(folder, recipe, dataset, examples, llm, progress=progress)
 
 
 @attrs.frozen

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -27,7 +27,10 @@ from chainrag.protocols.llm import LLM
 from chainrag.protocols.retrieval import Searchable
 from chainrag.recipe import Recipe
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer
-from chainrag.types import Prediction, QAExample
+from chainrag.types import Passage, Prediction, QAExample
+
+if TYPE_CHECKING:
+    from chainrag.llm.cache import CacheMode
 
 RECALL_KS = (2, 4, 5, 10)
 """The k of the Recall@k and Hit@k every record holds."""
@@ -144,3 +147,19 @@ def answer_and_score(
     prediction = answer_question(recipe, example, llm, models=models, index=index)
     seconds = time.perf_counter() - started
     return score(example, prediction, units_of(index), seconds, by_title=shared is not None)
+
+
+def ask(
+    recipe: Recipe, question: str, passages: Sequence[Passage], *, cache_mode: CacheMode = "use"
+) -> tuple[Prediction, Sequence[str]]:
+    """``question`` answered over ``passages`` (``chainrag ask``): the prediction, and the
+    texts of the index's units, which the trace's unit numbers index."""
+    from chainrag.llm import open_llm
+    from chainrag.paths import llm_cache_path
+
+    example = QAExample("ask", "ask", question, tuple(passages))
+    models = ModelStore()
+    index = searchable_index(recipe, example, models, IndexCache())
+    with open_llm(recipe.llm, cache_path=llm_cache_path(), cache_mode=cache_mode) as llm:
+        prediction = answer_question(recipe, example, llm, models=models, index=index)
+    return prediction, index.texts

@@ -159,34 +159,17 @@ def run_recipe(
         if record.id in wanted:
             tally.add(record)
     skipped = tally.n  # the examples with a line
-    report = progress or (lambda done, total, tally: None)
-    report(skipped, len(examples), tally)
     limited = LimitedLLM.at_most(llm, llm_slots)
     models = models or ModelStore()
 
     def work(example: QAExample) -> RunRecord:
         return answer_and_score(recipe, example, limited, models, cache, index)
 
-    writer = LineWriter(run.predictions_path)
-    errors = LineWriter(run.folder / ERRORS)
-
-    def settle(example: QAExample, future: Future[RunRecord]) -> None:
-        try:
-            record = future.result()
-        except Exception as exc:  # one question's failure, whatever it is, is its own
-            tally.failed += 1
-            errors.append(error_line(error_record(example, exc)))
-        else:
-            writer.append(record_line(record))
-            tally.add(record)
-        report(tally.n, len(examples), tally)
-
-    try:
-        with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="question") as pool:
-            interrupted = _answer_all(pool, work, remaining, settle)
-    finally:
-        writer.close()
-        errors.close()
+    with (
+        _Recorder(run, tally, len(examples), progress) as recorder,
+        ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="question") as pool,
+    ):
+        interrupted = _answer_all(pool, work, remaining, recorder.settle)
     return SessionResult(
         answered=tally.n - skipped,
         failed=tally.failed,
@@ -195,6 +178,37 @@ def run_recipe(
         seconds=time.perf_counter() - started,
         interrupted=interrupted,
     )
+
+
+class _Recorder:
+    """Writes each settled question's line (``predictions.jsonl`` or ``errors.jsonl``), counts
+    it and reports progress; opened with the session, closed with it."""
+
+    def __init__(self, run: RunDir, tally: Tally, total: int, progress: Progress | None) -> None:
+        self.tally, self.total = tally, total
+        self.report = progress or (lambda done, total, tally: None)
+        self.report(tally.n, total, tally)
+        self.records = LineWriter(run.predictions_path)
+        self.errors = LineWriter(run.folder / ERRORS)
+
+    def settle(self, example: QAExample, future: Future[RunRecord]) -> None:
+        """Record ``example``'s answer, or its failure, whatever the exception."""
+        try:
+            record = future.result()
+        except Exception as exc:  # one question's failure is its own
+            self.tally.failed += 1
+            self.errors.append(error_line(error_record(example, exc)))
+        else:
+            self.records.append(record_line(record))
+            self.tally.add(record)
+        self.report(self.tally.n, self.total, self.tally)
+
+    def __enter__(self) -> _Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.records.close()
+        self.errors.close()
 
 
 def _answer_all(
