@@ -1,0 +1,233 @@
+"""Stored runs as the report reads them, and the rows it prints: one per answer variant of a
+run, averaged over its questions; the comparisons (tables) they fall into.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import attrs
+
+from chainrag.report.paper import ABLATION_LABELS
+from chainrag.run.files import RunError
+from chainrag.run.folder import RunDir
+from chainrag.run.meta import RunMeta
+from chainrag.run.record import RunRecord
+
+PRETTY = {
+    "ansint": "ChainRAG (AnsInt)",
+    "cxtint": "ChainRAG (CxtInt)",
+    "naive": "NaiveRAG",
+    "naive_qd": "NaiveRAG w/ QD",
+    "iter_retgen": "Iter-RetGen",
+    "naive_iteration": "Naive iteration (seed 002)",
+    "guided_iteration": "Guided iteration (seed 002)",
+    "tree": "Tree retrieval (seed 002)",
+    "four_module": "Four modules (seed 004)",
+}
+MAIN_RECIPES = {"ansint", "cxtint", "naive", "naive_qd", "iter_retgen", "naive_iteration",
+                "guided_iteration", "tree", "four_module"}  # fmt: skip
+SEED_LABELS = {"vanilla": "Vanilla RAG, 4 passages (seed 002)",
+               "vanilla_10": "Vanilla RAG, 10 passages (seed 002)",
+               "three_module": "Three modules, no reservoir (seed 004)",
+               "three_module_helps": "Three modules, yes/no filter (not seed 004's)"}  # fmt: skip
+
+ABLATIONS = tuple(name for name in ABLATION_LABELS if name != "full")
+K_SWEEP = ("k1", "k2", "k3", "k4", "k5")
+
+
+@attrs.frozen
+class Run:
+    """A stored run: its directory, description and finished records."""
+
+    folder: Path
+    meta: RunMeta
+    records: tuple[RunRecord, ...]
+    failed: int
+
+    @property
+    def name(self) -> str:
+        return self.meta.recipe_name
+
+    @property
+    def dataset(self) -> str:
+        """The dataset, or ``DATASET@CORPUS`` for a run over a shared corpus index."""
+        if self.meta.index is None:
+            return self.meta.dataset
+        from chainrag.corpus.store import corpus_label
+
+        return f"{self.meta.dataset}@{corpus_label(self.meta.index.sources)}"
+
+    @property
+    def llm(self) -> str:
+        return self.meta.models.llm.model
+
+
+def load_run(folder: Path) -> Run:
+    """Read a run directory without changing it (a torn last line is ignored, not cut)."""
+    run = RunDir(folder)
+    meta = run.meta()
+    records, _ = run.records(repair=False)
+    failed_ids = {e.id for e in run.errors()} - {r.id for r in records}
+    return Run(folder, meta, tuple(records), len(failed_ids))
+
+
+def find_runs(paths: Iterable[Path]) -> list[Run]:
+    """Runs in the given folders: each folder is a run or holds runs below it."""
+    runs: list[Run] = []
+    for path in paths:
+        if not path.is_dir():
+            raise RunError(f"{path}: no such run directory")
+        found = (
+            [path]
+            if (path / "run.json").is_file()
+            else sorted(p.parent for p in path.rglob("run.json"))
+        )
+        if not found:
+            raise RunError(f"{path}: no run.json in it or below it")
+        runs.extend(load_run(p) for p in found)
+    return runs
+
+
+@attrs.frozen
+class Row:
+    """One answer variant of one run, averaged over its questions (rates in %)."""
+
+    label: str
+    run: str
+    variant: str
+    dataset: str
+    llm: str
+    n: int
+    failed: int
+    f1: float
+    em: float
+    recall: dict[str, float]
+    calls: float
+    tokens: float
+    cost: float | None
+    seconds: float
+    by_type: dict[str, tuple[int, float]] = attrs.field(factory=dict)
+    """Question type -> (questions, F1 in %), from each record's ``question_type``."""
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def rows_of(run: Run) -> list[Row]:
+    """The rows of a run: one per answer variant, the primary one first."""
+    records = run.records
+    if not records:
+        return []
+    variants = list(dict.fromkeys(v for r in records for v in r.answers))
+    with_retrieval = [r.retrieval.scores for r in records if r.retrieval is not None]
+    first = with_retrieval[0] if with_retrieval else {}
+    recall_keys = [k for k in first if k.startswith("recall@") or k in ("hit@4", "hit@10")]
+    recall = {k: 100 * _mean([float(r[k]) for r in with_retrieval]) for k in recall_keys}
+    usage = [r.usage for r in records]
+    calls = _mean([float(u.calls + u.cache_hits) for u in usage])
+    tokens = _mean([float(u.prompt_tokens + u.completion_tokens) for u in usage])
+    seconds = _mean([r.seconds for r in records])
+    costs = [u.cost_usd for u in usage]
+    cost = _mean([float(c or 0.0) for c in costs]) if any(c is not None for c in costs) else None
+    out = []
+    for variant in variants:
+        scored = [r.answers[variant] for r in records if variant in r.answers]
+        pretty = PRETTY.get(variant, variant)
+        label = SEED_LABELS.get(run.name) or (
+            pretty if run.name in MAIN_RECIPES else f"{pretty}, {run.name}"
+        )
+        out.append(
+            Row(label, run.name, variant, run.dataset, run.llm, len(scored), run.failed,
+                100 * _mean([s.f1 for s in scored]), 100 * _mean([s.em for s in scored]),
+                recall, calls, tokens, cost, seconds, f1_by_type(records, variant))
+        )  # fmt: skip
+    return out
+
+
+def f1_by_type(records: Sequence[RunRecord], variant: str) -> dict[str, tuple[int, float]]:
+    """Question type -> (questions, mean F1 in %) of one answer variant; untyped questions
+    count under "?"."""
+    groups: dict[str, list[float]] = {}
+    for record in records:
+        scored = record.answers.get(variant)
+        if scored is not None:
+            groups.setdefault(record.question_type or "?", []).append(scored.f1)
+    return {kind: (len(f1s), 100 * _mean(f1s)) for kind, f1s in sorted(groups.items())}
+
+
+def on_common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, tuple[int, ...]]]:
+    """Each run restricted to the questions every run of its dataset answered, so that rows
+    compare like with like; and, per dataset where that dropped questions, the runs' sizes.
+    A run with no finished question yet (just started) has no row and trims nothing."""
+    ids: dict[str, set[str]] = {}
+    for run in runs:
+        if not run.records:
+            continue
+        mine = {r.id for r in run.records}
+        ids[run.dataset] = ids[run.dataset] & mine if run.dataset in ids else mine
+    trimmed: dict[str, tuple[int, ...]] = {}
+    out = []
+    for run in runs:
+        kept = tuple(r for r in run.records if r.id in ids.get(run.dataset, ()))
+        if len(kept) != len(run.records):
+            trimmed[run.dataset] = tuple(
+                len(r.records) for r in runs if r.dataset == run.dataset and r.records
+            )
+        out.append(attrs.evolve(run, records=kept))
+    return out, trimmed
+
+
+GROUPS = ("main", "ablations", "k sweep")
+"""The comparisons of a dataset, each a table: the methods; the ablations beside the full
+ChainRAG run (``ansint``/``cxtint``, in both); the k sweep."""
+
+
+def groups_of(run: Run) -> tuple[str, ...]:
+    if run.name in ABLATIONS:
+        return ("ablations",)
+    if run.name in K_SWEEP:
+        return ("k sweep",)
+    if run.name in ("ansint", "cxtint"):
+        return ("main", "ablations")
+    return ("main",)
+
+
+@attrs.frozen
+class Comparison:
+    """The runs of one table: one dataset, one group, each run (with ``common``) restricted
+    to the questions all of them answered; ``sizes`` the runs' own sizes when that dropped
+    some."""
+
+    dataset: str
+    group: str
+    runs: tuple[Run, ...]
+    sizes: tuple[int, ...] | None
+
+
+def comparisons(runs: Sequence[Run], *, common: bool = True) -> list[Comparison]:
+    """The tables to draw, dataset by dataset in the runs' order, groups in :data:`GROUPS`
+    order; a group holding only the full ChainRAG run and no ablation is left out (that run
+    is in the main table)."""
+    grouped: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        for group in groups_of(run):
+            grouped.setdefault((run.dataset, group), []).append(run)
+    datasets = list(dict.fromkeys(run.dataset for run in runs))
+    out = []
+    for dataset in datasets:
+        for group in GROUPS:
+            members = grouped.get((dataset, group), [])
+            if group == "ablations" and not any(r.name in ABLATIONS for r in members):
+                continue  # only the full run: it is in the main table
+            if not members:
+                continue
+            sizes = None
+            if common:
+                members, trimmed = on_common_questions(members)
+                sizes = trimmed.get(dataset)
+            out.append(Comparison(dataset, group, tuple(members), sizes))
+    return out

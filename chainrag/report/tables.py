@@ -1,0 +1,172 @@
+"""The report's markdown: a table per dataset and comparison beside the paper's (see
+:mod:`chainrag.report`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from chainrag.report.paper import ABLATION_LABELS, ablations, table_1
+from chainrag.report.runs import Comparison, Row, Run, comparisons, rows_of
+
+
+def _labels(rows: Sequence[Row]) -> list[str]:
+    """Each row's label; a label seen before gets its run's name too."""
+    labels, seen = [], set()
+    for row in rows:
+        labels.append(row.label if row.label not in seen else f"{row.label} ({row.run})")
+        seen.add(row.label)
+    return labels
+
+
+def _fmt(value: float, digits: int = 2) -> str:
+    return "–" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def dataset_table(rows: Sequence[Row], *, paper: bool = True) -> str:
+    """Our rows for one dataset as a markdown table, then (``paper``) the paper's rows for it."""
+    recall_keys = list(dict.fromkeys(k for r in rows for k in r.recall))
+    head = ["method", "LLM", "n", "F1", "EM",
+            *(k.replace("recall", "R").replace("hit", "Hit") for k in recall_keys),
+            "calls/q", "tokens/q", "s/q"]  # fmt: skip
+    priced = any(r.cost for r in rows)  # local models cost 0: no column for them
+    if priced:
+        head.insert(-1, "USD/q")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row, label in zip(rows, _labels(rows), strict=True):
+        n = f"{row.n}" + (f" (+{row.failed} failed)" if row.failed else "")
+        cells = [label, row.llm, n, _fmt(row.f1), _fmt(row.em),
+                 *(_fmt(row.recall.get(k, math.nan), 1) for k in recall_keys),
+                 _fmt(row.calls, 1), _fmt(row.tokens, 0), _fmt(row.seconds, 1)]  # fmt: skip
+        if priced:
+            cells.insert(-1, "–" if row.cost is None else f"{row.cost:.5f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    dataset = rows[0].dataset if rows else ""
+    reference = table_1()
+    methods = list(dict.fromkeys(m for table in reference.values() for m in table))
+    llms = list(reference)
+    if paper and any(dataset in reference[llm].get(m, {}) for llm in llms for m in methods):
+        lines += ["", "For reference, **the paper's Table 1** (F1 / EM; not measured here: 200 "
+                  "LongBench questions, other LLMs and embedder, bge-reranker):", "",
+                  "| method (paper) | " + " | ".join(llms) + " |",
+                  "|---" * (len(llms) + 1) + "|"]  # fmt: skip
+        for method in methods:
+            cells = []
+            for llm in llms:
+                f1, em = reference[llm].get(method, {}).get(dataset, (math.nan, math.nan))
+                cells.append(f"{_fmt(f1)} / {_fmt(em)}")
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def type_table(rows: Sequence[Row]) -> str:
+    """F1 by question type, one column per row, when the rows' questions have two types or
+    more ("" otherwise). A cell whose row answered another number of questions of that type
+    than the header's says how many."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for kind, (n, _) in row.by_type.items():
+            counts[kind] = max(counts.get(kind, 0), n)
+    if len(counts) < 2:
+        return ""
+    head = "| question type (n) | " + " | ".join(_labels(rows)) + " |"
+    lines = [head, "|---" * (len(rows) + 1) + "|"]
+    for kind in sorted(counts, key=lambda k: (-counts[k], k)):
+        cells = []
+        for row in rows:
+            n, f1 = row.by_type.get(kind, (0, math.nan))
+            cells.append(_fmt(f1, 1) + (f" ({n})" if n != counts[kind] else ""))
+        lines.append(f"| {kind} ({counts[kind]}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def across_datasets(by_dataset: Mapping[str, Sequence[Row]]) -> str:
+    """One table in the layout of the paper's Table 1: a row per method, F1 / EM per dataset
+    ("" when the rows cover fewer than two datasets)."""
+    if len(by_dataset) < 2:
+        return ""
+    cells: dict[str, dict[str, str]] = {}
+    for dataset, rows in by_dataset.items():
+        for row in rows:
+            cells.setdefault(row.label, {}).setdefault(
+                dataset, f"{_fmt(row.f1)} / {_fmt(row.em)} ({row.n})"
+            )
+    datasets = list(by_dataset)
+    lines = ["| method | " + " | ".join(f"{d} F1 / EM (n)" for d in datasets) + " |",
+             "|---" * (len(datasets) + 1) + "|"]  # fmt: skip
+    for label, of_label in cells.items():
+        lines.append(f"| {label} | " + " | ".join(of_label.get(d, "–") for d in datasets) + " |")
+    return "\n".join(lines)
+
+
+def paper_ablations(dataset: str) -> str:
+    """The paper's Tables 7–8 for one dataset as a reference table (F1 / EM, GPT-4o-mini),
+    an ablation a row, AnsInt and CxtInt side by side; empty for a dataset it has no
+    figures for."""
+    reference = ablations()
+    if dataset not in reference[("ansint", "full")]:
+        return ""
+    lines = [
+        "For reference, **the paper's Tables 7–8** (F1 / EM with GPT-4o-mini; not measured "
+        "here: 200 LongBench questions, other embedder, bge-reranker):",
+        "",
+        "| ablation (paper) | AnsInt | CxtInt |",
+        "|---|---|---|",
+    ]
+    for run, label in ABLATION_LABELS.items():
+        cells = []
+        for variant in ("ansint", "cxtint"):
+            f1, em = reference[(variant, run)][dataset]
+            cells.append(f"{_fmt(f1)} / {_fmt(em)}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _common_note(table: Comparison, n: int) -> str:
+    if table.sizes is None:
+        return ""
+    sizes = ", ".join(map(str, table.sizes))
+    return (
+        f"Scored on the {n} questions every run below answered (the runs hold {sizes}; "
+        "`--all-questions` scores each on all of its own).\n\n"
+    )
+
+
+def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
+    """The whole report: one section per dataset — the methods' table, then the ablations'
+    and the k sweep's where such runs exist. With ``common``, every row of a table is scored
+    on the questions all its runs answered (a note says when that drops some)."""
+    tables = [(t, [row for run in t.runs for row in rows_of(run)]) for t in comparisons(
+        runs, common=common)]  # fmt: skip
+    tables = [(t, rows) for t, rows in tables if rows]
+    if not tables:
+        return "No finished questions in these runs yet."
+    sections = [
+        "Rates in %; calls, tokens and seconds per question; R@k = recall of the gold evidence "
+        "in the first k units retrieved (paragraphs on MuSiQue, sentences on HotpotQA/2Wiki); "
+        "Hit@4 = all of it in the first 4 (strict, as seed 002); Hit@10 the same in the first 10 "
+        "(read tree retrieval, whose context holds up to 9 passages, there)."
+        + (" DATASET@CORPUS: over a shared corpus index, R@k counts gold paragraphs by title."
+           if any("@" in t.dataset for t, _ in tables) else "")
+    ]  # fmt: skip
+    main = {t.dataset: rows for t, rows in tables if t.group == "main"}
+    if table := across_datasets(main):
+        sections.append(f"## Across datasets\n\n{table}")
+    for dataset in dict.fromkeys(t.dataset for t, _ in tables):
+        parts = [f"## {dataset}"]
+        for t, rows in tables:
+            if t.dataset != dataset:
+                continue
+            note = _common_note(t, rows[0].n)
+            if t.group == "main":
+                parts.append(f"{note}{dataset_table(rows)}")
+                if types := type_table(rows):
+                    parts.append(f"F1 by the dataset's question type:\n\n{types}")
+            else:
+                title = ("Ablations (cf. the paper's Figures 4–5)" if t.group == "ablations"
+                         else "k seed sentences (cf. the paper's Figure 7)")  # fmt: skip
+                parts.append(f"### {dataset}: {title}\n\n{note}{dataset_table(rows, paper=False)}")
+                if t.group == "ablations" and (reference := paper_ablations(dataset)):
+                    parts.append(reference)
+        sections.append("\n\n".join(parts))
+    return "\n\n".join(sections) + "\n"
