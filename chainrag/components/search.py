@@ -447,8 +447,8 @@ class FaissIVF:
     nlist: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
-    lists_per_sqrt_n: float = attrs.field(default=1.0, validator=attrs.validators.gt(0))
-    nprobe: int = attrs.field(default=24, validator=attrs.validators.ge(1))
+    lists_per_sqrt_n: float = attrs.field(default=4.0, validator=attrs.validators.gt(0))
+    nprobe: int = attrs.field(default=32, validator=attrs.validators.ge(1))
     train_size: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
@@ -714,22 +714,25 @@ class BlockedIVF:
     lists (default ``lists_per_sqrt_n``·√n) by spherical k-means (numpy, ``iterations``
     steps) on ``train_size`` vectors (default 40 per list) drawn with ``seed``; a query scans
     its ``nprobe`` nearest lists, exactly (``nprobe = nlist``: exact search). The self-join
-    holds a float32 copy of the vectors in list order; ``load`` reads the lists (not the
-    vectors) from the file. Recipe: ``{kind: blocked_ivf, nprobe: 24}``.
+    holds a float32 copy of the vectors in list order, then takes ``refine`` steps of
+    :func:`neighbour_step` (neighbours' neighbours and reverse neighbours, compared exactly).
+    ``load`` reads the lists (not the vectors) from the file. The defaults (4·√n lists,
+    nprobe 32, one refinement step) recall 0.966 of the exact top-10 on the real 23k 2Wiki
+    sentence vectors and 0.964 at 1M (README, Benchmarks). Recipe: ``{kind: blocked_ivf}``.
     """
 
     nlist: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
-    lists_per_sqrt_n: float = attrs.field(default=1.0, validator=attrs.validators.gt(0))
-    nprobe: int = attrs.field(default=24, validator=attrs.validators.ge(1))
+    lists_per_sqrt_n: float = attrs.field(default=4.0, validator=attrs.validators.gt(0))
+    nprobe: int = attrs.field(default=32, validator=attrs.validators.ge(1))
     train_size: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
     iterations: int = attrs.field(default=20, validator=attrs.validators.ge(0))
     seed: int = 0
     query_block: int = attrs.field(default=65536, validator=attrs.validators.ge(1))
-    refine: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    refine: int = attrs.field(default=1, validator=attrs.validators.ge(0))
 
     def __call__(self, vectors: FloatArray) -> BlockedIVFIndex:
         n = vectors.shape[0]
