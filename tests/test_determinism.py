@@ -1,0 +1,138 @@
+"""The same request gets the same answer whatever came before it (issue 22), on the real 0.5B model.
+
+The managed server evaluates every prompt in full by default (``prompt_cache: fresh``,
+:mod:`chainrag.llm.fresh_server`). These tests send one request first, after a request that
+shares a long prefix with it (llama.cpp's prefix reuse would evaluate only the rest), after
+itself, and after an unrelated one, and compare the answers — and, more finely, the first
+token's log-probabilities, which the prefix-reusing server changes (the control test). Skipped
+where the model or llama-cpp-python is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chainrag import models
+from chainrag.components.judges import numbered
+from chainrag.llm.prompts import load_prompt
+from chainrag.llm.server import LocalServer, PromptCache
+from chainrag.recipe import LLMSpec
+from chainrag.types import LLMRequest
+
+MODEL = "qwen2.5-coder-0.5b"
+EVIDENCE = numbered(
+    [
+        "Ingmar Bergman was a Swedish film director born in Uppsala in 1918.",
+        "He directed The Seventh Seal, Wild Strawberries and Persona.",
+        "In his later years he lived on the island of Fårö, where he died in 2007.",
+        "Fårö lies in the Baltic Sea, north of Gotland, and is part of Gotland Municipality.",
+        "The Bergman Center on Fårö holds an annual Bergman Week each summer.",
+        "Uppsala is the fourth-largest city of Sweden and home to its oldest university.",
+    ]
+    * 6
+)
+TARGET = load_prompt("answer_sub").request(
+    evidence=EVIDENCE, question="On which island did Ingmar Bergman die?"
+)
+SAME_PREFIX = load_prompt("answer_sub").request(
+    evidence=EVIDENCE, question="In which city was Ingmar Bergman born?"
+)
+UNRELATED = load_prompt("answer_short").request(
+    context="Paris is the capital of France.", question="What is the capital of France?"
+)
+BEFORE: dict[str, LLMRequest | None] = {
+    "nothing": None,
+    "a request sharing its evidence": SAME_PREFIX,
+    "itself": TARGET,
+    "an unrelated request": UNRELATED,
+}
+
+
+@pytest.fixture(scope="module")
+def model_present() -> None:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    status = models.check(models.get_model(MODEL), full=False)
+    if status.state != "ok":
+        pytest.skip(f"{MODEL} is not in the model cache ({status.state}): chainrag models fetch")
+
+
+def _answer(server: LocalServer, request: LLMRequest) -> tuple[str, list[tuple[str, float]]]:
+    """The answer's text and its first token's top 5 log-probabilities, as the server gave them."""
+    body = {
+        "model": server.alias,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "max_tokens": 16,
+        "temperature": 0.2,
+        "seed": 0,
+        "logprobs": True,
+        "top_logprobs": 5,
+    }
+    post = urllib.request.Request(
+        f"{server.api_base}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(post, timeout=300) as reply:
+        data: Any = json.load(reply)
+    choice = data["choices"][0]
+    top = choice["logprobs"]["content"][0]["top_logprobs"]
+    return choice["message"]["content"], [(t["token"], t["logprob"]) for t in top]
+
+
+def _answers_after_each(mode: PromptCache) -> dict[str, tuple[str, list[tuple[str, float]]]]:
+    out = {}
+    with LocalServer.for_model(MODEL, prompt_cache=mode) as server:
+        for label, before in BEFORE.items():
+            if before is not None:
+                _answer(server, before)
+            out[label] = _answer(server, TARGET)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("model_present")
+def test_one_request_gets_one_answer_whatever_came_before() -> None:
+    """The default server: the same text and bit-identical log-probabilities after each."""
+    assert LLMSpec().prompt_cache == "fresh"
+    seen = _answers_after_each("fresh")
+    assert all(v == seen["nothing"] for v in seen.values()), seen
+    assert "fårö" in seen["nothing"][0].lower()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("model_present")
+def test_control_the_prefix_reusing_server_computes_other_logprobs_after_a_shared_prefix() -> None:
+    """Shows the test above can fail: with prefix reuse, the same request's numbers move."""
+    seen = _answers_after_each("reuse")
+    assert seen["a request sharing its evidence"][1] != seen["nothing"][1], seen
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("model_present")
+def test_the_fresh_server_runs_the_installed_server_with_its_model_holder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hook of fresh_server is where this llama-cpp-python builds its model holder."""
+    from llama_cpp.server import app as server_app
+    from llama_cpp.server.settings import ModelSettings
+
+    from chainrag.llm.fresh_server import FreshLlamaProxy
+
+    monkeypatch.setattr(server_app, "LlamaProxy", FreshLlamaProxy)
+    monkeypatch.setattr(server_app, "_llama_proxy", None)
+    path: Path = models.check(models.get_model(MODEL), full=False).path
+    server_app.set_llama_proxy([ModelSettings(model=str(path), n_ctx=512, verbose=False)])
+    proxy = server_app._llama_proxy
+    assert isinstance(proxy, FreshLlamaProxy)
+    try:
+        llama = proxy()
+        llama.create_completion("Fårö is an island in the", max_tokens=2)
+        assert llama.n_tokens > 0  # the evaluated prompt, which llama.cpp would reuse
+        assert proxy() is llama and llama.n_tokens == 0
+    finally:
+        proxy.free()  # type: ignore[no-untyped-call]
