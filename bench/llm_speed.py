@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/llm_speed.py [--models qwen2.5-coder-0.5b qwen2.5-coder-1.5b]
                                          [--repeats 3] [--calls 2000] [--evidence-words 1500]
+                                         [--tables speed prefix layers modes]
+                                         [--questions 10] [--orders 3] [--cold 5]
 
 Table 1, per local model: prompt processing in tokens/s (a ~400-token prompt, one output token)
 and generation in tokens/s (a short prompt, up to 128 output tokens, prompt time subtracted),
@@ -11,29 +13,46 @@ sub-answer that follows it over the same evidence (about --evidence-words words)
 v1 prompts (different system texts) and the v2 prompts (the same text up to the question, so
 llama.cpp's prompt cache serves the second call). Table 3: microseconds per call that each
 layer adds around a free, instant fake LLM (binding, metering, and the SQLite cache on a miss
-and on a hit).
+and on a hit). Table 2 runs the server with ``prompt_cache: reuse``; the others with the default.
+
+Table 4, per local model and ``prompt_cache`` mode (``fresh``: every prompt evaluated in full;
+``reuse``: llama.cpp's prefix reuse): a ChainRAG-like mix of requests for --questions MuSiQue
+dev questions (per question: decomposition, two sufficiency checks and a sub-answer per gold
+step over its paragraphs, the step's rewrite, AnsInt and CxtInt; values fixed in advance, so
+every order sends identical requests), sent in ChainRAG's order and then in --orders - 1
+shuffled orders, with the recipes' sampling (temperature 0.2, seed 0; the yes/no checks 0.0).
+"flipped" counts the requests that did not get one answer in every order; seconds per request
+and per question (ChainRAG's order) time each mode. Below it: how many answers of the reuse
+mode (ChainRAG's order) differ from the fresh mode's, and how many fresh answers equal the
+answer of a just-started server (its first request) for --cold sampled requests.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import random
+import re
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import attrs
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainrag.components.judges import numbered
-from chainrag.llm import open_llm
+from chainrag.data import load_dataset
+from chainrag.llm import PromptCache, open_llm
 from chainrag.llm.cache import CachedLLM, ResponseCache
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.stack import BoundLLM, MeteredLLM
 from chainrag.protocols.llm import LLM
 from chainrag.recipe import LLMSpec
-from chainrag.types import LLMRequest, Message
+from chainrag.types import LLMRequest, Message, QAExample
 
 FILLER = (
     "The river flows past the old mill, where the miller counts sacks of grain each morning "
@@ -70,7 +89,7 @@ def server_speed(model: str, repeats: int) -> tuple[float, float, float]:
 def prefix_reuse(model: str, evidence_words: int) -> list[tuple[int, float, float, int]]:
     """(version, check s, sub-answer s, prompt tokens of each) for the v1 and v2 prompt pairs."""
     rows = []
-    with open_llm(LLMSpec(model=model, temperature=0.0)) as llm:
+    with open_llm(LLMSpec(model=model, temperature=0.0, prompt_cache="reuse")) as llm:
         llm.complete(_request("Say hi.", 4))  # warm-up
         for version in (1, 2):
             # each version its own sentences, so neither finds the other's prefix cached
@@ -115,6 +134,142 @@ def layer_overheads(calls: int) -> list[tuple[str, float]]:
     return rows
 
 
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+MODES: tuple[PromptCache, ...] = ("fresh", "reuse")
+
+
+def _sentences(example: QAExample, first: int | None) -> list[str]:
+    """The example's sentences, those of passage ``first`` (a step's gold paragraph) first."""
+    order = list(range(len(example.passages)))
+    if first is not None and first in order:
+        order.remove(first)
+        order.insert(0, first)
+    texts = (example.passages[i].text for i in order)
+    return [s for text in texts for s in SENTENCE_END.split(text) if s.strip()]
+
+
+def _leading(sentences: list[str], words: int) -> list[str]:
+    """The leading sentences within ``words`` words (at least one)."""
+    out: list[str] = []
+    total = 0
+    for sentence in sentences:
+        total += len(sentence.split())
+        if out and total > words:
+            break
+        out.append(sentence)
+    return out
+
+
+def question_requests(example: QAExample, evidence_words: int) -> list[LLMRequest]:
+    """The requests ChainRAG makes for one question, in its order, with values fixed in advance.
+
+    Gold steps stand for the decomposition, gold answers for the sub-answers; each step's
+    evidence starts with its gold paragraph, checked at half and at full size, and the
+    sub-answer reads the same evidence as the last check (the prefix llama.cpp can reuse).
+    """
+    requests = [load_prompt("decompose").request(question=example.question)]
+    pairs: list[str] = []
+    for step in example.decomposition[:3]:
+        question = re.sub(r"#\d", "it", step.question)
+        if pairs:
+            history = "\n".join(pairs)
+            requests.append(load_prompt("rewrite").request(history=history, question=question))
+        sentences = _sentences(example, step.paragraph)
+        for words in (evidence_words // 2, evidence_words):
+            evidence = numbered(_leading(sentences, words))
+            requests.append(
+                load_prompt("sufficiency").request(evidence=evidence, question=question)
+            )
+        requests.append(load_prompt("answer_sub").request(evidence=evidence, question=question))
+        pairs.append(f"Q: {question}\nA: {step.answer}")
+    requests.append(
+        load_prompt("ansint").request(pairs="\n".join(pairs), question=example.question)
+    )
+    context = numbered(_leading(_sentences(example, None), 2 * evidence_words))
+    requests.append(load_prompt("cxtint").request(evidence=context, question=example.question))
+    return requests
+
+
+@attrs.frozen
+class ModeRun:
+    """One mode's answers and seconds: ``answers[o][i]`` for request ``i`` in order ``o``."""
+
+    answers: list[list[str]]
+    seconds: list[list[float]]
+    prompt_tokens: list[int]
+
+
+def run_mode(
+    model: str, mode: PromptCache, requests: list[LLMRequest], orders: list[list[int]]
+) -> ModeRun:
+    """Send every request once per order (a permutation of their indexes) to one server."""
+    answers = [[""] * len(requests) for _ in orders]
+    seconds = [[0.0] * len(requests) for _ in orders]
+    tokens = [0] * len(requests)
+    with open_llm(LLMSpec(model=model, prompt_cache=mode)) as llm:
+        llm.complete(_request("Say hi.", 4))  # warm-up
+        for o, order in enumerate(orders):
+            for n, i in enumerate(order, 1):
+                response = llm.complete(requests[i])
+                answers[o][i] = response.text
+                seconds[o][i] = response.usage.latency_s
+                tokens[i] = response.usage.prompt_tokens
+                if n % 10 == 0 or n == len(order):
+                    label = f"{model} {mode} order {o + 1}/{len(orders)}"
+                    print(f"  {label}: {n}/{len(order)} requests", file=sys.stderr, flush=True)
+    return ModeRun(answers, seconds, tokens)
+
+
+def cold_answers(model: str, requests: list[LLMRequest], indexes: list[int]) -> list[str]:
+    """Each request's answer as the first request of a just-started (unmodified) server."""
+    out = []
+    for n, i in enumerate(indexes, 1):
+        with open_llm(LLMSpec(model=model, prompt_cache="reuse")) as llm:
+            out.append(llm.complete(requests[i]).text)
+        print(f"  {model} cold starts: {n}/{len(indexes)}", file=sys.stderr, flush=True)
+    return out
+
+
+def modes_table(
+    model: str, questions: int, n_orders: int, evidence_words: int, n_cold: int
+) -> list[str]:
+    """Table 4's rows for one model, then its two comparison lines."""
+    per_question = [
+        question_requests(example, evidence_words)
+        for example in load_dataset("musique", limit=questions)
+    ]
+    requests = [r for group in per_question for r in group]
+    rng = random.Random(0)
+    natural = list(range(len(requests)))
+    orders = [natural] + [rng.sample(natural, len(natural)) for _ in range(n_orders - 1)]
+    runs = {mode: run_mode(model, mode, requests, orders) for mode in MODES}
+    rows = []
+    bounds = [sum(len(g) for g in per_question[:q]) for q in range(len(per_question) + 1)]
+    for mode, run in runs.items():
+        flipped = sum(len({a[i] for a in run.answers}) > 1 for i in natural)
+        unlike = sum(a[i] != run.answers[0][i] for a in run.answers[1:] for i in natural)
+        per_request = statistics.mean(s for order in run.seconds for s in order)
+        chainrag_order = run.seconds[0]
+        per_q = statistics.mean(sum(chainrag_order[a:b]) for a, b in itertools.pairwise(bounds))
+        tokens_q = sum(run.prompt_tokens) / len(per_question)
+        rows.append(
+            f"| {model} | {mode} | {len(requests)} × {len(orders)} | {flipped} | "
+            f"{unlike} of {len(requests) * (len(orders) - 1)} | {per_request:.2f} | "
+            f"{per_q:.1f} | {tokens_q:.0f} |"
+        )
+    fresh, reuse = runs["fresh"].answers[0], runs["reuse"].answers[0]
+    differ = sum(f != r for f, r in zip(fresh, reuse, strict=True))
+    rows.append(f"\n{model}: reuse's answers unlike fresh's (ChainRAG's order): "
+                f"{differ} of {len(requests)}")  # fmt: skip
+    if n_cold:
+        picked = sorted(rng.sample(natural, min(n_cold, len(natural))))
+        cold = cold_answers(model, requests, picked)
+        same = sum(c == fresh[i] for c, i in zip(cold, picked, strict=True))
+        rows.append(f"{model}: fresh answers equal to a just-started server's first answer: "
+                    f"{same} of {len(picked)}")  # fmt: skip
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -122,27 +277,55 @@ def main() -> int:
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--evidence-words", type=int, default=1500)
+    parser.add_argument("--evidence-words", type=int, default=1500,
+                        help="table 2's words; table 4's per step (CxtInt's: twice)")  # fmt: skip
+    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES))
+    parser.add_argument("--questions", type=int, default=10, help="table 4: MuSiQue questions")
+    parser.add_argument("--orders", type=int, default=3, help="table 4: ChainRAG's + shuffled")
+    parser.add_argument("--cold", type=int, default=5, help="table 4: cold-start comparisons")
     args = parser.parse_args()
+    if args.orders < 2:
+        parser.error("--orders must be at least 2 (ChainRAG's order and a shuffled one)")
+    for table in args.tables:
+        TABLES[table](args)
+        print()
+    return 0
 
+
+def speed(args: argparse.Namespace) -> None:
     print("| model | server start (s) | prompt tokens/s | generation tokens/s |")
     print("|---|---|---|---|")
     for model in args.models:
         prompt, gen, start = server_speed(model, args.repeats)
         print(f"| {model} | {start:.1f} | {prompt:.0f} | {gen:.1f} |", flush=True)
-    print()
+
+
+def prefix(args: argparse.Namespace) -> None:
     print("| model | prompts | prompt tokens | sufficiency check (s) | sub-answer after it (s) |")
     print("|---|---|---|---|---|")
     for model in args.models:
         for version, check_s, answer_s, tokens in prefix_reuse(model, args.evidence_words):
             row = f"| {model} | v{version} | {tokens} | {check_s:.1f} | {answer_s:.1f} |"
             print(row, flush=True)
-    print()
+
+
+def layers(args: argparse.Namespace) -> None:
     print("| layers around an instant fake LLM | µs per call |")
     print("|---|---|")
     for name, us in layer_overheads(args.calls):
         print(f"| {name} | {us:.1f} |")
-    return 0
+
+
+def modes(args: argparse.Namespace) -> None:
+    print("| model | prompt cache | requests × orders | flipped | answers unlike ChainRAG's "
+          "order | s/request | s/question | prompt tokens/question |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for model in args.models:
+        for row in modes_table(model, args.questions, args.orders, args.evidence_words, args.cold):
+            print(row, flush=True)
+
+
+TABLES = {"speed": speed, "prefix": prefix, "layers": layers, "modes": modes}
 
 
 if __name__ == "__main__":
