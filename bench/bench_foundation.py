@@ -15,7 +15,7 @@ import pytest
 from scipy import sparse
 
 from chainrag.components.edges import adjacency_band
-from chainrag.recipe import load_recipe
+from chainrag.recipes.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = [200, 2_000, 20_000]

@@ -83,9 +83,9 @@ from chainrag.components.search import (  # noqa: E402
     FaissIVF,
     exact_top_k,
 )
-from chainrag.index import digest  # noqa: E402
-from chainrag.structure import unstructure  # noqa: E402
-from chainrag.types import GraphInputs, Sentence  # noqa: E402
+from chainrag.core.types import GraphInputs, Sentence  # noqa: E402
+from chainrag.index.build import digest  # noqa: E402
+from chainrag.recipes.structure import unstructure  # noqa: E402
 
 M = 10
 CANDIDATES = 100
@@ -525,8 +525,8 @@ def seeds(kind: str) -> Callable[[Inputs, dict[str, Any]], dict[str, Any]]:
 
         from chainrag.components.embedders import FlagModelEmbedder
         from chainrag.components.retrievers import DenseRerank
-        from chainrag.context import Context
-        from chainrag.data import load_dataset
+        from chainrag.core.context import Context
+        from chainrag.data.datasets import load_dataset
 
         torch.set_num_threads(1)
         ctx, search, embedder = Context(), SEARCHES[kind], FlagModelEmbedder()
@@ -622,7 +622,7 @@ def encoders(_: Inputs | None, config: dict[str, Any]) -> dict[str, Any]:
     sentences."""
     from chainrag.components.embedders import FlagModelEmbedder
     from chainrag.components.spacy_nlp import SpacyNER
-    from chainrag.context import Context
+    from chainrag.core.context import Context
 
     with contextlib.closing(connect(Path(config["index"]))) as db:
         texts = [t for (t,) in db.execute("SELECT text FROM sentences ORDER BY sid")]

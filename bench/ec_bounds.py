@@ -67,13 +67,13 @@ from chainrag.components.expanders import expand_hops, words
 from chainrag.components.key_entities import BM25KeyEntities
 from chainrag.components.retrievers import top_k_hits
 from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
-from chainrag.context import Context
-from chainrag.data import load_corpus, load_dataset, pool
-from chainrag.graph import SentenceGraph
-from chainrag.index import EmbeddingCache, entity_name
-from chainrag.metrics import retrieval_scores
-from chainrag.paths import cache_root
-from chainrag.types import GraphInputs, Passage, QAExample, ScoredEntity, Sentence, Verdict
+from chainrag.core.context import Context
+from chainrag.core.paths import cache_root
+from chainrag.core.types import GraphInputs, Passage, QAExample, ScoredEntity, Sentence, Verdict
+from chainrag.data.datasets import load_corpus, load_dataset, pool
+from chainrag.data.metrics import retrieval_scores
+from chainrag.index.build import EmbeddingCache, entity_name
+from chainrag.index.graph import SentenceGraph
 
 NUMERIC_LABELS = ("NORP", "ORDINAL", "CARDINAL", "QUANTITY", "PERCENT", "MONEY", "DATE", "TIME")
 TOP = 13

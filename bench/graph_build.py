@@ -36,10 +36,10 @@ from chainrag.components.edges import EntityCooccurrence, SimilarityTopK, Struct
 from chainrag.components.embedders import FlagModelEmbedder
 from chainrag.components.key_entities import BM25KeyEntities, entity_vocabulary
 from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
-from chainrag.context import Context
-from chainrag.data import load_corpus
-from chainrag.index import entity_name
-from chainrag.types import GraphInputs, Sentence
+from chainrag.core.context import Context
+from chainrag.core.types import GraphInputs, Sentence
+from chainrag.data.datasets import load_corpus
+from chainrag.index.build import entity_name
 
 
 def measure(fn: Callable[[], Any], trace: bool = False) -> tuple[Any, float, float | None]:

@@ -44,15 +44,15 @@ import attrs
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainrag.components.judges import numbered
-from chainrag.data import load_dataset
+from chainrag.core.types import LLMRequest, Message, QAExample
+from chainrag.data.datasets import load_dataset
 from chainrag.llm import PromptCache, open_llm
 from chainrag.llm.cache import CachedLLM, ResponseCache
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.stack import BoundLLM, MeteredLLM
 from chainrag.protocols.llm import LLM
-from chainrag.recipe import LLMSpec
-from chainrag.types import LLMRequest, Message, QAExample
+from chainrag.recipes.recipe import LLMSpec
 
 FILLER = (
     "The river flows past the old mill, where the miller counts sacks of grain each morning "

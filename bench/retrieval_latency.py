@@ -22,12 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainrag.components.expanders import expand_hops, words
 from chainrag.components.retrievers import DenseRerank, top_k_hits
-from chainrag.context import Context
-from chainrag.data import load_corpus, load_dataset
-from chainrag.graph import SentenceGraph
-from chainrag.index import IndexCache, build_index
-from chainrag.recipe import load_recipe
-from chainrag.types import Verdict
+from chainrag.core.context import Context
+from chainrag.core.types import Verdict
+from chainrag.data.datasets import load_corpus, load_dataset
+from chainrag.index.build import IndexCache, build_index
+from chainrag.index.graph import SentenceGraph
+from chainrag.recipes.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
 

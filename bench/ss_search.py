@@ -52,8 +52,8 @@ def real_vectors() -> np.ndarray:
     if not path.exists():
         from chainrag.components.embedders import FlagModelEmbedder
         from chainrag.components.spacy_nlp import SpacySentences
-        from chainrag.context import Context
-        from chainrag.data import load_corpus
+        from chainrag.core.context import Context
+        from chainrag.data.datasets import load_corpus
 
         ctx = Context()
         sentences = SpacySentences()(load_corpus("2wiki"), ctx)

@@ -18,8 +18,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainrag.components.embedders import HashedBagOfWords
-from chainrag.graph import IndexFormatError, SentenceGraph
-from chainrag.paths import cache_root
+from chainrag.core.paths import cache_root
+from chainrag.index.graph import IndexFormatError, SentenceGraph
 
 
 def main() -> int:

@@ -16,12 +16,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from chainrag.context import ModelStore
-from chainrag.data import load_dataset
-from chainrag.graph import units_of
-from chainrag.index import IndexCache
-from chainrag.metrics import title_retrieval_scores
-from chainrag.recipe import parse_yaml, structure
+from chainrag.core.context import ModelStore
+from chainrag.data.datasets import load_dataset
+from chainrag.data.metrics import title_retrieval_scores
+from chainrag.index.build import IndexCache
+from chainrag.index.graph import units_of
+from chainrag.recipes.recipe import parse_yaml, structure
 from chainrag.run.folder import RunDir
 from chainrag.run.question import retrieved_units, searchable_index
 

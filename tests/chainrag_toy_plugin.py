@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from chainrag.context import Context
-from chainrag.registry import REWRITE_TRIGGERS, SENTENCE_SPLITTERS
-from chainrag.types import Passage, Sentence
+from chainrag.core.context import Context
+from chainrag.core.types import Passage, Sentence
+from chainrag.recipes.registry import REWRITE_TRIGGERS, SENTENCE_SPLITTERS
 
 
 @REWRITE_TRIGGERS.register("toy_question_mark", example={"mark": "?"})

@@ -41,7 +41,7 @@ def _private_cache(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Indexes and embeddings go to a per-session folder; the model cache stays shared."""
-    from chainrag.models import model_cache_dir
+    from chainrag.recipes.models import model_cache_dir
 
     monkeypatch.setenv("CHAINRAG_MODEL_CACHE", str(model_cache_dir()))
     monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))

@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from chainrag.core.types import Answer, NamedAnswer, Prediction, StepTrace, Usage
 from chainrag.run.meta import LLMIdentity, ModelIdentities, RunMeta, meta_data
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer, record_line
-from chainrag.types import Answer, NamedAnswer, Prediction, StepTrace, Usage
 
 NO_USAGE = Usage()
 

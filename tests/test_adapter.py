@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords, l2_normalise
 from chainrag.components.linear_adapter import (
     FORMAT,
@@ -19,13 +19,13 @@ from chainrag.components.linear_adapter import (
     AdapterError,
     LinearAdapter,
 )
-from chainrag.context import Context
-from chainrag.data import load_dataset
-from chainrag.index import EmbeddingCache
+from chainrag.core.context import Context
+from chainrag.core.types import Passage, QAExample
+from chainrag.data.datasets import load_dataset
+from chainrag.index.build import EmbeddingCache
 from chainrag.training.adapter_eval import separation, strict_hits
 from chainrag.training.adapter_fit import PairSet, TrainConfig, pair_set, train
 from chainrag.training.common import split_questions
-from chainrag.types import Passage, QAExample
 
 from .conftest import SHARED
 

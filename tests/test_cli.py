@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
 
 from .conftest import ROOT
 
@@ -23,7 +23,7 @@ def test_help_lists_commands() -> None:
 def test_command_lists_show_each_summary_unbroken() -> None:
     # Typer's rich help kept docstrings' hard line breaks in a group's command list, so wrapped
     # summaries broke mid-sentence; each summary is its docstring's first paragraph, one line.
-    from chainrag.cli import experiment_app, models_app, recipe_app, train_app
+    from chainrag.cli.main import experiment_app, models_app, recipe_app, train_app
 
     for group in (app, recipe_app, experiment_app, models_app, train_app):
         for info in group.registered_commands:
@@ -107,7 +107,7 @@ def test_components_unknown_stage() -> None:
 
 
 def test_fetch_bars_share_one_bar_per_kind_one_at_a_time() -> None:
-    from chainrag.cli_models import fetch_bars
+    from chainrag.cli.models import fetch_bars
 
     with fetch_bars() as progress:
         progress("verifying toy.gguf", 4 << 20, 10 << 20)
@@ -127,8 +127,8 @@ def test_an_error_can_be_reported_without_the_fail_prefix(
 ) -> None:
     import typer
 
-    from chainrag.cli_common import fail, reports_errors
-    from chainrag.errors import ChainragError
+    from chainrag.cli.common import fail, reports_errors
+    from chainrag.core.errors import ChainragError
 
     group = typer.Typer()
 
@@ -144,7 +144,7 @@ def test_an_error_can_be_reported_without_the_fail_prefix(
 
 
 def test_validate_paths_gives_a_typed_result_per_file(tmp_path: Path) -> None:
-    from chainrag.validation import FileCheck, check_file, validate_paths
+    from chainrag.recipes.validation import FileCheck, check_file, validate_paths
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("llm: {max_tokens: 7.9}\n")
@@ -165,7 +165,7 @@ def test_validate_paths_gives_a_typed_result_per_file(tmp_path: Path) -> None:
 
 
 def test_catalogue_data_and_lines_describe_each_component() -> None:
-    from chainrag.describe import UnknownStageError, catalogue, catalogue_data, entry_lines
+    from chainrag.recipes.describe import UnknownStageError, catalogue, catalogue_data, entry_lines
 
     data = catalogue_data("edge_builder")
     assert list(data) == ["edge_builder"]

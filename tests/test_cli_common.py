@@ -1,4 +1,4 @@
-"""The commands' shared error decorator and progress bars (chainrag/cli_common.py)."""
+"""The commands' shared error decorator and progress bars (chainrag/cli/common.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from chainrag.cli_common import RESUME_HINT, Progress, fail, reports_errors
-from chainrag.errors import ChainragError
+from chainrag.cli.common import RESUME_HINT, Progress, fail, reports_errors
+from chainrag.core.errors import ChainragError
 
 
 def _app(error: Exception | None, hint: str | None = None) -> typer.Typer:

@@ -14,7 +14,7 @@ from chainrag.components.cache_triggers import Popularity
 from chainrag.components.chunkers import WordChunks, word_windows
 from chainrag.components.edges import StructuralAdjacency, adjacency_band
 from chainrag.components.rewrite_triggers import PronounWords, Substring
-from chainrag.types import GraphInputs, Passage, ReservoirMatch, Sentence
+from chainrag.core.types import GraphInputs, Passage, ReservoirMatch, Sentence
 
 # --------------------------------------------------------------------------- rewrite triggers
 

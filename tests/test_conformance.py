@@ -20,14 +20,8 @@ from scipy import sparse
 
 from chainrag.components.edges import EntityCooccurrence, StructuralAdjacency
 from chainrag.components.embedders import HashedBagOfWords
-from chainrag.context import Context
-from chainrag.graph import SentenceGraph
-from chainrag.llm.fake import ScriptedLLM
-from chainrag.llm.prompts import available
-from chainrag.recipe import parse_yaml
-from chainrag.registry import REGISTRIES, Entry, Registry
-from chainrag.structure import CONVERTER, unstructure
-from chainrag.types import (
+from chainrag.core.context import Context
+from chainrag.core.types import (
     GraphInputs,
     Hit,
     IntegrationInput,
@@ -39,6 +33,12 @@ from chainrag.types import (
     Sentence,
     SubAnswer,
 )
+from chainrag.index.graph import SentenceGraph
+from chainrag.llm.fake import ScriptedLLM
+from chainrag.llm.prompts import available
+from chainrag.recipes.recipe import parse_yaml
+from chainrag.recipes.registry import REGISTRIES, Entry, Registry
+from chainrag.recipes.structure import CONVERTER, unstructure
 
 from . import chainrag_toy_plugin  # noqa: F401  (a plugin's components must conform too)
 
@@ -97,7 +97,7 @@ def _llm_context() -> Context:
 
 def _method_context() -> Context:
     from chainrag.components.retrievers import DenseRerank
-    from chainrag.recipe import RetrievalSpec
+    from chainrag.recipes.recipe import RetrievalSpec
 
     ctx = _llm_context()
     ctx.index = _toy_graph().view()

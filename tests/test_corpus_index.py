@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chainrag.context import Context
-from chainrag.corpus.build import build_corpus_index
-from chainrag.corpus.source import CorpusError, read_passages
-from chainrag.corpus.store import CorpusIndex, CorpusIndexError, Layer
-from chainrag.graph import GraphView
-from chainrag.index import build_sentence_graph
-from chainrag.recipe import IndexSpec, load_recipe
+from chainrag.core.context import Context
+from chainrag.index.build import build_sentence_graph
+from chainrag.index.corpus.build import build_corpus_index
+from chainrag.index.corpus.source import CorpusError, read_passages
+from chainrag.index.corpus.store import CorpusIndex, CorpusIndexError, Layer
+from chainrag.index.graph import GraphView
+from chainrag.recipes.recipe import IndexSpec, load_recipe
 
 from .conftest import ROOT, SHARED
 
@@ -140,7 +140,7 @@ def test_kill_9_during_a_real_build_then_resume_gives_the_same_index(tmp_path: P
     path, spec = recipe(tmp_path)
     source = corpus_file(tmp_path, n=120)
     build_corpus_index([str(source)], spec, tmp_path / "whole", Context(), batch_passages=8)
-    args = [sys.executable, "-c", "from chainrag.cli import entry; entry()", "index",
+    args = [sys.executable, "-c", "from chainrag.cli.main import entry; entry()", "index",
             "--recipe", str(path), "--corpus", str(source), "--out", str(tmp_path / "part"),
             "--batch-passages", "8"]  # fmt: skip
     env = os.environ | {"TQDM_DISABLE": "1"}
@@ -205,7 +205,7 @@ def test_json_array_records_are_checked(tmp_path: Path, text: str, message: str)
 
 
 def test_a_json_array_is_read_incrementally_across_buffer_boundaries(tmp_path: Path) -> None:
-    import chainrag.corpus.source as source
+    import chainrag.index.corpus.source as source
 
     items = [{"title": f"t{i} é", "text": "ü" * (i % 50 + 1) + " end"} for i in range(300)]
     path = tmp_path / "c.json"
@@ -234,8 +234,8 @@ def test_run_answers_a_dataset_over_a_prebuilt_corpus_index(tmp_path: Path) -> N
     against the gold passages' titles, the index recorded in run.json."""
     from typer.testing import CliRunner
 
-    from chainrag.cli import app
-    from chainrag.data import load_dataset
+    from chainrag.cli.main import app
+    from chainrag.data.datasets import load_dataset
 
     from .fake_openai_server import FakeOpenAI, serve
 
@@ -304,8 +304,8 @@ def test_seed_retrieval_over_a_corpus_index_through_each_search(tmp_path: Path) 
 
 
 def test_index_section_names_a_recipe_without_one(tmp_path: Path) -> None:
-    from chainrag.corpus.indexing import index_section
-    from chainrag.index import IndexBuildError
+    from chainrag.index.build import IndexBuildError
+    from chainrag.index.corpus.indexing import index_section
 
     path, spec = recipe(tmp_path)
     assert index_section(path) == spec
@@ -316,8 +316,8 @@ def test_index_section_names_a_recipe_without_one(tmp_path: Path) -> None:
 
 
 def test_contexts_are_a_dev_sets_questions_or_one_corpus(tmp_path: Path) -> None:
-    from chainrag.corpus.indexing import contexts_of
-    from chainrag.data import DatasetError, load_dataset
+    from chainrag.data.datasets import DatasetError, load_dataset
+    from chainrag.index.corpus.indexing import contexts_of
 
     questions = load_dataset("musique", 2)
     assert contexts_of("musique", None, 2) == [(q.qid, q.passages) for q in questions]
@@ -332,8 +332,8 @@ def test_contexts_are_a_dev_sets_questions_or_one_corpus(tmp_path: Path) -> None
 
 
 def test_index_contexts_sums_what_the_indexes_hold(tmp_path: Path) -> None:
-    from chainrag.corpus.indexing import contexts_of, index_contexts
-    from chainrag.index import IndexCache, build_index
+    from chainrag.index.build import IndexCache, build_index
+    from chainrag.index.corpus.indexing import contexts_of, index_contexts
 
     _, spec = recipe(tmp_path)
     contexts = contexts_of("musique", None, 2)
@@ -359,7 +359,7 @@ def test_index_contexts_sums_what_the_indexes_hold(tmp_path: Path) -> None:
 
 
 def test_build_from_recipe_reports_the_manifests_counts(tmp_path: Path) -> None:
-    from chainrag.corpus.indexing import CorpusBuild, build_from_recipe, prepare_search
+    from chainrag.index.corpus.indexing import CorpusBuild, build_from_recipe, prepare_search
 
     path, _ = recipe(tmp_path)
     source = corpus_file(tmp_path)
@@ -378,7 +378,7 @@ def test_build_from_recipe_reports_the_manifests_counts(tmp_path: Path) -> None:
 
 
 def test_an_unknown_engine_is_named(tmp_path: Path) -> None:
-    from chainrag.corpus.indexing import build_from_recipe
+    from chainrag.index.corpus.indexing import build_from_recipe
 
     path, _ = recipe(tmp_path)
     with pytest.raises(CorpusIndexError, match="unknown engine 'spark'; engines: local, ray"):
@@ -387,7 +387,7 @@ def test_an_unknown_engine_is_named(tmp_path: Path) -> None:
 
 def test_prepare_search_builds_the_seed_retrievers_vector_index(tmp_path: Path) -> None:
     from chainrag.components.search import FaissIVF
-    from chainrag.corpus.indexing import build_from_recipe, prepare_search
+    from chainrag.index.corpus.indexing import build_from_recipe, prepare_search
 
     pytest.importorskip("faiss")
     path, _ = recipe(tmp_path)

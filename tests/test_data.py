@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chainrag.data import DatasetError, load_context_file, load_corpus, load_dataset
+from chainrag.data.datasets import DatasetError, load_context_file, load_corpus, load_dataset
 
 from .conftest import SHARED
 
@@ -158,8 +158,8 @@ def test_longbench_missing_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["musique", "hotpotqa", "2wiki"])
 def test_pooled_setting_shares_one_context_and_keeps_the_gold(name: str) -> None:
-    from chainrag.metrics import gold_items, retrieval_scores
-    from chainrag.types import Chunk
+    from chainrag.core.types import Chunk
+    from chainrag.data.metrics import gold_items, retrieval_scores
 
     own = load_dataset(name)
     pooled = load_dataset(f"pooled:{name}", 30)
@@ -442,7 +442,7 @@ def test_real_data_quirks_are_accepted() -> None:
 def test_a_bad_dataset_stops_a_run_before_any_question(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from chainrag.cli import app
+    from chainrag.cli.main import app
 
     from .conftest import ROOT
 

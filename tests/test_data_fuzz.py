@@ -19,8 +19,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from chainrag.data import DatasetError, load_context_file, load_corpus, load_dataset
-from chainrag.types import Passage, QAExample
+from chainrag.core.types import Passage, QAExample
+from chainrag.data.datasets import DatasetError, load_context_file, load_corpus, load_dataset
 
 from .conftest import SHARED
 

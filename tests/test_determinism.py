@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from chainrag import models
 from chainrag.components.judges import numbered
+from chainrag.core.types import LLMRequest
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.server import LocalServer, PromptCache
-from chainrag.recipe import LLMSpec
-from chainrag.types import LLMRequest
+from chainrag.recipes import models
+from chainrag.recipes.recipe import LLMSpec
 
 MODEL = "qwen2.5-coder-0.5b"
 EVIDENCE = numbered(

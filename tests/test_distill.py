@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
 from chainrag.components.rerankers import CrossEncoderReranker
-from chainrag.context import Context
+from chainrag.core.context import Context
+from chainrag.core.types import Hit, Passage, QAExample
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.training.distill_eval import by_score, ndcg, ranking_metrics
 from chainrag.training.distill_fit import Pair, epoch_order, pairs_of
 from chainrag.training.teachers import gold_teacher, llm_teacher, relevance_score
-from chainrag.types import Hit, Passage, QAExample
 
 from .conftest import SHARED
 

@@ -26,9 +26,9 @@ from chainrag.components.edges import (
     row_blocks,
     sentence_counts,
 )
-from chainrag.errors import ChainragError
-from chainrag.recipe import parse_yaml, structure
-from chainrag.types import GraphInputs, ScoredEntity
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import GraphInputs, ScoredEntity
+from chainrag.recipes.recipe import parse_yaml, structure
 
 from .test_graph_properties import graph_inputs, permuted, sentences_for
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from chainrag.components.embedders import FlagModelEmbedder, l2_normalise
-from chainrag.context import Context
+from chainrag.core.context import Context
 
 TEXTS = [
     "Who directed The Serpent's Egg?",

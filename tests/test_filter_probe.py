@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
 from chainrag.components.knowledge import KeepAll, LLMNLIFilter
-from chainrag.context import Context
-from chainrag.data import load_dataset
+from chainrag.core.context import Context
+from chainrag.core.types import LLMRequest
+from chainrag.data.datasets import load_dataset
 from chainrag.experiments import filter_probe as fp
 from chainrag.experiments.judge import gold_passages
 from chainrag.llm.fake import ScriptedLLM
-from chainrag.recipe import load_recipe
-from chainrag.types import LLMRequest
+from chainrag.recipes.recipe import load_recipe
 
 from .conftest import ROOT, SHARED
 

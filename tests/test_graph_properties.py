@@ -18,8 +18,8 @@ from chainrag.components.edges import (
     topk_similarity_edges,
 )
 from chainrag.components.embedders import HashedBagOfWords
-from chainrag.graph import SentenceGraph
-from chainrag.types import GraphInputs, Passage, ScoredEntity, Sentence
+from chainrag.core.types import GraphInputs, Passage, ScoredEntity, Sentence
+from chainrag.index.graph import SentenceGraph
 
 # --------------------------------------------------------------------------- strategies
 

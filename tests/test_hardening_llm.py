@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from chainrag.credentials import redact, strip_userinfo
-from chainrag.errors import LLMRequestError
+from chainrag.core.credentials import redact, strip_userinfo
+from chainrag.core.errors import LLMRequestError
+from chainrag.core.types import LLMRequest, LLMResponse, Message
 from chainrag.llm import endpoint_identity, open_llm
 from chainrag.llm.cache import ResponseCache, request_key
-from chainrag.recipe import LLMSpec
-from chainrag.types import LLMRequest, LLMResponse, Message
+from chainrag.recipes.recipe import LLMSpec
 
 from .fake_openai_server import FakeOpenAI, serve
 
@@ -62,7 +62,7 @@ def test_keys_of_the_old_rule_are_not_served(tmp_path: Path) -> None:
     """A cache written before the endpoint was part of the key must not answer any more."""
     import hashlib
 
-    from chainrag.structure import unstructure
+    from chainrag.recipes.structure import unstructure
 
     path = tmp_path / "c.sqlite"
     ResponseCache(path).close()

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from chainrag.data import load_dataset
+from chainrag.core.types import LLMRequest
+from chainrag.data.datasets import load_dataset
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.run.files import RunError, read_lines
 from chainrag.run.folder import RunDir
 from chainrag.run.session import run_recipe
-from chainrag.types import LLMRequest
 
 from .conftest import SHARED
 from .fake_openai_server import FakeOpenAI, serve
@@ -60,7 +60,7 @@ def test_a_question_that_fails_with_any_exception_is_its_own_error(tmp_path: Pat
 
 
 def _cli() -> list[str]:
-    return [sys.executable, "-c", "from chainrag.cli import app; app()"]
+    return [sys.executable, "-c", "from chainrag.cli.main import app; app()"]
 
 
 def test_no_credential_reaches_a_run_folder(tmp_path: Path) -> None:
@@ -136,10 +136,10 @@ def test_sigterm_ends_a_run_against_an_api_model_as_ctrl_c_does(tmp_path: Path) 
 
 
 def test_connection_refused_is_the_connection_error_the_readme_names(tmp_path: Path) -> None:
-    from chainrag.errors import LLMConnectionError
+    from chainrag.core.errors import LLMConnectionError
+    from chainrag.core.types import Message
     from chainrag.llm.backend import LiteLLMBackend, RetryPolicy
     from chainrag.llm.server import free_port
-    from chainrag.types import Message
 
     backend = LiteLLMBackend(
         api_base=f"http://127.0.0.1:{free_port()}/v1", api_key="x", retry=RetryPolicy(0)
@@ -153,7 +153,7 @@ def test_a_crash_is_told_apart_from_a_refused_input(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Both used to exit 1: a refused input still does, a bug exits 70 and says so."""
-    import chainrag.cli as cli
+    import chainrag.cli.main as cli
 
     def crash() -> None:
         raise ZeroDivisionError("division by zero")
@@ -172,7 +172,7 @@ def test_a_crash_is_told_apart_from_a_refused_input(
 
 
 def _cli_entry() -> list[str]:
-    return [sys.executable, "-c", "from chainrag.cli import entry; entry()"]
+    return [sys.executable, "-c", "from chainrag.cli.main import entry; entry()"]
 
 
 def test_a_run_made_before_components_gained_parameters_still_resumes(tmp_path: Path) -> None:
@@ -180,8 +180,8 @@ def test_a_run_made_before_components_gained_parameters_still_resumes(tmp_path: 
     keep the paper's behaviour): its digest differs, its recipe does not."""
     import shutil
 
-    from chainrag.data import dataset_path
-    from chainrag.recipe import load_recipe
+    from chainrag.data.datasets import dataset_path
+    from chainrag.recipes.recipe import load_recipe
     from chainrag.run.meta import recipe_digest
 
     from .conftest import ROOT

@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
 from chainrag.components.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
 from chainrag.components.embedders import FlagModelEmbedder, HashedBagOfWords
 from chainrag.components.key_entities import BM25KeyEntities
 from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
-from chainrag.context import Context
-from chainrag.data import load_dataset
-from chainrag.graph import ChunkIndex, SentenceGraph
-from chainrag.index import EmbeddingCache, IndexBuildError, IndexCache, build_index
-from chainrag.recipe import IndexSpec, load_recipe
+from chainrag.core.context import Context
+from chainrag.data.datasets import load_dataset
+from chainrag.index.build import EmbeddingCache, IndexBuildError, IndexCache, build_index
+from chainrag.index.graph import ChunkIndex, SentenceGraph
+from chainrag.recipes.recipe import IndexSpec, load_recipe
 
 from .conftest import ROOT
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from chainrag.errors import (
+from chainrag.core.errors import (
     LLMError,
     LLMRateLimitError,
     LLMRequestError,
@@ -15,8 +15,8 @@ from chainrag.errors import (
     LLMServerError,
     LLMTimeoutError,
 )
+from chainrag.core.types import LLMRequest, Message
 from chainrag.llm.backend import LiteLLMBackend, RetryPolicy, redact
-from chainrag.types import LLMRequest, Message
 
 from .fake_openai_server import FakeOpenAI, serve
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from chainrag import models
 from chainrag.llm import open_llm
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.server import LocalServer
 from chainrag.llm.stack import Ledger, MeteredLLM
 from chainrag.llm.structured import complete_json
-from chainrag.recipe import LLMSpec
+from chainrag.recipes import models
+from chainrag.recipes.recipe import LLMSpec
 
 from .test_server import gone
 

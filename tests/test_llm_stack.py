@@ -8,16 +8,16 @@ from typing import Any
 import attrs
 import pytest
 
-from chainrag.errors import RecipeError
+from chainrag.core.errors import RecipeError
+from chainrag.core.types import LLMRequest, LLMResponse, Message, Usage
 from chainrag.llm import endpoint_identity, managed_prompt_cache, open_llm
 from chainrag.llm.cache import CachedLLM, ResponseCache, request_key
 from chainrag.llm.fake import FakeLLMError, ScriptedLLM
 from chainrag.llm.prompts import PromptError, available, load_prompt
 from chainrag.llm.server import LocalServer, PromptCache, server_command
 from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
-from chainrag.models import get_model
-from chainrag.recipe import LLMSpec
-from chainrag.types import LLMRequest, LLMResponse, Message, Usage
+from chainrag.recipes.models import get_model
+from chainrag.recipes.recipe import LLMSpec
 
 from .test_server import standin
 

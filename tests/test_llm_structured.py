@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chainrag.errors import LLMOutputError
+from chainrag.core.errors import LLMOutputError
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import JSONParseError, complete_json, parse_json

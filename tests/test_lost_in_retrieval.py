@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords
-from chainrag.context import Context
-from chainrag.data import load_dataset
+from chainrag.core.context import Context
+from chainrag.data.datasets import load_dataset
 from chainrag.experiments.lost_in_retrieval import (
     fill,
     natural_question,

@@ -10,16 +10,16 @@ import attrs
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords
 from chainrag.components.reasoning import clean_answer, is_unanswerable
-from chainrag.data import load_dataset
-from chainrag.index import IndexCache
+from chainrag.core.types import LLMRequest, QAExample
+from chainrag.data.datasets import load_dataset
+from chainrag.index.build import IndexCache
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.llm.prompts import available
-from chainrag.recipe import Recipe, load_recipe, recipe_files
+from chainrag.recipes.recipe import Recipe, load_recipe, recipe_files
 from chainrag.run.question import RecipeIncompleteError, answer_question
-from chainrag.types import LLMRequest, QAExample
 
 from .conftest import ROOT
 from .fake_openai_server import FakeOpenAI, serve
@@ -196,7 +196,7 @@ def test_iter_retgen_retrieves_with_the_whole_generation(bergman: QAExample) -> 
      ("No marker here.\nParis", "Paris"), ("", "")],
 )  # fmt: skip
 def test_final_answer_of_a_chain_of_thought(generation: str, answer: str) -> None:
-    from chainrag.components.methods import final_answer
+    from chainrag.methods.paper import final_answer
 
     assert final_answer(generation) == answer
 
@@ -250,8 +250,8 @@ def test_ask_command_end_to_end_through_litellm(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_chainrag_with_the_real_local_model(bergman: QAExample, tmp_path: Path) -> None:
     """One real question end to end with the managed local 0.5B model (the smoke-test model)."""
-    from chainrag import models
     from chainrag.llm import open_llm
+    from chainrag.recipes import models
 
     assert models.fetch(models.get_model("qwen2.5-coder-0.5b")).state == "ok"
     recipe_file = tmp_path / "r.yaml"

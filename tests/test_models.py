@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chainrag import models
-from chainrag.cli import app
-from chainrag.models import LocalModel, ModelError
+from chainrag.cli.main import app
+from chainrag.recipes import models
+from chainrag.recipes.models import LocalModel, ModelError
 
 PARTS = [b"alpha-" * 1000, b"beta-" * 700, b"gamma"]
 WHOLE = b"".join(PARTS)
@@ -137,7 +137,7 @@ def test_statuses_check_every_local_model_in_order(tmp_path: Path) -> None:
 
 
 def test_recipes_accept_exactly_the_local_models() -> None:
-    from chainrag.recipe import LLMSpec
+    from chainrag.recipes.recipe import LLMSpec
 
     for name in models.LOCAL_MODELS:
         assert LLMSpec(model=name).model == name

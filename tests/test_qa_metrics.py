@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chainrag.metrics import answer_em, answer_f1, normalize_answer, qa_scores
+from chainrag.data.metrics import answer_em, answer_f1, normalize_answer, qa_scores
 
 
 def test_squad_normalisation() -> None:

@@ -17,10 +17,16 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from chainrag.context import Context
-from chainrag.corpus.build import build_corpus_index, embed_texts
-from chainrag.corpus.ray_engine import EncoderActor, RayEngine, RayEngineError, in_order, windows
-from chainrag.recipe import IndexSpec, load_recipe
+from chainrag.core.context import Context
+from chainrag.index.corpus.build import build_corpus_index, embed_texts
+from chainrag.index.corpus.ray_engine import (
+    EncoderActor,
+    RayEngine,
+    RayEngineError,
+    in_order,
+    windows,
+)
+from chainrag.recipes.recipe import IndexSpec, load_recipe
 
 from .conftest import ROOT
 
@@ -123,7 +129,7 @@ def test_chainrag_index_with_engine_ray_joins_ray_address(
 ) -> None:
     corpus, recipe, _, local = toy
     out = tmp_path / "cli"
-    args = [sys.executable, "-c", "from chainrag.cli import entry; entry()", "index",
+    args = [sys.executable, "-c", "from chainrag.cli.main import entry; entry()", "index",
             "--recipe", str(recipe), "--corpus", str(corpus), "--out", str(out),
             "--engine", "ray", "--batch-passages", "16", "--batch-sentences", "16"]  # fmt: skip
     env = os.environ | {"TQDM_DISABLE": "1", "RAY_ADDRESS": local_ray}
@@ -162,7 +168,8 @@ def test_a_workers_exception_is_raised_again_in_the_caller(tmp_path: Path) -> No
 
 
 def test_the_package_imports_without_loading_ray() -> None:
-    code = ("import sys, chainrag.cli, chainrag.corpus.build, chainrag.corpus.ray_engine; "
+    code = ("import sys, chainrag.cli.main, chainrag.index.corpus.build, "
+            "chainrag.index.corpus.ray_engine; "
             "assert 'ray' not in sys.modules, 'ray imported'")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
 
 from .conftest import ROOT, SHARED
 from .fake_openai_server import FakeOpenAI, serve

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from chainrag.components.rewrite_triggers import PronounWords
-from chainrag.errors import RecipeError
-from chainrag.recipe import (
+from chainrag.core.errors import RecipeError
+from chainrag.recipes.recipe import (
     LLMSpec,
     Recipe,
     dump_recipe,
@@ -266,7 +266,7 @@ def test_component_defaults_are_explicit_in_the_dump() -> None:
 
 def test_edge_weights_must_name_built_layers() -> None:
     from chainrag.components.edges import StructuralAdjacency
-    from chainrag.recipe import IndexSpec, RetrievalSpec
+    from chainrag.recipes.recipe import IndexSpec, RetrievalSpec
     from tests.chainrag_toy_plugin import ToyPeriodSplitter
 
     index = IndexSpec(splitter=ToyPeriodSplitter(), edges={"sa": StructuralAdjacency()})

@@ -13,8 +13,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chainrag.errors import RecipeError
-from chainrag.recipe import Recipe, check_recipe, recipe_files, structure
+from chainrag.core.errors import RecipeError
+from chainrag.recipes.recipe import Recipe, check_recipe, recipe_files, structure
 
 from .conftest import ROOT
 

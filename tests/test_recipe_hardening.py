@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import chainrag.recipe as recipe_module
-from chainrag import registry
-from chainrag.cli import app
-from chainrag.errors import RecipeError
-from chainrag.recipe import (
+import chainrag.recipes.recipe as recipe_module
+from chainrag.cli.main import app
+from chainrag.core.errors import RecipeError
+from chainrag.recipes import registry
+from chainrag.recipes.recipe import (
     MAX_BASE_DEPTH,
     MAX_DEPTH,
     ROOTS_ENV,
@@ -339,7 +339,7 @@ method:
 """
 TRIGGER = """
 import attrs
-from chainrag.registry import REWRITE_TRIGGERS
+from chainrag.recipes.registry import REWRITE_TRIGGERS
 
 @REWRITE_TRIGGERS.register("{kind}")
 @attrs.frozen

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from chainrag.recipe import dump_recipe, load_recipe, parse_yaml, recipe_files, structure
+from chainrag.recipes.recipe import dump_recipe, load_recipe, parse_yaml, recipe_files, structure
 
 from .conftest import ROOT
 

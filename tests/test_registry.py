@@ -9,10 +9,10 @@ from typing import Any
 import attrs
 import pytest
 
-from chainrag import registry as reg
-from chainrag.errors import PluginError, RegistryError, UnknownComponentError
+from chainrag.core.errors import PluginError, RegistryError, UnknownComponentError
 from chainrag.protocols import RewriteTrigger
-from chainrag.registry import REGISTRIES, REWRITE_TRIGGERS, Registry
+from chainrag.recipes import registry as reg
+from chainrag.recipes.registry import REGISTRIES, REWRITE_TRIGGERS, Registry
 
 
 def test_unknown_key_suggests_and_lists_known() -> None:

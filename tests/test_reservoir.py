@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chainrag.reservoir import Reservoir, ReservoirError
-from chainrag.types import KnowledgeItem
+from chainrag.core.types import KnowledgeItem
+from chainrag.index.reservoir import Reservoir, ReservoirError
 
 
 def _vec(*values: float) -> np.ndarray:

@@ -19,14 +19,14 @@ from chainrag.components.key_entities import BM25KeyEntities
 from chainrag.components.rerankers import NoRerank, rescored
 from chainrag.components.retrievers import DenseRerank, reciprocal_rank_fusion, top_k_hits
 from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
-from chainrag.context import Context, ModelPathError
-from chainrag.data import load_dataset
-from chainrag.graph import ChunkIndex, SentenceGraph
-from chainrag.index import IndexCache, build_index
+from chainrag.core.context import Context, ModelPathError
+from chainrag.core.types import Hit, Passage, QAExample, Sentence, SupportingSentence, Verdict
+from chainrag.data.datasets import load_dataset
+from chainrag.data.metrics import retrieval_scores
+from chainrag.index.build import IndexCache, build_index
+from chainrag.index.graph import ChunkIndex, SentenceGraph
 from chainrag.llm.fake import ScriptedLLM
-from chainrag.metrics import retrieval_scores
-from chainrag.recipe import IndexSpec, structure
-from chainrag.types import Hit, Passage, QAExample, Sentence, SupportingSentence, Verdict
+from chainrag.recipes.recipe import IndexSpec, structure
 
 SPEC = IndexSpec(
     embedder=HashedBagOfWords(dim=256),

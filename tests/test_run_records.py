@@ -13,7 +13,8 @@ import attrs
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
+from chainrag.cli.main import app
+from chainrag.core.types import Expansion, StepTrace, SubAnswer, Usage, Verdict
 from chainrag.run.folder import RunDir
 from chainrag.run.meta import meta_data, read_meta
 from chainrag.run.record import (
@@ -26,7 +27,6 @@ from chainrag.run.record import (
     read_record,
     record_line,
 )
-from chainrag.types import Expansion, StepTrace, SubAnswer, Usage, Verdict
 
 from .conftest import ROOT
 from .run_records import record
@@ -164,7 +164,7 @@ def test_a_recurring_experiment_folder_is_locked_like_a_run_folder(tmp_path: Pat
 
     from chainrag.experiments import recurring as rec
     from chainrag.llm.fake import ScriptedLLM
-    from chainrag.recipe import load_recipe
+    from chainrag.recipes.recipe import load_recipe
     from chainrag.run.files import RunError, locked
 
     recipe = load_recipe(ROOT / "recipes" / "seeds" / "four_module.yaml")

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chainrag.cli import app
-from chainrag.data import load_dataset
-from chainrag.errors import ChainragError
+from chainrag.cli.main import app
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import LLMRequest, LLMResponse, QAExample, Usage
+from chainrag.data.datasets import load_dataset
 from chainrag.llm.fake import ScriptedLLM
-from chainrag.recipe import Recipe, load_recipe
+from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.report import find_runs, markdown, plots, rows_of
 from chainrag.run.files import RunError, locked, read_lines
 from chainrag.run.folder import RunDir
 from chainrag.run.record import RetrievalRecord
 from chainrag.run.session import run_recipe
-from chainrag.types import LLMRequest, LLMResponse, QAExample, Usage
 
 from .conftest import ROOT, SHARED
 from .fake_openai_server import FakeOpenAI, serve
@@ -89,7 +89,7 @@ def test_one_line_per_question_with_scores_and_accounting(tmp_path: Path) -> Non
 
 def test_a_run_in_the_pooled_setting(tmp_path: Path) -> None:
     """pooled:NAME: every question retrieves from all the dev file's passages, built once."""
-    from chainrag.cli_runs import dataset_slug
+    from chainrag.cli.runs import dataset_slug
 
     path, recipe = naive_recipe(tmp_path)
     examples = load_dataset("pooled:musique", 3)

@@ -15,14 +15,8 @@ from hypothesis import strategies as st
 
 from chainrag.components.chunkers import WholePassages
 from chainrag.components.knowledge import LLMNLIFilter, QueryRewriterPlus, nli_label
-from chainrag.components.methods_seeds import last_yes_no
-from chainrag.context import Context
-from chainrag.data import load_dataset
-from chainrag.llm.fake import ScriptedLLM
-from chainrag.recipe import Recipe, load_recipe
-from chainrag.reservoir import Reservoir
-from chainrag.run.question import answer_question
-from chainrag.types import (
+from chainrag.core.context import Context
+from chainrag.core.types import (
     KnowledgeItem,
     LLMRequest,
     Passage,
@@ -30,6 +24,12 @@ from chainrag.types import (
     StepTrace,
     read_legacy_step,
 )
+from chainrag.data.datasets import load_dataset
+from chainrag.index.reservoir import Reservoir
+from chainrag.llm.fake import ScriptedLLM
+from chainrag.methods.seeds import last_yes_no
+from chainrag.recipes.recipe import Recipe, load_recipe
+from chainrag.run.question import answer_question
 
 from .conftest import ROOT, SHARED
 
@@ -210,7 +210,7 @@ def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExam
     kept = stored.match(np.ones(256, np.float32), embedder=repr(recipe.index.embedder), limit=99)
     assert kept.items and all("Namangan" in i.text for i in kept.items)  # only what was kept
     assert reader.count("Namangan") >= len(kept.items)
-    from chainrag.context import ModelStore
+    from chainrag.core.context import ModelStore
     from chainrag.run.question import searchable_index
 
     texts = searchable_index(recipe, example, ModelStore()).texts
@@ -218,7 +218,7 @@ def test_four_module_retrieves_filters_remembers(tmp_path: Path, example: QAExam
         assert step.kept is not None and set(step.kept) <= set(step.retrieved)
         assert all(("Namangan" in texts[u]) == (u in step.kept) for u in step.retrieved)
     assert sum(len(s.kept or ()) for s in first.steps) > 0
-    from chainrag.trace import render
+    from chainrag.core.trace import render
 
     assert "the filter kept" in render(first, texts) and " dropped " in render(first, texts)
     assert "read for: Which county borders it?" in render(first, texts)
@@ -411,7 +411,7 @@ def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
 def test_recurring_command_resumes_and_refuses_another_experiment(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from chainrag.cli import app
+    from chainrag.cli.main import app
 
     from .fake_openai_server import FakeOpenAI, serve
 
@@ -455,7 +455,7 @@ def test_a_memory_step_of_an_old_trace_reads_as_one() -> None:
 
 def test_a_missing_nli_model_is_an_error_when_it_loads() -> None:
     from chainrag.components.knowledge import NLICrossEncoderFilter
-    from chainrag.context import Context, ModelPathError
+    from chainrag.core.context import Context, ModelPathError
 
     nli = NLICrossEncoderFilter(model_path="/nowhere/nli")  # no check at construction
     with pytest.raises(ModelPathError, match=r"^nli_cross_encoder: 'model_path' '/nowhere/nli'"):

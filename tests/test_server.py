@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from chainrag.errors import ServerError
+from chainrag.core.errors import ServerError
 from chainrag.llm.server import LocalServer, server_command
-from chainrag.models import get_model
+from chainrag.recipes.models import get_model
 
 STANDIN = Path(__file__).with_name("standin_server.py")
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +99,7 @@ PARENT = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from pathlib import Path
     from chainrag.llm.server import LocalServer
-    from chainrag.models import get_model
+    from chainrag.recipes.models import get_model
     server = LocalServer(get_model("qwen2.5-coder-0.5b"), Path("m"), log_dir=Path({tmp!r}),
                          command=lambda port: [sys.executable, {standin!r}, str(port), {mode!r}])
     with server:

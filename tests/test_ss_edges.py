@@ -19,7 +19,7 @@ from chainrag.components.edges import (
     topk_similarity_edges,
 )
 from chainrag.components.search import ExactSearch, FaissHNSW, FaissIVF
-from chainrag.types import GraphInputs, Sentence
+from chainrag.core.types import GraphInputs, Sentence
 
 
 def clustered(n: int, d: int, seed: int) -> np.ndarray:

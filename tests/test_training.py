@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 import chainrag.components
-from chainrag.cli import app
+from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords
 from chainrag.components.linear_adapter import LinearAdapter
-from chainrag.context import Context
-from chainrag.index import EmbeddingCache
+from chainrag.core.context import Context
+from chainrag.index.build import EmbeddingCache
 from chainrag.training import (
     AdapterReport,
     BaseAndAdapted,

@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 
 from chainrag.analysis.records import predictions, reading
-from chainrag.metrics import normalize_answer, qa_scores
+from chainrag.data.metrics import normalize_answer, qa_scores
 from chainrag.run.record import RunRecord
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import attrs
 
 from chainrag.analysis.records import predictions
+from chainrag.core.types import StepTrace
 from chainrag.run.record import RunRecord
-from chainrag.types import StepTrace
 
 # The first standalone yes/no of a judge's reply, as the judges read it
 # (chainrag.components.judges.parse_yes_no, which this package may not import: it pulls in the

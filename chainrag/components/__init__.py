@@ -1,4 +1,13 @@
-"""Built-in components. Importing this package registers them (it loads no model)."""
+"""Built-in components. Importing this package registers them (it loads no model).
+
+One module per stage family: chunkers, the NER and key-entity scorers, edge builders,
+embedders and searches, rerankers and retrievers, expanders, judges, rewrite and cache
+triggers, knowledge filters, and the reasoning steps (decompose, answer, integrate).
+
+Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols`, :mod:`chainrag.recipes`
+(to register) and :mod:`chainrag.llm` (prompts, structured replies); never the index, methods,
+runs, reports or the CLI.
+"""
 
 from chainrag.components import (
     cache_triggers,
@@ -10,8 +19,6 @@ from chainrag.components import (
     key_entities,
     knowledge,
     linear_adapter,
-    methods,
-    methods_seeds,
     reasoning,
     rerankers,
     retrievers,
@@ -30,8 +37,6 @@ __all__ = [
     "key_entities",
     "knowledge",
     "linear_adapter",
-    "methods",
-    "methods_seeds",
     "reasoning",
     "rerankers",
     "retrievers",

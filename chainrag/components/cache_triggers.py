@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from chainrag.registry import CACHE_TRIGGERS
-from chainrag.types import FloatArray, ReservoirMatch
+from chainrag.core.types import FloatArray, ReservoirMatch
+from chainrag.recipes.registry import CACHE_TRIGGERS
 
 
 def enough_similar(similarities: FloatArray, threshold: float, popularity: int) -> bool:

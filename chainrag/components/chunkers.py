@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from chainrag.registry import CHUNKERS
-from chainrag.types import Chunk, Passage
+from chainrag.core.types import Chunk, Passage
+from chainrag.recipes.registry import CHUNKERS
 
 _WORD = re.compile(r"\S+")
 

@@ -17,10 +17,10 @@ from scipy import sparse
 
 from chainrag.components.key_entities import rows_csr
 from chainrag.components.search import ExactSearch, top_k_lowest_index
-from chainrag.errors import ChainragError
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import GraphInputs, ScoredEntity
 from chainrag.protocols.index import VectorSearch
-from chainrag.registry import EDGE_BUILDERS
-from chainrag.types import GraphInputs, ScoredEntity
+from chainrag.recipes.registry import EDGE_BUILDERS
 
 Weighting = Literal["inverse_distance", "binary"]
 

@@ -20,10 +20,10 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 
-from chainrag.context import Context, model_folder
+from chainrag.core.context import Context, model_folder
+from chainrag.core.types import FloatArray
 from chainrag.protocols.index import EmbedRole
-from chainrag.registry import EMBEDDERS
-from chainrag.types import FloatArray
+from chainrag.recipes.registry import EMBEDDERS
 
 QUIET_BELOW = 2048
 """Embedding jobs smaller than this run without FlagModel's progress bars."""

@@ -16,10 +16,10 @@ import attrs
 
 from chainrag.components.judges import LLMYesNo
 from chainrag.components.rerankers import NoRerank
-from chainrag.context import Context
+from chainrag.core.context import Context
+from chainrag.core.types import Expansion, Hit, Verdict
 from chainrag.protocols.retrieval import Graph, Reranker, SufficiencyJudge
-from chainrag.registry import EXPANDERS
-from chainrag.types import Expansion, Hit, Verdict
+from chainrag.recipes.registry import EXPANDERS
 
 
 def words(text: str) -> int:

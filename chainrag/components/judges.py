@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import attrs
 
-from chainrag.context import Context
+from chainrag.core.context import Context
+from chainrag.core.types import Verdict
 from chainrag.llm.prompts import load_prompt
-from chainrag.registry import SUFFICIENCY_JUDGES
-from chainrag.types import Verdict
+from chainrag.recipes.registry import SUFFICIENCY_JUDGES
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 

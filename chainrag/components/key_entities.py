@@ -15,8 +15,8 @@ import attrs
 import numpy as np
 from scipy import sparse
 
-from chainrag.registry import KEY_ENTITY_SCORERS
-from chainrag.types import FloatArray, ScoredEntity
+from chainrag.core.types import FloatArray, ScoredEntity
+from chainrag.recipes.registry import KEY_ENTITY_SCORERS
 
 
 def rows_csr(

@@ -26,12 +26,12 @@ import numpy as np
 from chainrag.components.judges import numbered, parse_yes_no
 from chainrag.components.reasoning import clean_answer
 from chainrag.components.rerankers import _minilm_example
-from chainrag.context import Context, model_folder
-from chainrag.errors import LLMOutputError
+from chainrag.core.context import Context, model_folder
+from chainrag.core.errors import LLMOutputError
+from chainrag.core.types import KnowledgeItem, QueryPlan
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import complete_json
-from chainrag.registry import FOLLOW_UP_WRITERS, KNOWLEDGE_FILTERS, QUERY_REWRITERS
-from chainrag.types import KnowledgeItem, QueryPlan
+from chainrag.recipes.registry import FOLLOW_UP_WRITERS, KNOWLEDGE_FILTERS, QUERY_REWRITERS
 
 
 @FOLLOW_UP_WRITERS.register("llm")

@@ -20,11 +20,11 @@ import attrs
 import numpy as np
 
 from chainrag.components.embedders import l2_normalise
-from chainrag.context import Context, ModelPathError
-from chainrag.errors import ChainragError
+from chainrag.core.context import Context, ModelPathError
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import FloatArray
 from chainrag.protocols.index import Embedder, EmbedRole
-from chainrag.registry import EMBEDDERS
-from chainrag.types import FloatArray
+from chainrag.recipes.registry import EMBEDDERS
 
 FORMAT = "chainrag-linear-adapter/1"
 

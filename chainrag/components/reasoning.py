@@ -10,12 +10,13 @@ import attrs
 
 from chainrag.components.judges import numbered
 from chainrag.components.rerankers import NoRerank
-from chainrag.context import Context
-from chainrag.errors import LLMOutputError
+from chainrag.core.context import Context
+from chainrag.core.errors import LLMOutputError
+from chainrag.core.types import Answer, Decomposition, Hit, IntegrationInput, SubAnswer, Verdict
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import complete_json
 from chainrag.protocols.retrieval import Reranker
-from chainrag.registry import (
+from chainrag.recipes.registry import (
     ANSWERERS,
     DECOMPOSERS,
     INTEGRATORS,
@@ -24,7 +25,6 @@ from chainrag.registry import (
     SUFFICIENCY_JUDGES,
     SUMMARIZERS,
 )
-from chainrag.types import Answer, Decomposition, Hit, IntegrationInput, SubAnswer, Verdict
 
 
 def clean_answer(text: str) -> str:

@@ -17,10 +17,10 @@ from typing import Any
 import attrs
 import numpy as np
 
-from chainrag.context import Context, model_folder
+from chainrag.core.context import Context, model_folder
+from chainrag.core.types import Hit
 from chainrag.protocols.index import Embedder
-from chainrag.registry import RERANKERS
-from chainrag.types import Hit
+from chainrag.recipes.registry import RERANKERS
 
 
 def rescored(hits: Sequence[Hit], scores: Sequence[float]) -> tuple[Hit, ...]:

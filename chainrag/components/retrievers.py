@@ -19,11 +19,11 @@ import numpy as np
 
 from chainrag.components.rerankers import NoRerank
 from chainrag.components.search import ExactSearch
-from chainrag.context import Context
+from chainrag.core.context import Context
+from chainrag.core.types import FloatArray, Hit
 from chainrag.protocols.index import VectorIndex, VectorSearch
 from chainrag.protocols.retrieval import Reranker, Searchable
-from chainrag.registry import SEED_RETRIEVERS
-from chainrag.types import FloatArray, Hit
+from chainrag.recipes.registry import SEED_RETRIEVERS
 
 
 def top_k_hits(scores: np.ndarray, k: int) -> tuple[Hit, ...]:

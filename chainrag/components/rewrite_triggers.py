@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from chainrag.registry import REWRITE_TRIGGERS
+from chainrag.recipes.registry import REWRITE_TRIGGERS
 
 PRONOUNS_AND_DEMONSTRATIVES = (
     "he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs",

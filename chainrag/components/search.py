@@ -26,8 +26,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from chainrag.registry import VECTOR_SEARCH
-from chainrag.types import FloatArray
+from chainrag.core.types import FloatArray
+from chainrag.recipes.registry import VECTOR_SEARCH
 
 IntArray = NDArray[np.int64]
 

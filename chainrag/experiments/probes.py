@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from chainrag.context import Context
-from chainrag.recipe import Recipe, load_recipe
-from chainrag.types import QAExample
+from chainrag.core.context import Context
+from chainrag.core.types import QAExample
+from chainrag.recipes.recipe import Recipe, load_recipe
 
 if TYPE_CHECKING:
     from chainrag.llm.cache import CacheMode
@@ -54,7 +54,8 @@ def counted(items: Sequence[T], progress: Progress | None, label: str = "probing
 def save_probes(stem: Path, table: str, recipe: Recipe, probes: Sequence[Any]) -> SavedProbes:
     """Save a probe experiment into ``STEM-<time>/``: its table, the resolved recipe and one
     JSON line per probe (each an attrs instance)."""
-    from chainrag.runs import json_line, write_recipe
+    from chainrag.run.files import json_line
+    from chainrag.run.folder import write_recipe
 
     folder = stem.with_name(f"{stem.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -97,9 +98,9 @@ def run_llm_probe(
 
     The recipe, its component and the questions are checked before the LLM is opened.
     """
-    from chainrag.data import load_dataset
+    from chainrag.core.paths import llm_cache_path
+    from chainrag.data.datasets import load_dataset
     from chainrag.llm import open_llm
-    from chainrag.paths import llm_cache_path
 
     resolved = load_recipe(recipe)
     component = probe.component(resolved)

@@ -29,22 +29,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from chainrag.components.methods_seeds import FourModule
 from chainrag.components.reasoning import clean_answer
-from chainrag.context import ModelStore
-from chainrag.errors import ChainragError
-from chainrag.index import IndexCache
+from chainrag.core.context import ModelStore
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import QAExample
+from chainrag.data.metrics import qa_scores
+from chainrag.index.build import IndexCache
+from chainrag.index.reservoir import Reservoir
 from chainrag.llm.prompts import load_prompt
-from chainrag.metrics import qa_scores
+from chainrag.methods.seeds import FourModule
 from chainrag.protocols.llm import LLM
-from chainrag.recipe import Recipe
-from chainrag.reservoir import Reservoir
+from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import LineWriter, finished, locked, write_json
 from chainrag.run.folder import write_recipe
 from chainrag.run.meta import recipe_digest
 from chainrag.run.question import answer_question, searchable_index
 from chainrag.run.record import RecordError, plain, structured
-from chainrag.types import QAExample
 
 if TYPE_CHECKING:
     from chainrag.llm.cache import CacheMode
@@ -338,9 +338,9 @@ def experiment(
 ) -> list[Outcome]:  # fmt: skip
     """``chainrag experiment recurring``: the first ``limit`` questions of ``dataset`` in
     ``folder`` (:func:`in_folder`), the LLM ``recipe``'s own with its response cache."""
-    from chainrag.data import load_dataset
+    from chainrag.core.paths import llm_cache_path
+    from chainrag.data.datasets import load_dataset
     from chainrag.llm import open_llm
-    from chainrag.paths import llm_cache_path
 
     with_reservoir(recipe, None)  # checks the method
     examples = load_dataset(dataset, limit)

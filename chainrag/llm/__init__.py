@@ -7,6 +7,9 @@ recipe's model and sampling parameters. Wrap it per question in
 
 The managed server evaluates every prompt in full unless the recipe says ``prompt_cache: reuse``
 (see :mod:`chainrag.llm.fresh_server`); :func:`managed_prompt_cache` is the mode a run used.
+
+Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols` and :mod:`chainrag.recipes`
+(the ``llm:`` section, the model catalogue); never components, indexes, methods or above.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from chainrag.credentials import strip_userinfo
-from chainrag.errors import Problem, RecipeError
+from chainrag.core.credentials import strip_userinfo
+from chainrag.core.errors import Problem, RecipeError
 from chainrag.llm.backend import JsonMode, LiteLLMBackend, RetryPolicy
 from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
 from chainrag.llm.server import PromptCache
 from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM
-from chainrag.recipe import LLMSpec
+from chainrag.recipes.recipe import LLMSpec
 
 __all__ = [
     "BoundLLM", "CacheMode", "Ledger", "MeteredLLM", "PromptCache", "ResponseCache",
@@ -106,7 +109,7 @@ def endpoint_identity(spec: LLMSpec) -> str:
     """
     mode = managed_prompt_cache(spec)
     if mode is not None:
-        from chainrag.models import get_model
+        from chainrag.recipes.models import get_model
 
         sha = get_model(spec.model).sha256
         return f"gguf:sha256:{sha}" + ("+prompt_cache:fresh" if mode == "fresh" else "")

@@ -2,10 +2,10 @@
 
 Retries (exponential backoff with jitter) cover rate limits, timeouts, connection failures,
 5xx answers and malformed bodies; anything else (a bad request, a wrong key) fails at once.
-After the last attempt the caller gets a typed :class:`~chainrag.errors.LLMError`, never a
+After the last attempt the caller gets a typed :class:`~chainrag.core.errors.LLMError`, never a
 made-up answer. API keys are litellm's business (read from the environment); this module never
 sees, logs or stores one, and masks every credential it can see out of error messages
-(:func:`chainrag.credentials.redact`).
+(:func:`chainrag.core.credentials.redact`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
-from chainrag.credentials import redact
-from chainrag.errors import (
+from chainrag.core.credentials import redact
+from chainrag.core.errors import (
     LLMConnectionError,
     LLMError,
     LLMRateLimitError,
@@ -30,7 +30,7 @@ from chainrag.errors import (
     LLMServerError,
     LLMTimeoutError,
 )
-from chainrag.types import LLMRequest, LLMResponse, Usage
+from chainrag.core.types import LLMRequest, LLMResponse, Usage
 
 T = TypeVar("T")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")

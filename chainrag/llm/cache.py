@@ -21,10 +21,10 @@ from typing import Literal
 
 import attrs
 
+from chainrag.core.sqlite_file import SQLiteFile
+from chainrag.core.types import LLMRequest, LLMResponse, Usage
 from chainrag.protocols.llm import LLM
-from chainrag.sqlite_file import SQLiteFile
-from chainrag.structure import unstructure
-from chainrag.types import LLMRequest, LLMResponse, Usage
+from chainrag.recipes.structure import unstructure
 
 CacheMode = Literal["use", "bypass", "refresh"]
 """``use``: read and write; ``bypass``: neither; ``refresh``: call anew and overwrite."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from chainrag.errors import ChainragError
-from chainrag.types import LLMRequest, LLMResponse, Usage
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import LLMRequest, LLMResponse, Usage
 
 Reply = str | Callable[[LLMRequest], str]
 

@@ -21,8 +21,8 @@ from typing import Any
 import attrs
 import yaml
 
-from chainrag.errors import ChainragError
-from chainrag.types import LLMRequest, Message
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import LLMRequest, Message
 
 _FILE = re.compile(r"^(?P<id>[a-z][a-z0-9_]*)@v(?P<version>[0-9]+)\.yaml$")
 

@@ -37,8 +37,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Literal
 
-from chainrag.errors import ServerError
-from chainrag.models import LocalModel, get_model, model_cache_dir, require
+from chainrag.core.errors import ServerError
+from chainrag.recipes.models import LocalModel, get_model, model_cache_dir, require
 
 HOST = "127.0.0.1"
 PromptCache = Literal["fresh", "reuse"]

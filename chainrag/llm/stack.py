@@ -11,8 +11,8 @@ import threading
 
 import attrs
 
+from chainrag.core.types import LLMRequest, LLMResponse, Usage
 from chainrag.protocols.llm import LLM
-from chainrag.types import LLMRequest, LLMResponse, Usage
 
 
 class Ledger:

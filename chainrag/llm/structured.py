@@ -4,7 +4,7 @@ Small local models wrap JSON in code fences or prose, use single quotes, Python 
 trailing commas. :func:`parse_json` reads all of those; :func:`complete_json` sends the request
 (with a JSON schema the backend may enforce), and if the answer still cannot be read or does
 not validate, asks once more with the error shown to the model, then raises
-:class:`~chainrag.errors.LLMOutputError`.
+:class:`~chainrag.core.errors.LLMOutputError`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from chainrag.errors import LLMOutputError
+from chainrag.core.errors import LLMOutputError
+from chainrag.core.types import LLMRequest, LLMResponse, Message
 from chainrag.protocols.llm import LLM
-from chainrag.types import LLMRequest, LLMResponse, Message
 
 T = TypeVar("T")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.S)

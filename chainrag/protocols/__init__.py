@@ -1,4 +1,8 @@
-"""One ``typing.Protocol`` per stage. Components implement them; recipes compose them."""
+"""One ``typing.Protocol`` per stage. Components implement them; recipes compose them.
+
+Layer: the bottom, with :mod:`chainrag.core`; may import :mod:`chainrag.core.types` and
+:mod:`chainrag.core.errors`, nothing else of chainrag.
+"""
 
 from chainrag.protocols.index import (
     NER,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from chainrag.types import Chunk, FloatArray, Mention, Passage, ScoredEntity, Sentence
+from chainrag.core.types import Chunk, FloatArray, Mention, Passage, ScoredEntity, Sentence
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from scipy.sparse import csr_matrix
 
-    from chainrag.context import Context
-    from chainrag.types import GraphInputs
+    from chainrag.core.context import Context
+    from chainrag.core.types import GraphInputs
 
 EmbedRole = Literal["query", "passage"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from chainrag.types import KnowledgeItem, QueryPlan, ReservoirMatch
+from chainrag.core.types import KnowledgeItem, QueryPlan, ReservoirMatch
 
 if TYPE_CHECKING:
-    from chainrag.context import Context
+    from chainrag.core.context import Context
 
 
 @runtime_checkable

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from chainrag.types import LLMRequest, LLMResponse
+from chainrag.core.types import LLMRequest, LLMResponse
 
 
 @runtime_checkable

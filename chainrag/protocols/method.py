@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from chainrag.types import Prediction, QAExample
+from chainrag.core.types import Prediction, QAExample
 
 if TYPE_CHECKING:
-    from chainrag.context import Context
+    from chainrag.core.context import Context
 
 
 @runtime_checkable

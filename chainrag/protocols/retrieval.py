@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from chainrag.types import Expansion, FloatArray, Hit, Verdict
+from chainrag.core.types import Expansion, FloatArray, Hit, Verdict
 
 if TYPE_CHECKING:
-    from chainrag.context import Context
+    from chainrag.core.context import Context
     from chainrag.protocols.index import Embedder
 
 
@@ -29,7 +29,8 @@ class Searchable(Protocol):
 @runtime_checkable
 class Graph(Searchable, Protocol):
     """A searchable index with a graph over its units (the sentence graph): a question's
-    :class:`~chainrag.graph.GraphView`, a corpus's :class:`~chainrag.corpus.store.CorpusIndex`.
+    :class:`~chainrag.index.graph.GraphView`, a corpus's
+    :class:`~chainrag.index.corpus.store.CorpusIndex`.
     """
 
     def neighbours(self, units: Sequence[int]) -> tuple[int, ...]:
@@ -71,9 +72,10 @@ class Expander(Protocol):
 
 @runtime_checkable
 class Retrieval(Protocol):
-    """The recipe's retrieval stages as a method's context holds them (``Context.retrieval``;
-    a :class:`~chainrag.recipe.RetrievalSpec`): seeds, then an expansion where the index is a
-    graph. :meth:`chainrag.context.Context.retrieve` runs them."""
+    """The recipe's retrieval stages as a method's context holds them
+    (``Context.retrieval``; a :class:`~chainrag.recipes.recipe.RetrievalSpec`): seeds, then an
+    expansion where the index is a graph. :meth:`chainrag.core.context.Context.retrieve` runs
+    them."""
 
     @property
     def seed(self) -> SeedRetriever: ...

@@ -4,7 +4,7 @@
 
 Every row is one answer of one run (a ChainRAG run gives an AnsInt and a CxtInt row), averaged
 over the questions the run answered: F1, EM (in %), Recall@k of the units the method retrieved
-(paragraph level on MuSiQue, sentence level on HotpotQA/2Wiki; see :mod:`chainrag.metrics`),
+(paragraph level on MuSiQue, sentence level on HotpotQA/2Wiki; see :mod:`chainrag.data.metrics`),
 LLM calls per question (requests the method made, answered by the model or by the response
 cache), tokens per question (of the requests the model answered), USD per question when the
 LLM is priced (litellm's price map; local models are free and show no column), and seconds

@@ -56,7 +56,7 @@ class Run:
         """The dataset, or ``DATASET@CORPUS`` for a run over a shared corpus index."""
         if self.meta.index is None:
             return self.meta.dataset
-        from chainrag.corpus.store import corpus_label
+        from chainrag.index.corpus.store import corpus_label
 
         return f"{self.meta.dataset}@{corpus_label(self.meta.index.sources)}"
 

@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from chainrag.credentials import redact
-from chainrag.errors import ChainragError
+from chainrag.core.credentials import redact
+from chainrag.core.errors import ChainragError
 from chainrag.run.record import RecordError
 
 LOCK = ".lock"
@@ -132,7 +132,7 @@ def finished(path: Path, read: Callable[[Any], T], *, repair: bool) -> tuple[lis
 
 def write_json(path: Path, value: Any) -> None:
     """Replace ``path`` atomically by ``value`` as indented JSON, credentials masked
-    (:func:`chainrag.credentials.redact`) and any lone surrogate written as an escape."""
+    (:func:`chainrag.core.credentials.redact`) and any lone surrogate written as an escape."""
     try:
         text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
         text.encode()

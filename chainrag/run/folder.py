@@ -26,8 +26,8 @@ from pathlib import Path
 
 import attrs
 
-from chainrag.errors import ChainragError
-from chainrag.recipe import Recipe, dump_recipe
+from chainrag.core.errors import ChainragError
+from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.run.files import RunError, finished, write_json
 from chainrag.run.meta import (
     META_FORMAT,
@@ -155,7 +155,7 @@ class RunDir:
     def _same_recipe(self, recipe: Recipe) -> bool:
         """Whether the folder's ``recipe.yaml`` is ``recipe`` compared as components, so that
         a parameter a component gained since (with its default) does not make it another."""
-        from chainrag.recipe import parse_yaml, structure_stored
+        from chainrag.recipes.recipe import parse_yaml, structure_stored
 
         path = self.folder / RECIPE_FILE
         try:

@@ -23,19 +23,19 @@ from typing import Any
 
 import attrs
 
-from chainrag.data import DatasetError, dataset_path, dataset_slug, load_dataset
-from chainrag.index import IndexCache
-from chainrag.recipe import Recipe, load_recipe
+from chainrag.core.types import QAExample
+from chainrag.data.datasets import DatasetError, dataset_path, dataset_slug, load_dataset
+from chainrag.index.build import IndexCache
+from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.run.files import locked
 from chainrag.run.folder import RunDir
 from chainrag.run.meta import IndexIdentity
 from chainrag.run.question import check_runnable
 from chainrag.run.session import SessionResult, Tally, run_recipe
-from chainrag.types import QAExample
 
 Progress = Callable[[str, int, int, dict[str, str]], None]
 """``progress(label, done, total, postfix)`` after every question of the run ``label``
-(``musique/ansint``): the CLI's :class:`~chainrag.cli_common.Progress` bars."""
+(``musique/ansint``): the CLI's :class:`~chainrag.cli.common.Progress` bars."""
 
 
 @attrs.frozen
@@ -124,7 +124,7 @@ def run_slug(dataset: str, shared: Any = None) -> str:
     by its sources, so that runs over a graph and a chunk index of one corpus sit together)."""
     if shared is None:
         return dataset_slug(dataset)
-    from chainrag.corpus.store import corpus_label
+    from chainrag.index.corpus.store import corpus_label
 
     return f"{dataset_slug(dataset)}@{corpus_label(shared.manifest['sources'])}"
 
@@ -161,8 +161,8 @@ def load_questions(dataset: str, limit: int | None, shared: bool) -> list[QAExam
 def open_shared(recipe: Recipe, folder: Path) -> Any:
     """The corpus index at ``folder`` as ``recipe`` searches it; its ``index:`` must be the one
     the index was built with."""
-    from chainrag.corpus.build import same_index
-    from chainrag.corpus.store import CorpusIndex, CorpusIndexError, read_manifest
+    from chainrag.index.corpus.build import same_index
+    from chainrag.index.corpus.store import CorpusIndex, CorpusIndexError, read_manifest
 
     manifest = read_manifest(folder)
     if recipe.index is None or not same_index(manifest.get("index"), recipe.index):
@@ -217,8 +217,8 @@ def run_group(
 ) -> list[JobResult]:
     """``recipes`` over ``job.dataset`` in this process; recipes with the same ``llm:`` share
     one LLM (one managed server). Stops after a run that was interrupted."""
+    from chainrag.core.paths import llm_cache_path
     from chainrag.llm import open_llm
-    from chainrag.paths import llm_cache_path
 
     groups: dict[Any, list[tuple[Path, Recipe]]] = {}
     for path, recipe in recipes:

@@ -26,10 +26,10 @@ import attrs
 import cattrs
 
 from chainrag import __version__
-from chainrag.credentials import strip_userinfo
-from chainrag.recipe import Recipe, dump_recipe
+from chainrag.core.credentials import strip_userinfo
+from chainrag.recipes.recipe import Recipe, dump_recipe
+from chainrag.recipes.structure import InvalidValueError, describe, make_converter
 from chainrag.run.record import plain, structured
-from chainrag.structure import InvalidValueError, describe, make_converter
 
 META_FORMAT = 1
 """The version of ``run.json``."""
@@ -247,8 +247,8 @@ def model_identities(recipe: Recipe) -> ModelIdentities:
     """What answered: the LLM (with the pinned sha256 of a local GGUF) and every model file or
     folder the recipe names or defaults to (embedders, rerankers, NLI models), by a content
     identity."""
-    from chainrag.models import get_model
-    from chainrag.structure import unstructure
+    from chainrag.recipes.models import get_model
+    from chainrag.recipes.structure import unstructure
 
     llm = LLMIdentity(recipe.llm.kind, recipe.llm.model)
     if recipe.llm.api_base:

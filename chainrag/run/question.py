@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from chainrag.context import Context, ModelStore
-from chainrag.errors import ChainragError
-from chainrag.graph import SentenceGraph, units_of
-from chainrag.index import IndexCache, build_index
+from chainrag.core.context import Context, ModelStore
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import Passage, Prediction, QAExample
+from chainrag.data.metrics import gold_items, qa_scores, retrieval_scores, title_retrieval_scores
+from chainrag.index.build import IndexCache, build_index
+from chainrag.index.graph import SentenceGraph, units_of
 from chainrag.llm.stack import Ledger, MeteredLLM
-from chainrag.metrics import gold_items, qa_scores, retrieval_scores, title_retrieval_scores
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.retrieval import Searchable
-from chainrag.recipe import Recipe
+from chainrag.recipes.recipe import Recipe
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer
-from chainrag.types import Passage, Prediction, QAExample
 
 if TYPE_CHECKING:
     from chainrag.llm.cache import CacheMode
@@ -154,8 +154,8 @@ def ask(
 ) -> tuple[Prediction, Sequence[str]]:
     """``question`` answered over ``passages`` (``chainrag ask``): the prediction, and the
     texts of the index's units, which the trace's unit numbers index."""
+    from chainrag.core.paths import llm_cache_path
     from chainrag.llm import open_llm
-    from chainrag.paths import llm_cache_path
 
     example = QAExample("ask", "ask", question, tuple(passages))
     models = ModelStore()

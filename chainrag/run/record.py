@@ -7,14 +7,14 @@
 
 A record holds the question (id, dataset, text, type, gold answers), each answer variant's text
 and scores (the primary first), the retrieval scores, the seconds the question took and the
-method's whole typed trace (:class:`~chainrag.types.Prediction`, with its LLM usage). Its line
+method's whole typed trace (:class:`~chainrag.core.types.Prediction`, with its LLM usage). Its line
 keeps the shape ``chainrag run`` has always written, so that a line is readable without this
 package: the primary answer's ``primary``, ``answer``, ``em`` and ``f1`` beside ``answers``, and
 the usage (in total and per prompt id) at the top; the trace is written without its usage per
 prompt (the top holds it). :data:`RECORD_FORMAT` versions it: a line without ``format`` was
 written before the key existed (format 1, the same fields; its trace may mark a step answered
 from a knowledge reservoir by a ``"memory: "`` question prefix, which
-:func:`~chainrag.types.read_legacy_step` reads).
+:func:`~chainrag.core.types.read_legacy_step` reads).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 import attrs
 import cattrs
 
-from chainrag.errors import ChainragError
-from chainrag.structure import make_converter, problems, to_plain, type_name
-from chainrag.types import Prediction, Usage, read_legacy_step
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import Prediction, Usage, read_legacy_step
+from chainrag.recipes.structure import make_converter, problems, to_plain, type_name
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class ScoredAnswer:
 @attrs.frozen
 class RetrievalRecord:
     """Retrieval scores of a question's units against its gold evidence (see
-    :mod:`chainrag.metrics`): the gold ``level`` (``paragraph`` or ``sentence``) and ``scores``
+    :mod:`chainrag.data.metrics`): the gold ``level`` (``paragraph`` or ``sentence``) and ``scores``
     by name (``recall@5``, ``hit@4``, ``mrr``, ``recall@all``, ``words``), in the line's order."""
 
     level: str
@@ -110,7 +110,7 @@ class RunRecord:
 class QuestionError:
     """The ``errors.jsonl`` line of a question that failed (credentials already masked).
 
-    ``bug`` marks an exception that is not a :class:`~chainrag.errors.ChainragError` (a defect
+    ``bug`` marks an exception that is not a :class:`~chainrag.core.errors.ChainragError` (a defect
     to report, recorded with the end of its ``traceback``); the run went on either way.
     """
 
@@ -133,7 +133,7 @@ def _make() -> cattrs.Converter:
 
 
 CONVERTER = _make()
-"""The strict project converter (:func:`chainrag.structure.make_converter`) that run records
+"""The strict project converter (:func:`chainrag.recipes.structure.make_converter`) that run records
 are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
 ``traceback`` when they are unset."""
 

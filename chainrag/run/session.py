@@ -24,19 +24,19 @@ from types import FrameType
 
 import attrs
 
-from chainrag.context import ModelStore
-from chainrag.credentials import redact
-from chainrag.errors import ChainragError, Interrupted, signal_name
-from chainrag.index import IndexCache
+from chainrag.core.context import ModelStore
+from chainrag.core.credentials import redact
+from chainrag.core.errors import ChainragError, Interrupted, signal_name
+from chainrag.core.types import LLMRequest, LLMResponse, QAExample
+from chainrag.index.build import IndexCache
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.retrieval import Searchable
-from chainrag.recipe import Recipe
+from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import LineWriter
 from chainrag.run.folder import ERRORS, RunDir
 from chainrag.run.meta import SessionEnd
 from chainrag.run.question import answer_and_score
 from chainrag.run.record import QuestionError, RunRecord, error_line, record_line
-from chainrag.types import LLMRequest, LLMResponse, QAExample
 
 
 @attrs.define
@@ -241,7 +241,7 @@ def _answer_all(
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block SIGTERM raises :class:`~chainrag.errors.Interrupted`, a
+    """Within the block SIGTERM raises :class:`~chainrag.core.errors.Interrupted`, a
     KeyboardInterrupt, so it ends a run as Ctrl-C does (a managed server is stopped by its
     ``with`` block either way)."""
     previous = signal.getsignal(signal.SIGTERM)

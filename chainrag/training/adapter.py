@@ -19,9 +19,10 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from chainrag.components.linear_adapter import LinearAdapter
-from chainrag.context import Context
-from chainrag.data import load_dataset
-from chainrag.index import EmbeddingCache
+from chainrag.core.context import Context
+from chainrag.core.types import FloatArray, QAExample
+from chainrag.data.datasets import load_dataset
+from chainrag.index.build import EmbeddingCache
 from chainrag.protocols.index import Embedder, EmbedRole
 from chainrag.training.adapter_eval import Separation, separation, strict_hits
 from chainrag.training.adapter_fit import TrainConfig, pair_set, train, triplets
@@ -33,7 +34,6 @@ from chainrag.training.common import (
     silent,
     split_questions,
 )
-from chainrag.types import FloatArray, QAExample
 
 EVAL_SETS = ("musique", "hotpotqa", "2wiki")
 DEFAULTS = TrainConfig()

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
+from chainrag.core.types import FloatArray, QAExample
 from chainrag.protocols.index import EmbedRole
 from chainrag.training.adapter_fit import PairSet
 from chainrag.training.common import passage_text
-from chainrag.types import FloatArray, QAExample
 
 EVAL_NEGATIVES = 3
 """Negatives per question in the separation test: 2 distractors and the other question's

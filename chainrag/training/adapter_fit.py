@@ -21,8 +21,8 @@ import attrs
 import numpy as np
 
 from chainrag.components.linear_adapter import LinearAdapter
+from chainrag.core.types import FloatArray, QAExample
 from chainrag.training.common import passage_text
-from chainrag.types import FloatArray, QAExample
 
 
 @attrs.frozen

@@ -8,14 +8,14 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from chainrag.errors import ChainragError
+from chainrag.core.errors import ChainragError
 
 TRAIN_SETS = ("musique_train", "hotpotqa_train")
 """HippoRAG's train questions: what both train on by default."""
 
 Progress = Callable[[str, int, int, dict[str, str]], None]
 """``progress(label, done, total, postfix)``: a stage's count so far, e.g. ``("training", 3,
-30, {"loss": "0.1234"})``; :class:`chainrag.cli_common.Progress` draws it as a bar."""
+30, {"loss": "0.1234"})``; :class:`chainrag.cli.common.Progress` draws it as a bar."""
 
 Say = Callable[[str], None]
 """Where a training run writes a line about what it does next (the command echoes it)."""

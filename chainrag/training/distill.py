@@ -21,9 +21,9 @@ from typing import Any
 import attrs
 
 from chainrag.components.embedders import FlagModelEmbedder, offline_minilm_path
-from chainrag.context import Context
-from chainrag.data import load_dataset
-from chainrag.index import EmbeddingCache
+from chainrag.core.context import Context
+from chainrag.data.datasets import load_dataset
+from chainrag.index.build import EmbeddingCache
 from chainrag.training.common import TRAIN_SETS, Progress, Say, silent, split_questions
 from chainrag.training.distill_eval import RankingMetrics, held_out_rankings
 from chainrag.training.distill_fit import (

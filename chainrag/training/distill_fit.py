@@ -16,8 +16,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from chainrag.core.types import QAExample
 from chainrag.training.common import passage_text
-from chainrag.types import QAExample
 
 
 @attrs.frozen

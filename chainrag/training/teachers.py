@@ -16,11 +16,11 @@ from typing import Literal
 import attrs
 import numpy as np
 
+from chainrag.core.paths import llm_cache_path
 from chainrag.llm import open_llm
 from chainrag.llm.prompts import load_prompt
-from chainrag.paths import llm_cache_path
 from chainrag.protocols.llm import LLM
-from chainrag.recipe import load_recipe
+from chainrag.recipes.recipe import load_recipe
 from chainrag.training.common import Progress, TrainingError, silent
 from chainrag.training.distill_fit import Pair
 

@@ -1,0 +1,78 @@
+"""The analysis commands ``compare``, ``walks`` and ``integration-gap`` (attached to
+:mod:`chainrag.cli.main`): each reads run folders through :mod:`chainrag.analysis` and prints a
+markdown table; a folder that is not a run, or not a run of the right kind, is one FAIL line
+naming it and exit 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chainrag.cli.common import reports_errors
+
+OVER_HELP = (
+    "Pool these dataset folders (repeat: --over docs/runs/musique --over docs/runs/2wiki): BASE "
+    "and RUNS are then run names inside each of them, and the questions of all are compared "
+    "together (a question never pairs across datasets)."
+)
+
+
+@reports_errors()
+def compare(
+    base: Annotated[str, typer.Argument(help="The run the others are compared with (a folder).")],
+    runs: Annotated[list[str], typer.Argument(help="Run folders compared with BASE.")],
+    over: Annotated[
+        list[Path] | None, typer.Option("--over", metavar="DATASET_DIR", help=OVER_HELP)
+    ] = None,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """Is a difference between runs more than noise? Each run against BASE on the questions
+    both answered, per answer variant: mean F1, the difference with its 95% paired-bootstrap
+    interval, questions better / worse / same, and the exact sign test.
+
+    Every answer variant both runs hold is compared (ChainRAG's ansint and cxtint); a run with
+    other variants is compared on its primary answer ("cxtint vs primary"). With 30 questions
+    one question is 3.3 points of EM: an interval that spans 0 says the runs are not told
+    apart.
+    """
+    from chainrag.analysis import compare_runs
+
+    found = compare_runs(base, runs, over=over or (), resamples=resamples, seed=seed)
+    typer.echo(found.markdown())
+
+
+@reports_errors()
+def walks(
+    runs: Annotated[list[Path], typer.Argument(help="ChainRAG run folders.")],
+) -> None:
+    """What ChainRAG's graph walks did, one row per run: sub-questions per question, rewrites
+    (and how many changed the text), the sufficiency judge's verdicts, walks by hops, words
+    per walk, sub-questions not answered.
+
+    A walk is one sub-question's expansion (seeds, then hops until the judge says "yes", the
+    word budget is spent or nothing new is reachable); "unread" counts judge replies that were
+    neither yes nor no (read as "no"), within "no".
+    """
+    from chainrag.analysis import walks_table
+
+    typer.echo(walks_table(runs))
+
+
+@reports_errors()
+def integration_gap(
+    run: Annotated[Path, typer.Argument(help="A ChainRAG run folder (AnsInt and CxtInt).")],
+    right: Annotated[float, typer.Option(help="F1 at which an answer counts as right.")] = 0.5,
+    listing: Annotated[bool, typer.Option("--list", help="One line per question too.")] = False,
+) -> None:
+    """Where AnsInt and CxtInt part ways: the run's questions counted by which integration is
+    right and whether a sub-answer already holds the gold answer.
+
+    A question CxtInt gets right and AnsInt wrong with no sub-answer holding the gold answer
+    puts the gap down to the sub-answers; with one that holds it, to AnsInt's final call.
+    """
+    from chainrag.analysis import integration_gap as split
+
+    typer.echo(split(run, right=right).markdown(listing=listing))

@@ -1,0 +1,103 @@
+"""``chainrag experiment lost-in-retrieval|judge|filter``: the probe experiments.
+
+Each command calls one function of :mod:`chainrag.experiments` and prints the table it saved
+(``recurring``, which answers questions through the run machinery, is in ``cli_runs``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+import typer
+
+from chainrag.cli.common import Progress, reports_errors
+from chainrag.cli.runs import check_cache_mode
+
+if TYPE_CHECKING:
+    from chainrag.experiments.probes import LLMProbe
+    from chainrag.llm.cache import CacheMode
+
+# The options the LLM probes (judge, filter) share.
+ProbeDataset = Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")]
+ProbeLimit = Annotated[int, typer.Option(min=1, help="Questions probed.")]
+ProbeOut = Annotated[Path, typer.Option(help="Folder for the probe's results.")]
+ProbeCacheMode = Annotated[
+    str,
+    typer.Option(
+        help="LLM response cache: use (default: a stopped probe, run again, redoes nothing it "
+        "had asked), bypass or refresh."
+    ),
+]
+
+
+@reports_errors()
+def lost_in_retrieval(
+    dataset: Annotated[str, typer.Option(help="Needs gold decompositions: musique.")] = "musique",
+    recipe: Annotated[
+        Path, typer.Option(help="Recipe whose index.embedder ranks the paragraphs.")
+    ] = Path("recipes/index/sentence_graph.yaml"),
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the run's results.")] = Path("runs"),
+) -> None:
+    """Recall@2 of sub-question 1, and of sub-question 2 with a pronoun vs. the gold answer."""
+    from chainrag.experiments import lost_in_retrieval as lir
+
+    with Progress("question") as bars:
+        saved = lir.experiment(recipe, dataset, limit, out, bars)
+    say_saved(saved.table, saved.folder)
+
+
+def judge_probe(
+    recipe: Annotated[Path, typer.Option(help="A recipe whose expander has a judge.")] = Path(
+        "recipes/chainrag/ansint.yaml"
+    ),
+    dataset: ProbeDataset = "musique",
+    limit: ProbeLimit = 20,
+    out: ProbeOut = Path("runs"),
+    cache_mode: ProbeCacheMode = "use",
+) -> None:
+    """Does the recipe's sufficiency judge tell enough evidence from too little? Asks it about
+    each question's gold paragraphs, the gold minus one, and as many distractors; prints the
+    share of "yes" for each."""
+    from chainrag.experiments import judge
+
+    llm_probe(judge.PROBE, recipe, dataset, limit, out, cache_mode)
+
+
+def filter_probe(
+    recipe: Annotated[
+        Path, typer.Option(help="A recipe whose method has a knowledge filter.")
+    ] = Path("recipes/seeds/four_module.yaml"),
+    dataset: ProbeDataset = "musique",
+    limit: ProbeLimit = 20,
+    out: ProbeOut = Path("runs"),
+    cache_mode: ProbeCacheMode = "use",
+) -> None:
+    """Does the recipe's knowledge filter keep the evidence and drop the rest? Gives it each
+    question's gold paragraphs and as many distractors, one at a time; prints the share kept
+    of each."""
+    from chainrag.experiments import filter_probe as fp
+
+    llm_probe(fp.PROBE, recipe, dataset, limit, out, cache_mode)
+
+
+@reports_errors()
+def llm_probe(
+    probe: LLMProbe[Any, Any], recipe: Path, dataset: str, limit: int, out: Path, cache_mode: str
+) -> None:
+    """Run an LLM probe (:func:`chainrag.experiments.probes.run_llm_probe`) with a bar over
+    the questions and print its table; a bad ``--cache-mode`` exits 2, a refused input 1."""
+    from chainrag.experiments.probes import run_llm_probe
+
+    check_cache_mode(cache_mode)
+    with Progress("question") as bars:
+        mode = cast("CacheMode", cache_mode)
+        saved = run_llm_probe(probe, recipe, dataset, limit, out, mode, bars)
+    say_saved(saved.table, saved.folder)
+
+
+def say_saved(table: str, folder: Path) -> None:
+    """Print a probe experiment's table and where it was saved."""
+    typer.echo(table)
+    typer.echo(f"saved to {folder}")

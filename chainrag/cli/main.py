@@ -1,0 +1,194 @@
+"""The ``chainrag`` command line.
+
+Commands: ``validate``, ``recipe show``, ``components``, ``models fetch|list``, ``serve-llm``,
+``index``, ``experiment``, ``ask``, ``run``, ``report``, ``compare``, ``walks``,
+``integration-gap``, ``train adapter|reranker``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from chainrag import __version__
+from chainrag.cli.analysis import compare, integration_gap, walks
+from chainrag.cli.common import fail, reports_errors
+from chainrag.cli.corpus import index_command
+from chainrag.cli.experiments import filter_probe, judge_probe, lost_in_retrieval
+from chainrag.cli.models import models_app, serve_llm
+from chainrag.cli.runs import ask, recurring, report, run
+from chainrag.cli.train import train_app
+from chainrag.recipes.describe import catalogue, catalogue_data, entry_lines
+from chainrag.recipes.recipe import check_recipe, dump_recipe
+from chainrag.recipes.validation import notes, validate_paths
+
+app = typer.Typer(
+    name="chainrag",
+    help="Multi-hop retrieval-augmented QA from small components composed by YAML recipes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+recipe_app = typer.Typer(help="Inspect recipes.", no_args_is_help=True)
+app.add_typer(recipe_app, name="recipe")
+app.add_typer(models_app, name="models")
+app.command("serve-llm")(serve_llm)
+app.command("run")(run)
+app.command("report")(report)
+app.command("compare")(compare)
+app.command("walks")(walks)
+app.command("integration-gap")(integration_gap)
+app.add_typer(train_app, name="train")
+experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=True)
+app.add_typer(experiment_app, name="experiment")
+experiment_app.command("recurring")(recurring)
+app.command("ask")(ask)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"chainrag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Multi-hop retrieval-augmented QA from small components composed by YAML recipes."""
+
+
+LoadPlugins = Annotated[
+    bool,
+    typer.Option(
+        "--load-plugins",
+        help="Import the recipes' plugins: modules (this runs their code) so that the "
+        "components they provide are checked too.",
+    ),
+]
+
+
+STYLES: dict[str, dict[str, Any]] = {"ok": {}, "part": {"fg": "yellow"},
+                                     "fail": {"fg": "red", "err": True}}  # fmt: skip
+"""How ``validate`` prints a file's line, by its state."""
+
+
+@app.command()
+def validate(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Recipe files, or folders searched for *.yaml/*.yml.")
+    ],
+    load_plugins: LoadPlugins = False,
+) -> None:
+    """Check recipes; print every problem with its path; exit 1 if any.
+
+    Validating runs no code a recipe names: a recipe's plugins: modules must exist but are not
+    imported unless --load-plugins is given. A component kind that no built-in or installed
+    (entry-point) component provides is then reported as "not checked" when the recipe names
+    plugins, and that part of the recipe (its parameters, and checks spanning it) goes
+    unchecked: the recipe is listed as "part" and does not fail. Without plugins, or with
+    --load-plugins, an unknown kind is an error.
+
+    base: files must lie in the recipe's tree (the nearest folder above the file named
+    "recipes", else the file's own folder), in the repository's recipes/ folder, or in a folder
+    listed in $CHAINRAG_RECIPE_ROOTS (separated by ":").
+    """
+    found = validate_paths(paths, load_plugins=load_plugins)
+    for path in found.missing:
+        typer.secho(f"FAIL {path}: no such file or folder", fg="red", err=True)
+    for check in found.files:
+        typer.secho(check.line(), **STYLES[check.state])
+    if not found.files and not found.missing:
+        raise fail("no recipe files found in " + ", ".join(map(str, paths)), prefix="")
+    typer.echo(found.summary())
+    if not found.ok:
+        raise typer.Exit(1)
+
+
+@recipe_app.command("show")
+@reports_errors(prefix="")
+def recipe_show(
+    path: Annotated[Path, typer.Argument(help="A recipe file.")],
+    load_plugins: LoadPlugins = False,
+) -> None:
+    """Print the fully resolved recipe (bases merged, defaults explicit) as YAML.
+
+    The recipe's plugins: modules are not imported unless --load-plugins is given; a recipe
+    using components only they provide is then not shown (exit 1) and says so.
+    """
+    checked = check_recipe(path, load_plugins=load_plugins)
+    if checked.recipe is None:
+        raise fail(f"{path}: not shown, parts need plugins{notes(checked.unchecked)}", prefix="")
+    typer.echo(dump_recipe(checked.recipe), nl=False)
+
+
+@app.command()
+@reports_errors(prefix="")
+def components(
+    stage: Annotated[
+        str | None, typer.Option(help="Only this stage (e.g. rewrite_trigger).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List every registered component per stage with its parameters, types and defaults."""
+    if as_json:
+        typer.echo(json.dumps(catalogue_data(stage), indent=2))
+        return
+    for name, entries in catalogue(stage):
+        typer.secho(name, bold=True)
+        for line in entry_lines(entries):
+            typer.echo(line)
+
+
+app.command("index")(index_command)
+
+
+experiment_app.command("lost-in-retrieval")(lost_in_retrieval)
+experiment_app.command("judge")(judge_probe)
+experiment_app.command("filter")(filter_probe)
+
+
+def _summaries(*apps: typer.Typer) -> None:
+    """Give each command a one-paragraph summary for its group's command list.
+
+    Typer's rich help keeps a docstring's hard line breaks there (the command's own ``--help``
+    joins them), so wrapped docstrings came out broken mid-sentence; the summary is the first
+    paragraph with its lines joined.
+    """
+    for group in apps:
+        for info in group.registered_commands:
+            doc = info.help or (inspect.getdoc(info.callback) if info.callback else None)
+            if info.short_help is None and doc:
+                info.short_help = " ".join(doc.split("\n\n")[0].split())
+
+
+_summaries(app, recipe_app, experiment_app, models_app, train_app)
+
+
+INTERNAL_ERROR = 70
+"""The exit code of a crash (a bug in chainrag), told apart from 1 (an input was refused, each
+problem named), 2 (a command line click could not parse) and 128 + N (stopped by signal N)."""
+
+
+def entry() -> None:
+    """The ``chainrag`` command: :data:`app`, with an unexpected exception reported as a bug."""
+    try:
+        app()
+    except Exception as exc:
+        from chainrag.core.credentials import redact
+
+        sys.stderr.write(redact(traceback.format_exc()))
+        typer.secho(
+            f"INTERNAL ERROR: {type(exc).__name__} is a bug in chainrag, not a problem with your "
+            "input; please report it with the traceback above (exit code 70)",
+            fg="red", err=True,
+        )  # fmt: skip
+        sys.exit(INTERNAL_ERROR)

@@ -1,0 +1,229 @@
+"""The commands that answer questions or read what was answered: ``chainrag run``, ``report``,
+``ask`` and ``experiment recurring`` (attached to :mod:`chainrag.cli.main`). Each parses its
+options, calls the run package (:mod:`chainrag.run`, :mod:`chainrag.report`,
+:mod:`chainrag.experiments.recurring`) and prints what it returns."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
+
+import typer
+
+from chainrag.cli.common import Progress, fail, reports_errors
+from chainrag.core.errors import signal_name
+from chainrag.data.datasets import dataset_slug as dataset_slug  # the run folder of a dataset
+from chainrag.recipes.recipe import load_recipe
+
+if TYPE_CHECKING:
+    from chainrag.llm.cache import CacheMode
+    from chainrag.run.jobs import Grid, JobResult
+
+DATASET_HELP = (
+    "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
+    "questions' passages (seed 002's shared store); or longbench:PATH for a LongBench jsonl file. "
+    "Repeat for a grid of recipes x datasets."
+)
+CONCURRENCY_HELP = (
+    "Questions in flight at once (default: the recipe's llm.concurrency); LLM requests stay "
+    "at 1 for the local server."
+)
+ALL_QUESTIONS_HELP = (
+    "Score each run on all of its questions, not only on those every run of the dataset answered."
+)
+ENGINE_HELP = (
+    "local: in this process; ray: each recipe x dataset as a Ray task (a local Ray, or the "
+    "cluster at RAY_ADDRESS), each writing its own resumable run folder."
+)
+RAY_CPUS_HELP = "CPUs a Ray task reserves (a managed local LLM's job: the cores its server uses)."
+INDEX_HELP = (
+    "Answer every question over this prebuilt corpus index (chainrag index ... --out DIR; the "
+    "shared-corpus setting) instead of over its own passages; runs go to "
+    "OUT/<dataset>@<corpus sources>/. Retrieval is scored against the gold passages' titles."
+)
+PLOTS_HELP = (
+    "Folder for the PNG plots (default: plots/ beside --out, else inside the first run "
+    "folder given)."
+)
+
+
+RUN_HINT = "finished questions are kept; run the same command to resume"
+RECURRING_OUT_HELP = (
+    "Parent folder: the experiment goes into OUT/recurring-DATASET, and resumes there if it "
+    "was stopped."
+)
+CONTEXT_HELP = "Passages: JSON [{title, text}] or [title, [sentences]], or a text file."
+
+Recipes = Annotated[list[Path], typer.Argument(help="Method recipes to run, one run each.")]
+Datasets = Annotated[list[str], typer.Option(help=DATASET_HELP)]
+Limit = Annotated[
+    int | None, typer.Option(min=1, help="Only the first N questions (default: all).")
+]
+Concurrency = Annotated[int | None, typer.Option(min=1, help=CONCURRENCY_HELP)]
+RunsOut = Annotated[Path, typer.Option(help="Runs go to OUT/<dataset>/<recipe name>/.")]
+CacheModeOption = Annotated[str, typer.Option(help="LLM response cache: use, bypass or refresh.")]
+ReportOption = Annotated[bool, typer.Option(help="Print the report of these runs at the end.")]
+IndexOption = Annotated[Path | None, typer.Option(help=INDEX_HELP)]
+EngineOption = Annotated[str, typer.Option(help=ENGINE_HELP)]
+RayCpus = Annotated[float, typer.Option(min=0.1, help=RAY_CPUS_HELP)]
+
+
+def check_cache_mode(cache_mode: str) -> None:
+    """Exit 2 with a clear message unless ``cache_mode`` is one the LLM cache knows."""
+    if cache_mode not in ("use", "bypass", "refresh"):
+        raise fail(f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", 2)
+
+
+@reports_errors()
+def run(
+    recipes: Recipes, dataset: Datasets, limit: Limit = None, concurrency: Concurrency = None,
+    out: RunsOut = Path("runs"), cache_mode: CacheModeOption = "use", report: ReportOption = True,
+    index: IndexOption = None, engine: EngineOption = "local", ray_cpus: RayCpus = 1.0,
+) -> None:  # fmt: skip
+    """Answer a dataset's questions with each recipe; one JSON line per question in a run
+    directory. Run the same command again to continue a stopped run: finished questions are
+    kept, a torn last line is repaired, only the rest is run."""
+    from chainrag.run.jobs import plan_grid
+
+    check_cache_mode(cache_mode)
+    if engine not in ("local", "ray"):
+        raise fail(f"--engine must be local or ray, not {engine!r}", 2)
+    grid = plan_grid(recipes, dataset, out=out, limit=limit, concurrency=concurrency,
+                     cache_mode=cache_mode, index=index)  # fmt: skip
+    for line in grid.lines():
+        typer.echo(line)
+    results = run_grid(grid, engine, ray_cpus)
+    if report:
+        from chainrag.report import find_runs, markdown
+
+        typer.echo("")
+        typer.echo(markdown(find_runs([r.folder for r in results])))
+    if failed := sum(r.session.failed for r in results):
+        raise fail(f"{failed} question(s) failed (see errors.jsonl in the run directories); "
+                   "run the same command again to retry them")  # fmt: skip
+
+
+@reports_errors(RUN_HINT)
+def run_grid(grid: Grid, engine: str, cpus: float) -> list[JobResult]:
+    """The grid in this process (a bar per run) or as Ray tasks, a line per finished run; an
+    interrupted run ends the command with 128 + the signal's number."""
+    from chainrag.run import jobs
+    from chainrag.run.session import sigterm_as_interrupt
+
+    try:
+        if engine == "ray":
+            typer.echo(f"{len(grid.jobs)} job(s) as Ray tasks ({cpus:g} CPU each)…")
+            results = jobs.run_grid_ray(grid.jobs, cpus)
+            for result in results:
+                typer.echo(result.line())
+        else:
+            with sigterm_as_interrupt(), Progress("q") as bars:
+
+                def finished(result: JobResult) -> None:
+                    bars.close()  # the run's bar, before the line that ends it
+                    typer.echo(result.line())
+
+                results = jobs.run_grid(grid, progress=bars, on_result=finished, say=typer.echo)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM outside a recipe's questions
+        raise interrupted(signal_name(exc)) from None
+    if results and results[-1].session.interrupted:
+        raise interrupted(results[-1].session.interrupted)
+    return results
+
+
+def interrupted(name: str) -> typer.Exit:
+    """Say that the run was interrupted by signal ``name``; exit 128 + its number."""
+    typer.secho(f"\ninterrupted ({name}): {RUN_HINT}", fg="yellow", err=True)
+    return typer.Exit(128 + signal.Signals[name].value)
+
+
+@reports_errors()
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
+    out: Annotated[Path | None, typer.Option(help="Also write the markdown to this file.")] = None,
+    plots: Annotated[Path | None, typer.Option(help=PLOTS_HELP)] = None,
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the plots.")] = False,
+    all_questions: Annotated[
+        bool, typer.Option("--all-questions", help=ALL_QUESTIONS_HELP)
+    ] = False,
+) -> None:
+    """Tables per dataset comparing runs (F1, EM, Recall@k, calls, tokens, seconds per
+    question) beside the paper's Table 1, and PNG plots."""
+    from chainrag import report as reports
+
+    found = reports.find_runs(runs)
+    text = reports.markdown(found, common=not all_questions)
+    typer.echo(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"written to {out}")
+    if not no_plots:
+        folder = plots or ((out.parent / "plots") if out is not None else runs[0] / "plots")
+        for path in reports.plots(found, folder, common=not all_questions):
+            typer.echo(f"plot: {path}")
+
+
+FourModuleRecipe = Annotated[Path, typer.Option(help="A four_module recipe.")]
+RecurringDataset = Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")]
+Asked = Annotated[int, typer.Option(min=1, help="Questions asked (then asked again).")]
+RecurringOut = Annotated[Path, typer.Option(help=RECURRING_OUT_HELP)]
+TimedCacheMode = Annotated[
+    str, typer.Option(help="LLM response cache (refresh: every call is made and timed).")
+]
+
+
+@reports_errors()
+def recurring(
+    recipe: FourModuleRecipe = Path("recipes/seeds/four_module.yaml"),
+    dataset: RecurringDataset = "musique", limit: Asked = 10, out: RecurringOut = Path("runs"),
+    cache_mode: TimedCacheMode = "refresh",
+) -> None:  # fmt: skip
+    """Seed 004: ask questions, then again (same words and paraphrased) with and without the
+    knowledge reservoir; time, external knowledge items and F1 per phase.
+
+    Resumable: run the same command again after a crash or Ctrl-C and it continues where it
+    stopped (the reservoir is rolled back to the last recorded question)."""
+    from chainrag.experiments import recurring as rec
+
+    check_cache_mode(cache_mode)
+    folder = out / f"recurring-{dataset}"
+    with Progress("q") as bars:
+
+        def progress(done: int, total: int, phase: str) -> None:
+            if done and not phase:
+                typer.echo(f"{folder}: resuming, {done} of {total} question-phases already done")
+            bars("recurring", done, total, {"phase": phase[:24]} if phase else None)
+
+        mode = cast("CacheMode", cache_mode)
+        outcomes = rec.experiment(folder, load_recipe(recipe), dataset, limit,
+                                  cache_mode=mode, progress=progress)  # fmt: skip
+    typer.echo(rec.table(outcomes, dataset))
+    typer.echo(f"saved to {folder}")
+
+
+@reports_errors()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    recipe: Annotated[
+        Path, typer.Option(help="A method recipe (e.g. recipes/chainrag/ansint.yaml).")
+    ],
+    context: Annotated[Path, typer.Option(help=CONTEXT_HELP)],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the typed trace as JSON.")] = False,
+    cache_mode: CacheModeOption = "use",
+) -> None:
+    """Answer one question over the given passages; print the answer and a readable trace."""
+    from chainrag.core.trace import render
+    from chainrag.data.datasets import load_context_file
+    from chainrag.recipes.structure import unstructure
+    from chainrag.run.question import ask as answer
+
+    check_cache_mode(cache_mode)
+    prediction, texts = answer(load_recipe(recipe), question, load_context_file(context),
+                               cache_mode=cast("CacheMode", cache_mode))  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(unstructure(prediction), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(render(prediction, texts))

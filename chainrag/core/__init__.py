@@ -1,0 +1,16 @@
+"""Types and the context: the bottom layer, with :mod:`chainrag.protocols`.
+
+* :mod:`~chainrag.core.types`: the values every stage passes (sentences, mentions, seeds,
+  expansions, predictions, ``Usage``), frozen attrs classes.
+* :mod:`~chainrag.core.trace`: a prediction's step-by-step trace.
+* :mod:`~chainrag.core.context`: the explicit ``Context`` a stage that reaches outside receives
+  (LLM, index, retrieval runtime, model store), its fields typed by the protocols.
+* :mod:`~chainrag.core.errors`: ``ChainragError`` and ``Problem``, what every refusal is made of.
+* :mod:`~chainrag.core.paths`, :mod:`~chainrag.core.credentials`,
+  :mod:`~chainrag.core.sqlite_file`: where caches and data live, credentials masked by value,
+  the SQLite file every store builds on.
+
+Layer: may import :mod:`chainrag.protocols` and the standard library, numpy, attrs; nothing
+else of chainrag (``context`` names the index and LLM classes under ``TYPE_CHECKING`` only, to
+let mypy check that they conform to the protocols). See docs/architecture.md.
+"""

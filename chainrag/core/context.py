@@ -1,0 +1,140 @@
+"""The explicit context passed to stages that need something from outside (no globals).
+
+A stage that calls the LLM or loads a model takes ``ctx: Context``; a pure stage does not.
+Tests build a context around a scripted fake LLM; a run builds one around the real backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+
+from chainrag.core.errors import ChainragError
+from chainrag.core.types import Expansion, Usage
+from chainrag.protocols.llm import LLM
+from chainrag.protocols.retrieval import Graph, Retrieval, Searchable
+
+if TYPE_CHECKING:
+    from chainrag.index.corpus.store import CorpusIndex
+    from chainrag.index.graph import ChunkIndex, GraphView
+    from chainrag.llm.stack import Ledger
+
+    def _indexes_conform(
+        view: GraphView, corpus: CorpusIndex, chunks: ChunkIndex
+    ) -> tuple[Graph, Graph, Searchable]:
+        """What ``Context.index`` holds, checked by mypy: a question's graph view and a corpus
+        index are graphs that expanders walk, a chunk index is searchable only."""
+        return view, corpus, chunks
+
+
+T = TypeVar("T")
+
+
+class ModelStore:
+    """Loads each heavy model once per key (e.g. loader name + model path), lazily.
+
+    Components never load models at import or construction; they ask the store when first
+    called, so one process shares one copy of each model across components and questions.
+    """
+
+    def __init__(self) -> None:
+        self._models: dict[Hashable, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, load: Callable[[], T]) -> T:
+        """The model stored under ``key``, loading it with ``load()`` the first time."""
+        with self._lock:
+            if key not in self._models:
+                self._models[key] = load()
+            model: T = self._models[key]
+            return model
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ModelStore:
+        """A model store is shared, never copied: copies of a context share its models."""
+        return self
+
+
+class MissingResourceError(ChainragError):
+    """A stage needs something (an LLM, an index) that the context was not given."""
+
+
+class ModelPathError(MissingResourceError, ValueError):
+    """A component's model path names nothing on this machine. It is checked when the model is
+    loaded, never when a recipe is validated, so a recipe naming a model validates anywhere."""
+
+
+def model_folder(owner: str, field: str, value: str) -> str:
+    """``value``, the local model path in ``owner``'s ``field``, when something is there; else a
+    :class:`ModelPathError` naming the component, the field and the path. Call it in the loader
+    of the model, so the error comes when the model is needed."""
+    if not Path(value).exists():
+        raise ModelPathError(
+            f"{owner}: '{field}' {value!r} does not exist (a local model folder is needed)"
+        )
+    return value
+
+
+@attrs.define
+class Context:
+    """What stages may use beyond their inputs.
+
+    Attributes:
+        llm: The LLM backend, or None for runs that make no LLM call.
+        models: The lazily filled model store.
+        index: The index built for the current question or corpus: a ``Searchable`` (chunks),
+            or a ``Graph`` (a sentence graph's view, a corpus index) that expanders walk.
+        retrieval: The recipe's ``retrieval:`` section (seed retriever, expander), which
+            :meth:`retrieve` runs on ``index``.
+        ledger: Where ``llm`` counts its usage (the runner's per-question ``MeteredLLM``), or
+            None when nothing counts it; :meth:`usage` reads it.
+    """
+
+    llm: LLM | None = None
+    models: ModelStore = attrs.field(factory=ModelStore)
+    index: Searchable | None = None
+    retrieval: Retrieval | None = None
+    ledger: Ledger | None = None
+
+    def require_llm(self, stage: str) -> LLM:
+        """The LLM, or a clear error naming the stage that needed one."""
+        if self.llm is None:
+            raise MissingResourceError(
+                f"{stage} needs an LLM, but this context has none (set the recipe's llm:)"
+            )
+        return self.llm
+
+    def require_index(self) -> Searchable:
+        """The index, or a clear error: methods need one (the runner sets it)."""
+        if self.index is None:
+            raise MissingResourceError("a method needs ctx.index (the runner sets it)")
+        return self.index
+
+    def retrieve(self, query: str) -> Expansion:
+        """Seeds for ``query`` from ``index``, expanded over the graph when the index is one
+        and the recipe has an expander."""
+        index = self.require_index()
+        if self.retrieval is None:
+            raise MissingResourceError("a method needs ctx.retrieval (the runner sets it)")
+        seeds = self.retrieval.seed(query, index, self)
+        expander = self.retrieval.expander
+        if expander is not None and isinstance(index, Graph):
+            return expander(query, seeds, index, self)
+        units = tuple(h.index for h in seeds)
+        texts = index.texts
+        return Expansion(units, units, 0, (), sum(len(texts[u].split()) for u in units))
+
+    def texts(self, units: Sequence[int]) -> list[str]:
+        """The texts of ``units`` of the index."""
+        texts = self.require_index().texts
+        return [texts[u] for u in units]
+
+    def usage(self) -> Usage:
+        """The LLM usage counted so far (zero when nothing counts it)."""
+        return self.ledger.total() if self.ledger is not None else Usage()

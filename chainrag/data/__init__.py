@@ -1,0 +1,8 @@
+"""Datasets and scoring: questions with their gold answers and evidence, and the metrics.
+
+* :mod:`~chainrag.data.datasets`: the dataset formats (MuSiQue, HotpotQA, 2Wiki, LongBench,
+  HippoRAG), each record checked field by field, into ``Question`` values.
+* :mod:`~chainrag.data.metrics`: EM, F1 and Recall@k against the gold evidence.
+
+Layer: may import :mod:`chainrag.core` only.
+"""

@@ -1,0 +1,234 @@
+"""Building indexes from a recipe's ``index:``, timed per stage and cached by content hash.
+
+    graph, report = build_index(passages, recipe.index, ctx, cache=IndexCache())
+
+The sentence graph is split → NER → key entities → embeddings → one matrix per edge layer;
+chunk mode is chunk → embeddings. An index is stored under the hash of its passages, its
+``index:`` section and the format version, so it is rebuilt only when one of them changes;
+embeddings are cached the same way (by embedder and texts), so changing only an edge rule
+reuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from chainrag.components.key_entities import entity_vocabulary
+from chainrag.core.context import Context
+from chainrag.core.errors import ChainragError
+from chainrag.core.paths import cache_root
+from chainrag.core.types import FloatArray, GraphInputs, Mention, Passage, ScoredEntity
+from chainrag.index.graph import FORMAT_VERSION, ChunkIndex, IndexFormatError, SentenceGraph
+from chainrag.protocols.index import Embedder, EmbedRole
+from chainrag.recipes.recipe import IndexSpec
+from chainrag.recipes.structure import unstructure
+
+Index = SentenceGraph | ChunkIndex
+
+
+class IndexBuildError(ChainragError):
+    """The recipe's ``index:`` cannot build an index (a stage it needs is missing)."""
+
+
+@attrs.frozen
+class BuildReport:
+    """What a build did: seconds per stage (empty when loaded from the cache) and sizes."""
+
+    seconds: dict[str, float]
+    cached: bool
+    units: int
+    entities: int = 0
+    edges: dict[str, int] = attrs.field(factory=dict)
+
+
+def entity_name(mention: Mention) -> str:
+    """The name an entity is indexed under: whitespace collapsed, case folded, edges trimmed."""
+    return re.sub(r"\s+", " ", mention.text).strip(" .,;:'\"()[]").casefold()
+
+
+def digest(payload: object) -> str:
+    """sha256 of the canonical JSON of ``payload``."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_identities(component: object) -> list[str]:
+    """The ``cache_identity()`` of every component inside ``component`` that has one: the
+    content hash of a file it reads (a trained adapter), so that retraining it into the same
+    path invalidates the cached embeddings and indexes built with it."""
+    found: list[str] = []
+    if hasattr(component, "cache_identity"):
+        found.append(str(component.cache_identity()))
+    if attrs.has(type(component)):
+        for field in attrs.fields(type(component)):  # type: ignore[arg-type]
+            found.extend(file_identities(getattr(component, field.name)))
+    elif isinstance(component, tuple | list):
+        for item in component:
+            found.extend(file_identities(item))
+    return found
+
+
+class EmbeddingCache:
+    """Embeddings on disk as ``.npy`` files named by the hash of embedder, role and texts."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder or cache_root() / "embeddings"
+
+    def embed(
+        self, embedder: Embedder, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+    ) -> FloatArray:
+        payload = {"embedder": unstructure(embedder), "role": role, "texts": list(texts)}
+        if files := file_identities(embedder):  # only then: older keys stay valid
+            payload["files"] = files
+        key = digest(payload)
+        path = self.folder / f"{key[:32]}.npy"
+        if path.is_file():
+            try:
+                cached: FloatArray = np.load(path, allow_pickle=False)
+                if cached.shape[0] == len(texts):
+                    return cached
+            except (OSError, ValueError):
+                pass  # a damaged file is rebuilt below
+        vectors = embedder(texts, ctx, role)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".npy.tmp")
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, vectors, allow_pickle=False)
+        os.replace(tmp, path)
+        return vectors
+
+
+class IndexCache:
+    """Built indexes on disk, one folder per (passages, ``index:`` section, format) hash."""
+
+    def __init__(self, folder: Path | None = None, embeddings: EmbeddingCache | None = None):
+        self.folder = folder or cache_root() / "indexes"
+        self.embeddings = embeddings or EmbeddingCache(self.folder.parent / "embeddings")
+
+    def path_for(self, passages: Sequence[Passage], spec: IndexSpec) -> Path:
+        payload = {
+            "format": FORMAT_VERSION,
+            "index": unstructure(spec),
+            "passages": [[p.pid, p.title, p.text] for p in passages],
+        }
+        if files := file_identities(spec):  # only then: older keys stay valid
+            payload["files"] = files
+        key = digest(payload)
+        return self.folder / key[:32]
+
+
+@contextmanager
+def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start
+
+
+def _embed(
+    embedder: Embedder, texts: Sequence[str], ctx: Context, cache: EmbeddingCache | None
+) -> FloatArray:
+    vectors = cache.embed(embedder, texts, ctx) if cache is not None else embedder(texts, ctx)
+    return vectors.reshape(len(texts), -1) if len(texts) == 0 else vectors
+
+
+def build_sentence_graph(
+    passages: Sequence[Passage], spec: IndexSpec, ctx: Context, embeddings: EmbeddingCache | None
+) -> tuple[SentenceGraph, dict[str, float]]:
+    """Build a :class:`SentenceGraph` from ``passages`` as ``spec`` says; seconds per stage."""
+    if spec.splitter is None or spec.embedder is None:
+        raise IndexBuildError("a sentence graph needs index.splitter and index.embedder")
+    seconds: dict[str, float] = {}
+    with _timed(seconds, "split"):
+        sentences = spec.splitter(passages, ctx)
+    texts = [s.text for s in sentences]
+    names: list[list[str]] = [[] for _ in sentences]
+    if spec.ner is not None:
+        with _timed(seconds, "ner"):
+            mentions = spec.ner(texts, ctx)
+        names = [[n for n in map(entity_name, row) if n] for row in mentions]
+    with _timed(seconds, "key_entities"):
+        if spec.key_entities is not None:
+            keys = spec.key_entities(names)
+        else:  # no scorer: every entity is key (α = 100 without scores)
+            keys = tuple(tuple(ScoredEntity(n, 0.0) for n in dict.fromkeys(row)) for row in names)
+    with _timed(seconds, "embed"):
+        vectors = _embed(spec.embedder, texts, ctx, embeddings)
+    inputs = GraphInputs(tuple(sentences), tuple(keys), vectors)
+    layers = {}
+    for name, builder in spec.edges.items():
+        with _timed(seconds, f"edges.{name}"):
+            layers[name] = builder(inputs)
+    with _timed(seconds, "entity_index"):
+        entities, counts = entity_vocabulary(names)
+        incidence = counts.astype(np.float32)
+        incidence.data[:] = 1.0
+    graph = SentenceGraph(
+        passages=tuple(passages),
+        sentences=tuple(sentences),
+        embeddings=vectors,
+        embedder=spec.embedder,
+        entities=tuple(entities),
+        incidence=incidence,
+        key_entities=tuple(keys),
+        layers=layers,
+    )
+    return graph, seconds
+
+
+def build_chunk_index(
+    passages: Sequence[Passage], spec: IndexSpec, ctx: Context, embeddings: EmbeddingCache | None
+) -> tuple[ChunkIndex, dict[str, float]]:
+    """Build a :class:`ChunkIndex` (chunk mode) from ``passages``; seconds per stage."""
+    if spec.chunker is None or spec.embedder is None:
+        raise IndexBuildError("chunk mode needs index.chunker and index.embedder")
+    seconds: dict[str, float] = {}
+    with _timed(seconds, "chunk"):
+        chunks = spec.chunker(passages)
+    texts = [c.text for c in chunks]
+    with _timed(seconds, "embed"):
+        vectors = _embed(spec.embedder, texts, ctx, embeddings)
+    return ChunkIndex(tuple(passages), tuple(chunks), vectors, spec.embedder), seconds
+
+
+def build_index(
+    passages: Sequence[Passage], spec: IndexSpec, ctx: Context, cache: IndexCache | None = None
+) -> tuple[Index, BuildReport]:
+    """Load the index for ``passages`` from ``cache`` or build (and store) it."""
+    chunked = spec.chunker is not None
+    folder = cache.path_for(passages, spec) if cache is not None else None
+    if folder is not None and (folder / "index.json").is_file():
+        assert spec.embedder is not None
+        try:
+            index: Index = (
+                ChunkIndex.load(folder, spec.embedder)
+                if chunked
+                else SentenceGraph.load(folder, spec.embedder)
+            )
+            return index, _report(index, {}, cached=True)
+        except IndexFormatError:
+            pass  # rebuilt below and overwritten
+    embeddings = cache.embeddings if cache is not None else None
+    if chunked:
+        index, seconds = build_chunk_index(passages, spec, ctx, embeddings)
+    else:
+        index, seconds = build_sentence_graph(passages, spec, ctx, embeddings)
+    if folder is not None:
+        index.save(folder)
+    return index, _report(index, seconds, cached=False)
+
+
+def _report(index: Index, seconds: dict[str, float], cached: bool) -> BuildReport:
+    if isinstance(index, SentenceGraph):
+        return BuildReport(seconds, cached, len(index), len(index.entities), index.edge_counts())
+    return BuildReport(seconds, cached, len(index))

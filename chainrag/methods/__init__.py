@@ -1,0 +1,16 @@
+"""The methods: each one readable loop over the components a recipe gives it.
+
+* :mod:`~chainrag.methods.paper`: ChainRAG (decompose, seeds, walk with sufficiency checks,
+  rewrite, AnsInt / CxtInt) and its baselines NaiveRAG, NaiveRAG w/ QD and Iter-RetGen.
+* :mod:`~chainrag.methods.seeds`: the seed papers' methods (002: LM-guided iteration and tree
+  retrieval; 004: the four-module pipeline with its knowledge reservoir).
+
+Importing this package registers them in ``chainrag.recipes.registry.METHODS``.
+
+Layer: may import the layers below (core, protocols, recipes, llm, components, index); never
+runs, reports, training, experiments or the CLI.
+"""
+
+from chainrag.methods import paper, seeds
+
+__all__ = ["paper", "seeds"]
