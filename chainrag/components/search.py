@@ -447,8 +447,8 @@ class FaissIVF:
     nlist: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
-    lists_per_sqrt_n: float = attrs.field(default=4.0, validator=attrs.validators.gt(0))
-    nprobe: int = attrs.field(default=32, validator=attrs.validators.ge(1))
+    lists_per_sqrt_n: float = attrs.field(default=1.0, validator=attrs.validators.gt(0))
+    nprobe: int = attrs.field(default=24, validator=attrs.validators.ge(1))
     train_size: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
