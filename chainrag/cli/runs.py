@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
-    "questions' passages (seed 002's shared store); or longbench:PATH for a LongBench jsonl file. "
+    "questions' passages (seed 002's shared store); long:NAME for a dev set padded to "
+    "LongBench's context length with other questions' paragraphs; or longbench:PATH for a "
+    "LongBench jsonl file. "
     "Repeat for a grid of recipes x datasets."
 )
 CONCURRENCY_HELP = (

@@ -35,6 +35,7 @@ import attrs
 from chainrag.core.errors import ChainragError
 from chainrag.core.paths import data_root
 from chainrag.core.types import GoldStep, Passage, QAExample, SupportingSentence
+from chainrag.data import long
 
 MAX_LISTED = 20
 """How many problems a :class:`DatasetError` lists before "... and N more problems"."""
@@ -541,13 +542,14 @@ def pool(examples: Sequence[QAExample]) -> list[QAExample]:
 def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
     """The file and record format of a dataset name (``musique``, ``pooled:musique``, … or
     ``longbench:PATH``)."""
-    if name.startswith(POOLED):
-        return dataset_path(name.removeprefix(POOLED), root)
+    if name.startswith((POOLED, long.PREFIX)):
+        return dataset_path(name.split(":", 1)[1], root)
     if name.startswith("longbench:"):
         return Path(name.removeprefix("longbench:")), "longbench"
     if name not in DATASETS:
         raise DatasetError(
-            f"unknown dataset {name!r}; known: {', '.join(DATASETS)}, or longbench:PATH"
+            f"unknown dataset {name!r}; known: {', '.join(DATASETS)}, pooled:NAME, long:NAME, "
+            "or longbench:PATH"
         )
     spec = DATASETS[name]
     return (root or data_root()) / spec.path, spec.format
@@ -560,11 +562,14 @@ def load_dataset(name: str, limit: int | None = None, root: Path | None = None) 
     is a :class:`DatasetError` listing each one, and an empty file is one too.
 
     ``pooled:NAME``: the questions of NAME over the pool of all its questions' passages (the
-    pool does not depend on ``limit``).
+    pool does not depend on ``limit``). ``long:NAME``: each question's passages padded to
+    LongBench's context length (:mod:`chainrag.data.long`).
     """
+    if name.startswith(long.PREFIX):
+        return _long(name, limit, root)
     if name.startswith(POOLED):
         inner = name.removeprefix(POOLED)
-        if inner.startswith(("longbench:", POOLED)):
+        if inner.startswith(("longbench:", POOLED, long.PREFIX)):
             raise DatasetError(f"{name!r}: only the dev sets can be pooled ({', '.join(DATASETS)})")
         everything = [attrs.evolve(e, dataset=name) for e in load_dataset(inner, None, root)]
         try:
@@ -580,6 +585,24 @@ def load_dataset(name: str, limit: int | None = None, root: Path | None = None) 
             example = attrs.evolve(example, qid=place.replace(" ", "-"))
         out.append(example)
     return out
+
+
+def _long(name: str, limit: int | None, root: Path | None) -> list[QAExample]:
+    inner = name.removeprefix(long.PREFIX)
+    if inner not in long.LONGBENCH_WORDS:
+        raise DatasetError(
+            f"{name!r}: only the dev sets can be padded to LongBench's length "
+            f"({', '.join(long.LONGBENCH_WORDS)})"
+        )
+    everything = [attrs.evolve(e, dataset=name) for e in load_dataset(inner, None, root)]
+    return long.pad(everything[:limit], long.LONGBENCH_WORDS[inner], everything)
+
+
+def dataset_setting(name: str) -> str | None:
+    """What a derived dataset (``long:NAME``) does to its file, as a run records it."""
+    if name.startswith(long.PREFIX):
+        return long.setting(name.removeprefix(long.PREFIX))
+    return None
 
 
 def load_corpus(name_or_path: str, root: Path | None = None) -> list[Passage]:
@@ -634,9 +657,12 @@ def load_context_file(path: Path) -> tuple[Passage, ...]:
 
 
 def dataset_slug(dataset: str) -> str:
-    """The run folder name of a dataset: its name, ``pooled-<name>`` or ``longbench-<stem>``."""
+    """The run folder name of a dataset: its name, ``pooled-<name>``, ``long-<name>`` or
+    ``longbench-<stem>``."""
     if dataset.startswith(POOLED):
         return "pooled-" + dataset.removeprefix(POOLED)
+    if dataset.startswith(long.PREFIX):
+        return "long-" + dataset.removeprefix(long.PREFIX)
     if dataset.startswith("longbench:"):
         return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
     return dataset

@@ -27,6 +27,7 @@ from pathlib import Path
 import attrs
 
 from chainrag.core.errors import ChainragError
+from chainrag.data.datasets import dataset_setting
 from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.run.files import RunError, finished, write_json
 from chainrag.run.meta import (
@@ -118,6 +119,7 @@ class RunDir:
                 models=model_identities(recipe),
                 sessions=(Session.now(),),
                 index=index,
+                dataset_setting=dataset_setting(dataset),
             )
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta_data(meta))
@@ -143,6 +145,12 @@ class RunDir:
                 f"{self.folder} holds a run on {meta.dataset!r} "
                 f"({meta.dataset_fingerprint}), not on {data[0]!r} ({data[1]}): "
                 "the dataset file changed or another dataset was named"
+            )
+        if meta.dataset_setting != dataset_setting(data[0]):
+            raise RunError(
+                f"{self.folder} holds a run on {meta.dataset!r} made as "
+                f"{meta.dataset_setting!r}; this version makes it as "
+                f"{dataset_setting(data[0])!r}: pass another --out"
             )
         if index is not None and (meta.index is None or meta.index.key() != index.key()):
             shown = meta_data(meta).get("index")

@@ -136,6 +136,8 @@ class RunMeta:
     models: ModelIdentities
     sessions: tuple[Session, ...]
     index: IndexIdentity | None = None
+    dataset_setting: str | None = None
+    """What a derived dataset (``long:NAME``) did to the file's questions; None for a file as is."""
 
 
 # --------------------------------------------------------------------------- JSON

@@ -1,0 +1,139 @@
+"""``long:NAME``: the dev sets padded to LongBench's context length (chainrag.data.long)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chainrag.core.types import GoldStep, Passage, QAExample
+from chainrag.data import long
+from chainrag.data.datasets import (
+    DatasetError,
+    dataset_path,
+    dataset_setting,
+    dataset_slug,
+    load_dataset,
+)
+from chainrag.run.files import RunError
+from chainrag.run.folder import RunDir
+from tests.test_runs import naive_recipe
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not beside the repo")
+
+
+def example(qid: str, paragraphs: list[tuple[str, str]], gold: tuple[int, ...] = ()) -> QAExample:
+    passages = tuple(Passage(str(i), t, x) for i, (t, x) in enumerate(paragraphs))
+    steps = tuple(GoldStep(f"step {i}", "a", i) for i in gold)
+    return QAExample(qid, "musique", f"q {qid}?", passages, ("a",), (), gold, steps)
+
+
+def same_paragraph(a: Passage, b: Passage) -> bool:
+    return (a.title, a.text) == (b.title, b.text)
+
+
+paragraphs = st.lists(
+    st.tuples(st.sampled_from("ABCDEFGH"), st.sampled_from(["one two", "three", "four five six"])),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(paragraphs, min_size=1, max_size=5), st.integers(0, 40), st.data())
+def test_padding_keeps_own_and_gold_adds_only_new_paragraphs(
+    contexts: list[list[tuple[str, str]]], target: int, data: st.DataObject
+) -> None:
+    examples = []
+    for i, ctx in enumerate(contexts):
+        gold = tuple(sorted(data.draw(st.sets(st.integers(0, len(ctx) - 1), max_size=2))))
+        examples.append(example(str(i), ctx, gold))
+    padded = long.pad(examples, target, examples)
+    for before, after in zip(examples, padded, strict=True):
+        own = [(p.title, p.text) for p in before.passages]
+        now = [(p.title, p.text) for p in after.passages]
+        assert sorted(k for k in now if k in set(own)) == sorted(own)
+        added = [p for p in after.passages if (p.title, p.text) not in own]
+        assert len(added) == len(now) - len(own)
+        titles, texts = {t for t, _ in own}, {x for _, x in own}
+        for p in added:  # never a paragraph the question has by title or by text, never twice
+            assert p.title not in titles and p.text not in texts
+            titles.add(p.title)
+            texts.add(p.text)
+        assert [p.pid for p in after.passages] == [str(i) for i in range(len(now))]
+        for old, new in zip(before.supporting_passages, after.supporting_passages, strict=True):
+            assert same_paragraph(before.passages[old], after.passages[new])
+        for old, new in zip(before.decomposition, after.decomposition, strict=True):
+            assert old.paragraph is not None and new.paragraph is not None
+            assert same_paragraph(before.passages[old.paragraph], after.passages[new.paragraph])
+        total = sum(long.words(p) for p in after.passages)
+        if total < target:  # short only when nothing more could be added
+            pool = {(p.title, p.text) for e in examples for p in e.passages}
+            assert all(t in titles or x in texts for t, x in pool)
+
+
+def test_padding_stops_at_the_first_paragraph_reaching_the_target() -> None:
+    pool = [example(str(i), [(f"T{i}", f"w{i} " * 10)]) for i in range(10)]
+    (padded,) = long.pad(pool[:1], 35, pool)
+    assert sum(long.words(p) for p in padded.passages) == 44  # 4 paragraphs of 11 words
+
+
+def test_padding_is_reproducible_and_does_not_depend_on_the_questions_asked() -> None:
+    pool = [example(str(i), [(f"T{i}", f"text {i} " * 5), (f"U{i}", "u")]) for i in range(30)]
+    once = long.pad(pool[:5], 60, pool)
+    assert once == long.pad(pool[:5], 60, pool)
+    assert once[:2] == long.pad(pool[:2], 60, pool)  # --limit does not change a context
+    assert long.pad(pool[3:4], 60, pool)[0] == once[3]
+    orders = {tuple(p.title for p in e.passages[:2]) for e in once}
+    assert len(orders) > 1  # own paragraphs are not always first: the context is shuffled
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["musique", "hotpotqa", "2wiki"])
+def test_real_dev_sets_reach_longbench_length(name: str) -> None:
+    short = load_dataset(name, 4)
+    padded = load_dataset(f"long:{name}", 4)
+    target = long.LONGBENCH_WORDS[name]
+    for before, after in zip(short, padded, strict=True):
+        assert after.dataset == f"long:{name}" and after.qid == before.qid
+        assert sum(long.words(p) for p in after.passages) >= target
+        assert {(p.title, p.text) for p in before.passages} <= {
+            (p.title, p.text) for p in after.passages
+        }
+        assert before.supporting_sentences == after.supporting_sentences  # named by title
+    assert dataset_slug(f"long:{name}") == f"long-{name}"
+    assert dataset_path(f"long:{name}", DATA) == dataset_path(name, DATA)
+    assert "LongBench" in (dataset_setting(f"long:{name}") or "")
+    assert dataset_setting(name) is None
+
+
+def test_only_dev_sets_can_be_padded() -> None:
+    with pytest.raises(DatasetError, match="only the dev sets can be padded"):
+        load_dataset("long:musique_train", 1)
+    with pytest.raises(DatasetError, match="only the dev sets can be pooled"):
+        load_dataset("pooled:long:musique", 1)
+
+
+@needs_data
+def test_a_run_records_the_setting_and_refuses_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, recipe = naive_recipe(tmp_path)
+    file, _ = dataset_path("musique", DATA)
+    run = RunDir(tmp_path / "long-musique" / "naive")
+    run.folder.mkdir(parents=True)
+    meta = run.start(recipe, path, "long:musique", file)
+    assert meta.dataset_setting == dataset_setting("long:musique")
+    assert RunDir(run.folder).meta().dataset_setting == meta.dataset_setting
+    monkeypatch.setattr(long, "VERSION", long.VERSION + 1)
+    with pytest.raises(RunError, match=r"made as .long v1: .*this version makes it as .long v2"):
+        RunDir(run.folder).start(recipe, path, "long:musique", file)
+    plain = RunDir(tmp_path / "musique" / "naive")
+    plain.folder.mkdir(parents=True)
+    assert plain.start(recipe, path, "musique", file).dataset_setting is None
+    assert "dataset_setting" not in (plain.folder / "run.json").read_text()
+    assert attrs.fields_dict(type(meta))["dataset_setting"].default is None
