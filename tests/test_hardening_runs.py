@@ -207,3 +207,42 @@ def test_a_run_folder_reads_back_whatever_the_environment_holds(
     run = start(tmp_path, path, recipe)
     assert "max_tokens" in (run.folder / "recipe.yaml").read_text()
     start(tmp_path, path, recipe)  # resumes: the stored recipe is this recipe
+
+
+def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) -> None:
+    """The mode the local server ran in is in run.json, and resuming a run whose answers came
+    from another mode, which would mix two experiments' answers, is refused (another recipe
+    says so first; a run made before the mode was recorded, with prefix reuse, says this); an
+    LLM chainrag does not start has none."""
+    import attrs
+
+    from chainrag.data.datasets import dataset_path
+    from chainrag.recipes.recipe import load_recipe
+    from chainrag.run.jobs import run_into
+
+    from .conftest import ROOT
+
+    path = ROOT / "recipes" / "baselines" / "naive.yaml"
+    recipe = load_recipe(path)
+    assert recipe.llm.kind == "local_gguf" and recipe.llm.api_base is None
+    for mode in ("fresh", "reuse"):
+        mine = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache=mode))
+        folder = tmp_path / mode
+        run_into(mine, path, folder, "2wiki", [], ScriptedLLM({}), width=1, slots=1, cache=None)
+        assert json.loads((folder / "run.json").read_text())["models"]["llm"][
+            "prompt_cache"] == mode  # fmt: skip
+    file, _ = dataset_path("2wiki")
+    with pytest.raises(RunError, match="another recipe"):
+        RunDir(tmp_path / "reuse").start(recipe, path, "2wiki", file, prompt_cache="fresh")
+    (tmp_path / "old").mkdir()
+    old = RunDir(tmp_path / "old")
+    old.start(recipe, path, "2wiki", file)  # as chainrag wrote it before recording the mode
+    with pytest.raises(RunError, match="did not record prompt_cache, and reused cached prompt"):
+        old.start(recipe, path, "2wiki", file, prompt_cache="fresh")
+    with pytest.raises(RunError, match="prompt_cache 'fresh'; this run's is 'reuse'"):
+        RunDir(tmp_path / "fresh").start(recipe, path, "2wiki", file, prompt_cache="reuse")
+    remote = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, kind="litellm", model="gpt-4o-mini"))
+    run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
+             cache=None)  # fmt: skip
+    assert "prompt_cache" not in json.loads((tmp_path / "remote" / "run.json").read_text())[
+        "models"]["llm"]  # fmt: skip

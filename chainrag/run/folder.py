@@ -92,17 +92,20 @@ class RunDir:
         dataset: str,
         dataset_file: Path,
         index: IndexIdentity | None = None,
+        prompt_cache: str | None = None,
     ) -> RunMeta:
         """Create the directory's description, or check that it describes this same run.
 
         Resuming with a changed recipe or a changed dataset file would mix two experiments in
-        one file, so either is an error that names what differs.
+        one file, so either is an error that names what differs; so is resuming with the
+        managed server's other ``prompt_cache`` mode (the caller passes the mode it runs with).
         """
         fingerprint = file_fingerprint(dataset_file)
         digest = recipe_digest(recipe)
         if (self.folder / RUN_FILE).exists():
             meta = self.meta()
             self._check_same_run(meta, recipe, digest, (dataset, fingerprint), index)
+            self._check_prompt_cache(meta, prompt_cache)
             meta = attrs.evolve(meta, sessions=(*meta.sessions, Session.now()))
         else:
             meta = RunMeta(
@@ -116,7 +119,7 @@ class RunDir:
                 dataset_file=str(dataset_file),
                 dataset_fingerprint=fingerprint,
                 packages=package_versions(),
-                models=model_identities(recipe),
+                models=model_identities(recipe, prompt_cache),
                 sessions=(Session.now(),),
                 index=index,
                 dataset_setting=dataset_setting(dataset),
@@ -159,6 +162,25 @@ class RunDir:
                 f"({shown}); now {meta_data(attrs.evolve(meta, index=index))['index']}: pass "
                 "another --out"
             )
+
+    def _check_prompt_cache(self, meta: RunMeta, mode: str | None) -> None:
+        """Raise if the folder's answers came from the managed server in another mode, or from
+        the server before the mode was recorded (which reused cached prompt prefixes)."""
+        recorded = meta.models.llm.prompt_cache
+        if recorded == mode:
+            return
+        if recorded is None and mode is not None:
+            raise RunError(
+                f"{self.folder} holds answers from the local server of a chainrag that did not "
+                "record prompt_cache, and reused cached prompt prefixes; this run's server "
+                f"evaluates prompts as {mode!r}: mixing the two would mix two experiments, so "
+                "pass another --out"
+            )
+        raise RunError(
+            f"{self.folder} holds answers from the local server with prompt_cache "
+            f"{recorded!r}; this run's is {mode!r}: mixing the two modes' answers would mix "
+            "two experiments, so pass another --out"
+        )
 
     def _same_recipe(self, recipe: Recipe) -> bool:
         """Whether the folder's ``recipe.yaml`` is ``recipe`` compared as components, so that

@@ -189,6 +189,8 @@ def run_into(
     progress: Progress | None = None,
 ) -> SessionResult:  # fmt: skip
     """Run one recipe into ``folder`` and record the session's end, interrupted or not."""
+    from chainrag.llm import managed_prompt_cache
+
     dataset_file, _ = dataset_path(dataset)
     label = f"{folder.parent.name}/{recipe.name}"
 
@@ -199,7 +201,8 @@ def run_into(
     with locked(folder):
         run_dir = RunDir(folder)
         about = index_identity(shared) if shared is not None else None
-        run_dir.start(recipe, path, dataset, dataset_file, index=about)
+        run_dir.start(recipe, path, dataset, dataset_file, index=about,
+                      prompt_cache=managed_prompt_cache(recipe.llm))
         result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
                             cache=cache, index=shared, progress=report)  # fmt: skip
         run_dir.finish_session(result.summary())

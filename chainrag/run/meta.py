@@ -43,14 +43,17 @@ PACKAGES = (
 
 @attrs.frozen
 class LLMIdentity:
-    """The LLM that answered: its kind and model, the endpoint (without userinfo), and for a
-    local GGUF model its file and pinned sha256."""
+    """The LLM that answered: its kind and model, the endpoint (without userinfo), for a local
+    GGUF model its file and pinned sha256, and for the server chainrag starts itself how it
+    treated prompts (``prompt_cache``: ``fresh``, every prompt evaluated in full, or ``reuse``,
+    a cached prefix reused; absent for other LLMs and in runs made before it was recorded)."""
 
     kind: str
     model: str
     api_base: str | None = None
     file: str | None = None
     sha256: str | None = None
+    prompt_cache: str | None = None
 
 
 @attrs.frozen
@@ -245,14 +248,15 @@ def _paths_in(value: Any) -> Iterator[Path]:
         yield Path(value).expanduser()
 
 
-def model_identities(recipe: Recipe) -> ModelIdentities:
-    """What answered: the LLM (with the pinned sha256 of a local GGUF) and every model file or
+def model_identities(recipe: Recipe, prompt_cache: str | None = None) -> ModelIdentities:
+    """What answered: the LLM (with the pinned sha256 of a local GGUF, and ``prompt_cache``, the
+    managed server's mode, which the caller knows from the LLM layer) and every model file or
     folder the recipe names or defaults to (embedders, rerankers, NLI models), by a content
     identity."""
     from chainrag.recipes.models import get_model
     from chainrag.recipes.structure import unstructure
 
-    llm = LLMIdentity(recipe.llm.kind, recipe.llm.model)
+    llm = LLMIdentity(recipe.llm.kind, recipe.llm.model, prompt_cache=prompt_cache)
     if recipe.llm.api_base:
         llm = attrs.evolve(llm, api_base=strip_userinfo(recipe.llm.api_base))
     if recipe.llm.kind == "local_gguf":
