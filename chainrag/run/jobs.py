@@ -201,8 +201,14 @@ def run_into(
     with locked(folder):
         run_dir = RunDir(folder)
         about = index_identity(shared) if shared is not None else None
-        run_dir.start(recipe, path, dataset, dataset_file, index=about,
-                      prompt_cache=managed_prompt_cache(recipe.llm))
+        run_dir.start(
+            recipe,
+            path,
+            dataset,
+            dataset_file,
+            index=about,
+            prompt_cache=managed_prompt_cache(recipe.llm),
+        )
         result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
                             cache=cache, index=shared, progress=report)  # fmt: skip
         run_dir.finish_session(result.summary())
