@@ -68,7 +68,7 @@ def index_each(
     from chainrag.index.corpus.indexing import contexts_of, index_contexts, index_section
 
     spec = index_section(recipe)
-    contexts = contexts_of(dataset, corpus, limit)
+    contexts = contexts_of(dataset, corpus, limit, say=lambda line: typer.echo(line, err=True))
     store = IndexCache() if cache else None
     with Progress("context") as bars:
         shown = bars if len(contexts) > 1 else None
