@@ -21,7 +21,12 @@ RESUME = "finished batches are kept: run the same command to resume"
 
 RecipeOption = Annotated[Path, typer.Option(help="Recipe whose index: section to build.")]
 DatasetOption = Annotated[
-    str | None, typer.Option(help="Dataset: one index per question (dev sets) or its corpus.")
+    str | None,
+    typer.Option(
+        help="Dataset (a name, or a question file's PATH as chainrag run takes it): one index "
+        "per question, or its shared corpus (a HippoRAG train set's, or NAME_corpus.json "
+        "beside the file NAME.json)."
+    ),
 ]
 CorpusOption = Annotated[list[str] | None, typer.Option(help=CORPUS_HELP)]
 LimitOption = Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")]
@@ -68,7 +73,7 @@ def index_each(
     from chainrag.index.corpus.indexing import contexts_of, index_contexts, index_section
 
     spec = index_section(recipe)
-    contexts = contexts_of(dataset, corpus, limit)
+    contexts = contexts_of(dataset, corpus, limit, say=lambda line: typer.echo(line, err=True))
     store = IndexCache() if cache else None
     with Progress("context") as bars:
         shown = bars if len(contexts) > 1 else None

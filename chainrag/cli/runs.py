@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
     "questions' passages (seed 002's shared store); long:NAME for a dev set padded to "
-    "LongBench's context length with other questions' paragraphs; or longbench:PATH for a "
-    "LongBench jsonl file. "
+    "LongBench's context length with other questions' paragraphs; longbench:PATH for a "
+    "LongBench jsonl file; or any file's PATH (with a / or ending in .json or .jsonl: "
+    "MuSiQue, HotpotQA, 2Wiki, LongBench, HippoRAG or FlashRAG records, JSON array or JSON "
+    "Lines, the format detected and said on stderr; runs go to OUT/<file stem>/). "
     "Repeat for a grid of recipes x datasets."
 )
 CONCURRENCY_HELP = (
@@ -72,6 +74,11 @@ EngineOption = Annotated[str, typer.Option(help=ENGINE_HELP)]
 RayCpus = Annotated[float, typer.Option(min=0.1, help=RAY_CPUS_HELP)]
 
 
+def said(line: str) -> None:
+    """A note on how an input was read (a dataset file's detected format), on stderr."""
+    typer.echo(line, err=True)
+
+
 def check_cache_mode(cache_mode: str) -> None:
     """Exit 2 with a clear message unless ``cache_mode`` is one the LLM cache knows."""
     if cache_mode not in ("use", "bypass", "refresh"):
@@ -93,7 +100,7 @@ def run(
     if engine not in ("local", "ray"):
         raise fail(f"--engine must be local or ray, not {engine!r}", 2)
     grid = plan_grid(recipes, dataset, out=out, limit=limit, concurrency=concurrency,
-                     cache_mode=cache_mode, index=index)  # fmt: skip
+                     cache_mode=cache_mode, index=index, say=said)  # fmt: skip
     for line in grid.lines():
         typer.echo(line)
     results = run_grid(grid, engine, ray_cpus)

@@ -20,6 +20,10 @@ got 'Richland'``. Nothing is coerced: a string is not a list of aliases, ``"no"`
 seed 002 evaluates (one vector store of every question's passages): every question gets the
 same context, all the file's passages once each, so retrieval ranks ~1,000–2,000 passages
 instead of a question's own 10–20.
+
+Any other file is named by its path (``--dataset my/questions.jsonl``: a name with a ``/`` or
+ending in ``.json`` / ``.jsonl``); its format is detected from its records
+(:mod:`chainrag.data.detect`: MuSiQue, HotpotQA/2Wiki, LongBench, HippoRAG, FlashRAG).
 """
 
 from __future__ import annotations
@@ -340,6 +344,43 @@ def _question_records(path: Path) -> list[tuple[str, Any]]:
     return [(f"record {i}", record) for i, record in enumerate(data, 1)]
 
 
+def read_records(path: Path) -> list[tuple[str, Any]]:
+    """(place, record) pairs of any question file, as read, before any check: a JSON array when
+    its first character is ``[`` (``record N``), else JSON Lines (``line N``), whatever the
+    suffix. A line that cannot be read is kept as a value :func:`readable` refuses."""
+    data = _read_bytes(path)
+    if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        lines = list(_jsonl_values(data))
+        if len(lines) > 1 and not readable(lines[0][1]):
+            _one_document(path, data)
+        return lines
+    try:
+        array = _json(_decode(data))
+    except _Unreadable as exc:
+        where = f", line {exc.line}" if exc.line else ""
+        raise DatasetError(f"{path}{where}: {exc.reason}") from None
+    return [(f"record {i}", record) for i, record in enumerate(array, 1)]
+
+
+def _one_document(path: Path, data: bytes) -> None:
+    """Raise if ``data``, whose first line is not JSON, is one JSON document over several
+    lines (an object, such as HippoRAG's title → sentences corpus): not a file of questions."""
+    try:
+        whole = _json(_decode(data))
+    except _Unreadable:
+        return
+    lines = len(data.splitlines())
+    raise DatasetError(
+        f"{path}: expected questions as a JSON array or as JSON Lines (one per line), got "
+        f"{shown(whole)} over {lines} lines"
+    )
+
+
+def readable(value: Any) -> bool:
+    """False for a line of :func:`read_records` that is not UTF-8 or not JSON."""
+    return not isinstance(value, _Unreadable)
+
+
 def _record_problems(place: str, value: Any, spec: Spec) -> Iterator[BadRecord]:
     if isinstance(value, _Unreadable):
         column = f" at column {value.column}" if value.column else ""
@@ -482,12 +523,13 @@ def _longbench(record: Mapping[str, Any], dataset: str) -> QAExample:
 
 @attrs.frozen
 class RecordFormat:
-    """A question file format: its name in messages, the spec of a record, and its parser
-    (which may assume the record matches the spec)."""
+    """A question file format: its name in messages, the spec of a record, its parser (which
+    may assume the record matches the spec), and whether its questions carry passages."""
 
     name: str
     spec: Spec
     parse: Callable[[Mapping[str, Any], str], QAExample]
+    contexts: bool = True
 
 
 FORMATS: dict[str, RecordFormat] = {
@@ -539,23 +581,39 @@ def pool(examples: Sequence[QAExample]) -> list[QAExample]:
     ]
 
 
+def is_file_dataset(name: str) -> bool:
+    """Whether ``name`` is a file's path rather than a dataset's name: not a known name, and
+    with a ``/`` or ending in ``.json`` / ``.jsonl``."""
+    return name not in DATASETS and (
+        "/" in name or "\\" in name or name.endswith((".json", ".jsonl"))
+    )
+
+
 def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
-    """The file and record format of a dataset name (``musique``, ``pooled:musique``, … or
-    ``longbench:PATH``)."""
+    """The file and record format of a dataset name (``musique``, ``pooled:musique``, …,
+    ``longbench:PATH``, or a file's PATH, whose format is ``detect``: read from its records)."""
     if name.startswith((POOLED, long.PREFIX)):
         return dataset_path(name.split(":", 1)[1], root)
     if name.startswith("longbench:"):
         return Path(name.removeprefix("longbench:")), "longbench"
+    if is_file_dataset(name):
+        return Path(name), "detect"
     if name not in DATASETS:
         raise DatasetError(
             f"unknown dataset {name!r}; known: {', '.join(DATASETS)}, pooled:NAME, long:NAME, "
-            "or longbench:PATH"
+            "longbench:PATH, or a file's PATH (with a / or ending in .json or .jsonl)"
         )
     spec = DATASETS[name]
     return (root or data_root()) / spec.path, spec.format
 
 
-def load_dataset(name: str, limit: int | None = None, root: Path | None = None) -> list[QAExample]:
+def load_dataset(
+    name: str,
+    limit: int | None = None,
+    root: Path | None = None,
+    *,
+    say: Callable[[str], None] | None = None,
+) -> list[QAExample]:
     """The first ``limit`` questions (all if None) of the dataset called ``name``.
 
     Every record of the file is checked first, whatever ``limit``: a file with a bad record
@@ -563,7 +621,8 @@ def load_dataset(name: str, limit: int | None = None, root: Path | None = None) 
 
     ``pooled:NAME``: the questions of NAME over the pool of all its questions' passages (the
     pool does not depend on ``limit``). ``long:NAME``: each question's passages padded to
-    LongBench's context length (:mod:`chainrag.data.long`).
+    LongBench's context length (:mod:`chainrag.data.long`). A file's PATH: its format detected
+    from its records (:func:`chainrag.data.detect.load_file`), which ``say`` is told.
     """
     if name.startswith(long.PREFIX):
         return _long(name, limit, root)
@@ -571,17 +630,31 @@ def load_dataset(name: str, limit: int | None = None, root: Path | None = None) 
         inner = name.removeprefix(POOLED)
         if inner.startswith(("longbench:", POOLED, long.PREFIX)):
             raise DatasetError(f"{name!r}: only the dev sets can be pooled ({', '.join(DATASETS)})")
-        everything = [attrs.evolve(e, dataset=name) for e in load_dataset(inner, None, root)]
+        loaded = load_dataset(inner, None, root, say=say)
+        everything = [attrs.evolve(e, dataset=name) for e in loaded]
         try:
             return pool(everything)[:limit]
         except DatasetError as exc:
             raise DatasetError(f"{dataset_path(inner, root)[0]}: {exc}") from None
     path, fmt = dataset_path(name, root)
+    if fmt == "detect":
+        from chainrag.data.detect import load_file  # detect reads this module's formats
+
+        return load_file(name, limit, say)
     form = FORMATS[fmt]
+    return examples_of(checked(path, _question_records(path), form.spec, form.name), form, name,
+                       limit)  # fmt: skip
+
+
+def examples_of(
+    records: Sequence[tuple[str, Any]], form: RecordFormat, name: str, limit: int | None
+) -> list[QAExample]:
+    """The first ``limit`` checked records as questions of the dataset ``name``; a record
+    without an id (LongBench's ``_id``, FlashRAG's ``id``…) is named by its place (``line-3``)."""
     out = []
-    for place, record in checked(path, _question_records(path), form.spec, form.name)[:limit]:
+    for place, record in records[:limit]:
         example = form.parse(record, name)
-        if not example.qid:  # LongBench records without an _id: their line number
+        if not example.qid:
             example = attrs.evolve(example, qid=place.replace(" ", "-"))
         out.append(example)
     return out
@@ -657,12 +730,32 @@ def load_context_file(path: Path) -> tuple[Passage, ...]:
 
 
 def dataset_slug(dataset: str) -> str:
-    """The run folder name of a dataset: its name, ``pooled-<name>``, ``long-<name>`` or
-    ``longbench-<stem>``."""
+    """The run folder name of a dataset: its name, ``pooled-<name>``, ``long-<name>``,
+    ``longbench-<stem>``, or a file's stem (``my/questions.jsonl``: ``questions``)."""
     if dataset.startswith(POOLED):
-        return "pooled-" + dataset.removeprefix(POOLED)
+        return "pooled-" + dataset_slug(dataset.removeprefix(POOLED))
     if dataset.startswith(long.PREFIX):
         return "long-" + dataset.removeprefix(long.PREFIX)
     if dataset.startswith("longbench:"):
         return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
+    if is_file_dataset(dataset):
+        return Path(dataset).stem
     return dataset
+
+
+def shared_corpus(dataset: str) -> str | None:
+    """The corpus a dataset's questions share, if it names one: a HippoRAG train set's named
+    corpus, or the ``STEM_corpus.json`` beside a question file (HippoRAG's pair)."""
+    if dataset in DATASETS and DATASETS[dataset].setting == "shared_corpus":
+        return dataset
+    if is_file_dataset(dataset):
+        beside = corpus_beside(Path(dataset))
+        return str(beside) if beside else None
+    return None
+
+
+def corpus_beside(path: Path) -> Path | None:
+    """HippoRAG's corpus of the question file ``DIR/NAME.json``: ``DIR/NAME_corpus.json``, if
+    it exists (HippoRAG's ``reproduce/dataset/`` layout)."""
+    corpus = path.with_name(f"{path.stem}_corpus.json")
+    return corpus if corpus.is_file() else None

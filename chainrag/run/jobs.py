@@ -91,11 +91,13 @@ class Grid:
 def plan_grid(
     recipes: Sequence[Path], datasets: Sequence[str], *, out: Path, limit: int | None = None,
     concurrency: int | None = None, cache_mode: str = "use", index: Path | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Grid:  # fmt: skip
     """Load and check every recipe and dataset before anything runs (see
-    :func:`load_recipes`, :func:`load_questions`)."""
+    :func:`load_recipes`, :func:`load_questions`); ``say`` is told the format detected in
+    a dataset given as a file."""
     loaded = load_recipes(recipes)
-    questions = {d: load_questions(d, limit, index is not None) for d in datasets}
+    questions = {d: load_questions(d, limit, index is not None, say) for d in datasets}
     jobs = [Job(path, d, out, limit, concurrency, cache_mode, index)
             for d in datasets for path, _ in loaded]  # fmt: skip
     return Grid(tuple(jobs), tuple(loaded), questions)
@@ -140,14 +142,17 @@ def load_recipes(paths: Sequence[Path]) -> list[tuple[Path, Recipe]]:
     return loaded
 
 
-def load_questions(dataset: str, limit: int | None, shared: bool) -> list[QAExample]:
+def load_questions(
+    dataset: str, limit: int | None, shared: bool, say: Callable[[str], None] | None = None
+) -> list[QAExample]:
     """The dataset's questions, checked for what a run needs (ids unique; passages of their
     own unless a corpus index is given)."""
-    examples = load_dataset(dataset, limit)
+    examples = load_dataset(dataset, limit, say=say)
     if examples and not shared and not any(e.passages for e in examples):
         raise DatasetError(
             f"{dataset}: its questions carry no passages of their own (a shared-corpus set); "
-            "run it over a corpus index (--index)"
+            "run it over a corpus index: --index DIR, built by chainrag index --recipe R "
+            "--corpus FILE --out DIR"
         )
     seen: set[str] = set()
     for example in examples:

@@ -24,7 +24,7 @@ import attrs
 
 from chainrag.core.context import Context
 from chainrag.core.types import Passage
-from chainrag.data.datasets import DATASETS, load_corpus, load_dataset
+from chainrag.data.datasets import load_corpus, load_dataset, shared_corpus
 from chainrag.index.build import IndexBuildError, IndexCache, build_index
 from chainrag.index.corpus.build import Dtype, Engine, LocalEngine, build_corpus_index
 from chainrag.index.corpus.store import CorpusIndexError
@@ -48,16 +48,29 @@ def index_section(recipe: Path) -> IndexSpec:
     return spec
 
 
-def contexts_of(dataset: str | None, corpus: str | None, limit: int | None = None) -> Contexts:
+def contexts_of(
+    dataset: str | None,
+    corpus: str | None,
+    limit: int | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Contexts:
     """The contexts to index: one per question of ``dataset`` (its first ``limit``), or one
-    over ``corpus`` (a name or a file), or over ``dataset`` when it is a shared corpus."""
+    over ``corpus`` (a name or a file), or over the corpus ``dataset``'s questions share (a
+    HippoRAG train set's, or the ``NAME_corpus.json`` beside a question file); ``say`` is told
+    the format detected in a dataset given as a file."""
     if (dataset is None) == (corpus is None):
         raise ValueError("give exactly one of dataset and corpus")
-    shared = dataset in DATASETS and DATASETS[dataset].setting == "shared_corpus"
-    if shared:
-        corpus, dataset = dataset, None
+    shared = shared_corpus(dataset) if dataset is not None else None
+    if shared is not None:
+        corpus, dataset = shared, None
     if dataset is not None:
-        return [(q.qid, q.passages) for q in load_dataset(dataset, limit)]
+        questions = load_dataset(dataset, limit, say=say)
+        if not any(q.passages for q in questions):
+            raise IndexBuildError(
+                f"{dataset}: its questions carry no passages of their own; index a corpus "
+                "instead (--corpus FILE)"
+            )
+        return [(q.qid, q.passages) for q in questions]
     assert corpus is not None
     return [(corpus, tuple(load_corpus(corpus)))]
 
