@@ -47,6 +47,16 @@ INDEX_HELP = (
     "shared-corpus setting) instead of over its own passages; runs go to "
     "OUT/<dataset>@<corpus sources>/. Retrieval is scored against the gold passages' titles."
 )
+ESTIMATE_HELP = (
+    "Do not run: print each run's expected LLM calls, tokens, dollars (litellm's price map) "
+    "and wall time at its concurrency, scaled up from the questions its folder already answered "
+    "or from a sample answered into an estimate folder of its own (see --sample), in this "
+    "process whatever --engine."
+)
+SAMPLE_HELP = (
+    "With --estimate: the questions a sample answers (default 5), drawn with a fixed seed; "
+    "a run folder answering as many already is read instead."
+)
 PLOTS_HELP = (
     "Folder for the PNG plots (default: plots/ beside --out, else inside the first run "
     "folder given)."
@@ -72,6 +82,8 @@ ReportOption = Annotated[bool, typer.Option(help="Print the report of these runs
 IndexOption = Annotated[Path | None, typer.Option(help=INDEX_HELP)]
 EngineOption = Annotated[str, typer.Option(help=ENGINE_HELP)]
 RayCpus = Annotated[float, typer.Option(min=0.1, help=RAY_CPUS_HELP)]
+EstimateOption = Annotated[bool, typer.Option("--estimate", help=ESTIMATE_HELP)]
+SampleOption = Annotated[int | None, typer.Option(min=1, help=SAMPLE_HELP)]
 
 
 def said(line: str) -> None:
@@ -90,19 +102,26 @@ def run(
     recipes: Recipes, dataset: Datasets, limit: Limit = None, concurrency: Concurrency = None,
     out: RunsOut = Path("runs"), cache_mode: CacheModeOption = "use", report: ReportOption = True,
     index: IndexOption = None, engine: EngineOption = "local", ray_cpus: RayCpus = 1.0,
+    estimate: EstimateOption = False, sample: SampleOption = None,
 ) -> None:  # fmt: skip
     """Answer a dataset's questions with each recipe; one JSON line per question in a run
     directory. Run the same command again to continue a stopped run: finished questions are
-    kept, a torn last line is repaired, only the rest is run."""
+    kept, a torn last line is repaired, only the rest is run. With --estimate, print what the
+    runs would take instead."""
     from chainrag.run.jobs import plan_grid
 
     check_cache_mode(cache_mode)
     if engine not in ("local", "ray"):
         raise fail(f"--engine must be local or ray, not {engine!r}", 2)
+    if sample is not None and not estimate:
+        raise fail("--sample applies to --estimate only", 2)
     grid = plan_grid(recipes, dataset, out=out, limit=limit, concurrency=concurrency,
                      cache_mode=cache_mode, index=index, say=said)  # fmt: skip
     for line in grid.lines():
         typer.echo(line)
+    if estimate:
+        print_estimate(grid, sample)
+        return
     results = run_grid(grid, engine, ray_cpus)
     if report:
         from chainrag.report import find_runs, markdown
@@ -140,6 +159,20 @@ def run_grid(grid: Grid, engine: str, cpus: float) -> list[JobResult]:
     if results and results[-1].session.interrupted:
         raise interrupted(results[-1].session.interrupted)
     return results
+
+
+@reports_errors(RUN_HINT)
+def print_estimate(grid: Grid, sample: int | None) -> None:
+    """Each run's estimate (answering its sample, a bar per run, if it needs one) as a table."""
+    from chainrag.run.estimate import SAMPLE, estimate_grid, table
+    from chainrag.run.session import sigterm_as_interrupt
+
+    try:
+        with sigterm_as_interrupt(), Progress("q") as bars:
+            estimates = estimate_grid(grid, sample or SAMPLE, progress=bars, say=typer.echo)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while a sample is answered
+        raise interrupted(signal_name(exc)) from None
+    typer.echo(table(estimates))
 
 
 def interrupted(name: str) -> typer.Exit:

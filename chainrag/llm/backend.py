@@ -241,3 +241,32 @@ def _cost(raw: Any, litellm: Any) -> float | None:
         return float(litellm.completion_cost(completion_response=raw))
     except Exception:
         return None
+
+
+@attrs.frozen
+class TokenPrice:
+    """US dollars per prompt token and per completion token of a model."""
+
+    prompt: float
+    completion: float
+
+    def dollars(self, prompt_tokens: float, completion_tokens: float) -> float:
+        """The price of so many prompt and completion tokens."""
+        return prompt_tokens * self.prompt + completion_tokens * self.completion
+
+
+def token_price(model: str) -> TokenPrice | None:
+    """litellm's price of ``model``'s tokens (``gpt-4o-mini``, ``openai/gpt-4o-mini``) from the
+    price map bundled with litellm (never fetched), or None where the map has no entry for it.
+
+    The same map prices every answered call (:func:`_cost`, through ``completion_cost``); this
+    is its per-token price, for figures made before any call (``chainrag run --estimate``).
+    """
+    litellm = import_litellm()
+    try:
+        prompt, completion = litellm.cost_per_token(
+            model=model, prompt_tokens=1, completion_tokens=1
+        )
+    except Exception:  # litellm raises its own errors for a model it has no price for
+        return None
+    return TokenPrice(float(prompt), float(completion))

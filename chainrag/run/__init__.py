@@ -6,6 +6,8 @@
   thread pool with bounded LLM requests in flight; Ctrl-C or SIGTERM cancels the rest.
 * :mod:`~chainrag.run.jobs`: recipes x datasets into their run folders, sharing one LLM per
   ``llm:`` in this process, or each as a Ray task.
+* :mod:`~chainrag.run.estimate`: a run's calls, tokens, dollars and wall time, scaled up from
+  a sample (or the run folder's answered questions) before the run is made.
 * :mod:`~chainrag.run.folder`: the run folder (``run.json``, ``recipe.yaml``, the lines), and
   :mod:`~chainrag.run.files` what it is made of: durable JSON lines read back to resume (the
   recurring experiment's folders use them too), atomic JSON, the folder lock.
@@ -15,6 +17,7 @@
 Layer: ``record``, ``meta``, ``files`` and ``folder`` may import the types, the structuring
 converter, recipes and the errors, never the LLM layer nor the CLI (the report and the analyses
 read run folders without loading either); ``question``, ``session`` and ``jobs`` may import the
-LLM layer, the index, data and corpus packages too; nothing here imports the CLI. This
+LLM layer, the index, data and corpus packages too (and ``estimate``, which runs a sample as
+``jobs`` runs a run); nothing here imports the CLI. This
 ``__init__`` imports nothing, so that reading records pulls in no more than it needs.
 """

@@ -100,11 +100,8 @@ class RunDir:
         one file, so either is an error that names what differs; so is resuming with the
         managed server's other ``prompt_cache`` mode (the caller passes the mode it runs with).
         """
-        fingerprint = file_fingerprint(dataset_file)
-        digest = recipe_digest(recipe)
         if (self.folder / RUN_FILE).exists():
-            meta = self.meta()
-            self._check_same_run(meta, recipe, digest, (dataset, fingerprint), index)
+            meta = self.check(recipe, dataset, dataset_file, index)
             self._check_prompt_cache(meta, prompt_cache)
             meta = attrs.evolve(meta, sessions=(*meta.sessions, Session.now()))
         else:
@@ -113,11 +110,11 @@ class RunDir:
                 recipe_name=recipe.name,
                 recipe_description=recipe.description,
                 recipe_file=str(recipe_path),
-                recipe_digest=digest,
+                recipe_digest=recipe_digest(recipe),
                 method=type(recipe.method).__name__,
                 dataset=dataset,
                 dataset_file=str(dataset_file),
-                dataset_fingerprint=fingerprint,
+                dataset_fingerprint=file_fingerprint(dataset_file),
                 packages=package_versions(),
                 models=model_identities(recipe, prompt_cache),
                 sessions=(Session.now(),),
@@ -126,6 +123,20 @@ class RunDir:
             )
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta_data(meta))
+        return meta
+
+    def check(
+        self,
+        recipe: Recipe,
+        dataset: str,
+        dataset_file: Path,
+        index: IndexIdentity | None = None,
+    ) -> RunMeta:
+        """The folder's ``run.json``, if it describes a run of this recipe on this dataset file
+        (and corpus index); a RunError naming what differs otherwise. Writes nothing."""
+        meta = self.meta()
+        data = (dataset, file_fingerprint(dataset_file))
+        self._check_same_run(meta, recipe, recipe_digest(recipe), data, index)
         return meta
 
     def _check_same_run(

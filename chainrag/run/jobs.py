@@ -16,8 +16,9 @@ packages, the session loop and run folders; never the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ import attrs
 from chainrag.core.types import QAExample
 from chainrag.data.datasets import DatasetError, dataset_path, dataset_slug, load_dataset
 from chainrag.index.build import IndexCache
-from chainrag.recipes.recipe import Recipe, load_recipe
+from chainrag.protocols.llm import LLM
+from chainrag.recipes.recipe import LLMSpec, Recipe, load_recipe
 from chainrag.run.files import locked
 from chainrag.run.folder import RunDir
 from chainrag.run.meta import IndexIdentity
@@ -220,6 +222,38 @@ def run_into(
     return result
 
 
+def by_llm(recipes: Sequence[tuple[Path, Recipe]]) -> dict[LLMSpec, list[tuple[Path, Recipe]]]:
+    """The recipes grouped by their ``llm:``, in order: each group shares one LLM."""
+    groups: dict[LLMSpec, list[tuple[Path, Recipe]]] = {}
+    for path, recipe in recipes:
+        groups.setdefault(recipe.llm, []).append((path, recipe))
+    return groups
+
+
+@contextlib.contextmanager
+def open_job_llm(
+    spec: LLMSpec, job: Job, say: Callable[[str], None] = lambda _: None
+) -> Iterator[tuple[LLM, int, int]]:
+    """The LLM of ``spec`` for ``job`` (through the response cache in ``job.cache_mode``), the
+    questions in flight (``--concurrency``, else the recipe's) and the LLM requests in flight
+    (1 for the managed local server, which answers one at a time)."""
+    from chainrag.core.paths import llm_cache_path
+    from chainrag.llm import open_llm
+
+    if spec.kind == "local_gguf":
+        say(f"starting the local {spec.model} server…")
+    with open_llm(spec, cache_path=llm_cache_path(),
+                  cache_mode=job.cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
+        yield (llm, *in_flight(spec, job.concurrency))
+
+
+def in_flight(spec: LLMSpec, concurrency: int | None) -> tuple[int, int]:
+    """Questions in flight (``concurrency``, else the recipe's ``llm.concurrency``) and LLM
+    requests in flight (as many, but 1 for a local model, whose server answers one at a time)."""
+    width = concurrency or spec.concurrency
+    return width, 1 if spec.kind == "local_gguf" else width
+
+
 def run_group(
     job: Job,
     recipes: Sequence[tuple[Path, Recipe]],
@@ -231,25 +265,14 @@ def run_group(
 ) -> list[JobResult]:
     """``recipes`` over ``job.dataset`` in this process; recipes with the same ``llm:`` share
     one LLM (one managed server). Stops after a run that was interrupted."""
-    from chainrag.core.paths import llm_cache_path
-    from chainrag.llm import open_llm
-
-    groups: dict[Any, list[tuple[Path, Recipe]]] = {}
-    for path, recipe in recipes:
-        groups.setdefault(recipe.llm, []).append((path, recipe))
     results, cache = [], IndexCache()
-    for spec, members in groups.items():
-        managed = spec.kind == "local_gguf"
-        width = job.concurrency or spec.concurrency
-        if managed:
-            say(f"starting the local {spec.model} server…")
-        with open_llm(spec, cache_path=llm_cache_path(),
-                      cache_mode=job.cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
+    for spec, members in by_llm(recipes).items():
+        with open_job_llm(spec, job, say) as (llm, width, slots):
             for path, recipe in members:
                 shared = open_shared(recipe, job.index) if job.index else None
                 folder = job.out / run_slug(job.dataset, shared) / recipe.name
                 session = run_into(recipe, path, folder, job.dataset, examples, llm,
-                                   width=width, slots=1 if managed else width, cache=cache,
+                                   width=width, slots=slots, cache=cache,
                                    shared=shared, progress=progress)  # fmt: skip
                 results.append(JobResult(folder, session))
                 if on_result:
