@@ -126,4 +126,5 @@ for what in ${targets[@]}; do
       --cache-mode refresh --no-report
   fi
 done
-$BIN/chainrag report $OUT --out docs/results_tables.md --plots docs/plots
+$BIN/chainrag report $OUT --baseline naive --baseline vanilla --out docs/results_tables.md \
+  --plots docs/plots

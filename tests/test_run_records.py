@@ -133,6 +133,8 @@ def test_a_failed_question_line_keeps_its_shape() -> None:
     [
         (["report", "tests/data/runs", "--no-plots"], "report.md"),
         (["report", "tests/data/runs", "--no-plots", "--all-questions"], "report_all_questions.md"),
+        (["report", "tests/data/runs", "--no-plots", "--baseline", "naive", "--baseline", "ansint"],
+         "report_baseline.md"),
         (["walks", "tests/data/runs/2wiki/ansint", "tests/data/runs/musique/ansint",
           "tests/data/runs/musique/no_graph"], "walks.md"),
         (["integration-gap", "tests/data/runs/2wiki/ansint", "--list"], "integration_gap.md"),

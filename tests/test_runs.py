@@ -266,7 +266,9 @@ def test_report_from_a_stored_run(tmp_path: Path) -> None:
     assert (row.label, row.n, row.f1, row.em, row.calls) == ("NaiveRAG", 4, 50.0, 50.0, 1.0)
     text = markdown(runs)
     assert "## musique" in text
-    assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 50.00 | 50.00 |" in text
+    # right on 2 of 4 questions: a bootstrap mean of 4 draws is 0 or 1 with chance 1/16 each,
+    # beyond the 2.5% tails, so the 95% interval is [0, 100] exactly
+    assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 50.00 [0.0, 100.0] | 50.00 [0.0, 100.0] |" in text
     assert "the paper's Table 1" in text and "| NaiveRAG | 29.82 / 19.00 |" in text
     written = plots(runs, tmp_path / "plots")
     assert {p.name for p in written} == {"f1_by_method.png", "f1_vs_calls.png"}
@@ -380,9 +382,10 @@ def test_report_of_ablations_and_the_k_sweep(tmp_path: Path) -> None:
         _stored_run(root, "musique", f"k{k}", {"ansint": [k / 3] * 4, "cxtint": [0.5] * 4})
     runs = find_runs([root])
     text = markdown(runs)
-    row = "| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 4 | 75.00 | 75.00 | 50.0 | 4.0 | 100 | 2.0 |"
+    row = ("| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 4 | 75.00 [25.0, 100.0] | 75.00 [25.0, "
+           "100.0] | 50.0 | 4.0 | 100 | 2.0 |")  # fmt: skip
     assert row in text  # calls/q counts cache hits; the torn last line is ignored
-    assert "| ChainRAG (AnsInt), no_ec | qwen2.5-coder-1.5b | 4 | 50.00 |" in text
+    assert "| ChainRAG (AnsInt), no_ec | qwen2.5-coder-1.5b | 4 | 50.00 [0.0, 100.0] |" in text
     assert "| ChainRAG (CxtInt), k1 |" in text
     ablations = text.index("### musique: Ablations (cf. the paper's Figures 4–5)")
     sweep = text.index("### musique: k seed sentences (cf. the paper's Figure 7)")
@@ -419,9 +422,10 @@ def test_rows_compare_the_same_questions(tmp_path: Path) -> None:
     runs = find_runs([root])
     text = markdown(runs)
     assert "Scored on the 2 questions every run below answered (the runs hold 2, 4;" in text
-    assert "| NaiveRAG | qwen2.5-coder-1.5b | 2 | 50.00 |" in text
+    assert "| NaiveRAG | qwen2.5-coder-1.5b | 2 | 50.00 [0.0, 100.0] |" in text
     own = markdown(runs, common=False)
-    assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 75.00 |" in own and "Scored on" not in own
+    assert "| NaiveRAG | qwen2.5-coder-1.5b | 4 | 75.00 [25.0, 100.0] |" in own
+    assert "Scored on" not in own
     _stored_run(root, "musique", "iter_retgen", {"iter_retgen": []})  # started, nothing done
     with_empty = markdown(find_runs([root]))
     assert with_empty == text  # trims nothing, adds no row
@@ -435,10 +439,12 @@ def test_ablations_are_compared_apart_from_the_methods(tmp_path: Path) -> None:
     text = markdown(find_runs([root]))
     methods, ablations = text.split("### musique: Ablations")
     assert "Scored on" not in methods  # an unfinished ablation does not trim the methods
-    assert "| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 4 | 50.00 |" in methods
+    assert "| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 4 | 50.00 [0.0, 100.0] |" in methods
     assert "Scored on the 2 questions every run below answered (the runs hold 4, 2;" in ablations
-    assert "| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 2 | 100.00 |" in ablations
-    assert "| ChainRAG (CxtInt), no_graph | qwen2.5-coder-1.5b | 2 | 100.00 |" in ablations
+    assert "| ChainRAG (AnsInt) | qwen2.5-coder-1.5b | 2 | 100.00 [100.0, 100.0] |" in ablations
+    assert "| ChainRAG (CxtInt), no_graph | qwen2.5-coder-1.5b | 2 | 100.00 [100.0, 100.0] |" in (
+        ablations
+    )
     assert "NaiveRAG" not in ablations
     _stored_run(root, "2wiki", "ansint", {"ansint": [1.0], "cxtint": [1.0]})
     assert "### 2wiki: Ablations" not in markdown(find_runs([root]))  # no ablation run there
@@ -468,9 +474,9 @@ def test_report_puts_the_datasets_side_by_side(tmp_path: Path) -> None:
     _stored_run(root, "2wiki", "naive", {"naive": [1.0, 1.0, 0.0, 1.0]})
     _stored_run(root, "2wiki", "ansint", {"ansint": [1.0] * 4, "cxtint": [0.0] * 4})
     text = markdown(find_runs([root]))
-    assert "| method | 2wiki F1 / EM (n) | musique F1 / EM (n) |" in text
-    assert "| NaiveRAG | 75.00 / 75.00 (4) | 50.00 / 50.00 (2) |" in text
-    assert "| ChainRAG (CxtInt) | 0.00 / 0.00 (4) | – |" in text
+    assert "| method | 2wiki F1 [95%] / EM (n) | musique F1 [95%] / EM (n) |" in text
+    assert "| NaiveRAG | 75.00 [25.0, 100.0] / 75.00 (4) | 50.00 [0.0, 100.0] / 50.00 (2) |" in text
+    assert "| ChainRAG (CxtInt) | 0.00 [0.0, 0.0] / 0.00 (4) | – |" in text
     assert text.index("## Across datasets") < text.index("## 2wiki")
     alone = markdown(find_runs([root / "2wiki"]))
     assert "Across datasets" not in alone

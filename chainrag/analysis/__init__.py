@@ -6,9 +6,10 @@ walks`` and ``chainrag integration-gap`` print what these functions return.
 
 Layer: this package may import the run folders and their records (:mod:`chainrag.run.files`,
 :mod:`~chainrag.run.folder`, :mod:`~chainrag.run.record`, :mod:`~chainrag.run.meta`), the
-report's run reader (:mod:`chainrag.report`), the answer metrics (:mod:`chainrag.data.metrics`) and
-the errors; never the LLM layer (:mod:`chainrag.llm`, nor components that pull it in) nor the
-CLI. It reads stored records only: no model, no LLM call.
+report's run reader and statistics (:mod:`chainrag.report`, :mod:`chainrag.report.stats`), the
+answer metrics (:mod:`chainrag.data.metrics`) and the errors; never the LLM layer
+(:mod:`chainrag.llm`, nor components that pull it in) nor the CLI. It reads stored records
+only: no model, no LLM call.
 """
 
 from chainrag.analysis.integration_gap import IntegrationGap, Split, holds, integration_gap

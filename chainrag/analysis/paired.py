@@ -5,7 +5,8 @@ both hold (ChainRAG's ``ansint`` and ``cxtint``; a run with other variants is co
 primary answer): mean F1 of each, the mean difference, its 95% paired-bootstrap interval
 (questions resampled with replacement), how many questions got better, worse or stayed the
 same, and the two-sided exact sign test over the questions that changed. With 30 questions one
-question is 3.3 points of EM: an interval that spans 0 says the runs are not told apart.
+question is 3.3 points of EM: an interval that spans 0 says the runs are not told apart. The
+statistics are :mod:`chainrag.report.stats`'s, the same the report's ``--baseline`` uses.
 
     chainrag compare docs/runs/musique/ansint docs/runs/musique/no_graph
     chainrag compare ansint naive --over docs/runs/musique --over docs/runs/2wiki  # pooled
@@ -13,69 +14,21 @@ question is 3.3 points of EM: an interval that spans 0 says the runs are not tol
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
-import numpy as np
 
 from chainrag.analysis.records import predictions_file
 from chainrag.report import load_run
+from chainrag.report.stats import RESAMPLES, SEED, Paired, paired, sign_test
 from chainrag.run.files import RunError
 from chainrag.run.record import RunRecord
 
-SAME = 1e-9  # F1 differences below this count as "same"
+__all__ = ["Comparison", "Paired", "compare", "compare_runs", "load", "paired", "pooled",
+           "scores", "sign_test"]  # fmt: skip
 
 Records = Sequence[RunRecord]
-
-
-@attrs.frozen
-class Paired:
-    """One variant of one run against the base, on ``n`` shared questions (F1 in %)."""
-
-    n: int
-    base: float
-    other: float
-    low: float  # 95% paired-bootstrap interval of other - base
-    high: float
-    better: int
-    worse: int
-    same: int
-    p_sign: float
-
-    @property
-    def delta(self) -> float:
-        return self.other - self.base
-
-
-def sign_test(better: int, worse: int) -> float:
-    """Two-sided exact sign test: the chance of a split at least this uneven if a changed
-    question were as likely to go either way."""
-    n = better + worse
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(better, worse) + 1)) / (1 << n)  # 2**n
-    return min(1.0, 2 * tail)
-
-
-def paired(
-    base: Sequence[float], other: Sequence[float], *, resamples: int = 10_000, seed: int = 0
-) -> Paired:
-    """Compare per-question scores (0..1) of the same questions, in the same order."""
-    if len(base) != len(other):
-        raise ValueError(f"{len(base)} base scores against {len(other)}: not paired")
-    if not base:
-        raise ValueError("no shared questions to compare")
-    a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
-    diff = b - a
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(resamples, len(diff)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    better, worse = int((diff > SAME).sum()), int((diff < -SAME).sum())
-    return Paired(len(diff), float(100 * a.mean()), float(100 * b.mean()), float(100 * low),
-                  float(100 * high), better, worse, len(diff) - better - worse,
-                  sign_test(better, worse))  # fmt: skip
 
 
 def scores(records: Records) -> dict[str, dict[str, float]]:
@@ -89,7 +42,7 @@ def scores(records: Records) -> dict[str, dict[str, float]]:
 
 
 def compare(
-    base: Records, other: Records, *, resamples: int = 10_000, seed: int = 0
+    base: Records, other: Records, *, resamples: int = RESAMPLES, seed: int = SEED
 ) -> dict[str, Paired]:
     """Answer label -> the paired comparison, on the questions both runs answered: each
     variant both runs hold; when they share none, each of the base's variants against the
@@ -158,8 +111,8 @@ def compare_runs(
     runs: Sequence[str],
     *,
     over: Sequence[Path] = (),
-    resamples: int = 10_000,
-    seed: int = 0,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
 ) -> Comparison:
     """Each of ``runs`` against ``base`` (run folders; with ``over``, run names inside each of
     those dataset folders, their questions pooled). A RunError names a folder that is not a

@@ -61,6 +61,11 @@ PLOTS_HELP = (
     "Folder for the PNG plots (default: plots/ beside --out, else inside the first run "
     "folder given)."
 )
+BASELINE_HELP = (
+    "A recipe name as the report shows runs (e.g. naive): each table holding it gets every "
+    "other answer's paired F1 difference from it, with its 95% interval and sign test. Repeat "
+    "(--baseline naive --baseline vanilla): each dataset takes the first it has."
+)
 
 
 RUN_HINT = "finished questions are kept; run the same command to resume"
@@ -190,13 +195,17 @@ def report(
     all_questions: Annotated[
         bool, typer.Option("--all-questions", help=ALL_QUESTIONS_HELP)
     ] = False,
+    baseline: Annotated[
+        list[str] | None, typer.Option("--baseline", metavar="NAME", help=BASELINE_HELP)
+    ] = None,
 ) -> None:
-    """Tables per dataset comparing runs (F1, EM, Recall@k, calls, tokens, seconds per
-    question) beside the paper's Table 1, and PNG plots."""
+    """Tables per dataset comparing runs (F1 and EM with 95% bootstrap intervals, Recall@k,
+    calls, tokens, seconds per question) beside the paper's Table 1, paired differences from
+    a baseline, and PNG plots with the intervals."""
     from chainrag import report as reports
 
     found = reports.find_runs(runs)
-    text = reports.markdown(found, common=not all_questions)
+    text = reports.markdown(found, common=not all_questions, baselines=baseline or ())
     typer.echo(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

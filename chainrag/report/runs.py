@@ -1,5 +1,6 @@
 """Stored runs as the report reads them, and the rows it prints: one per answer variant of a
-run, averaged over its questions; the comparisons (tables) they fall into.
+run, averaged over its questions, F1 and EM with their 95% bootstrap intervals; the
+comparisons (tables) they fall into; each row's paired difference from a baseline's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 import attrs
 
 from chainrag.report.paper import ABLATION_LABELS
+from chainrag.report.stats import Interval, Paired, interval, paired
 from chainrag.run.files import RunError
 from chainrag.run.folder import RunDir
 from chainrag.run.meta import RunMeta
@@ -104,6 +106,9 @@ class Row:
     failed: int
     f1: float
     em: float
+    f1_ci: Interval
+    """The 95% bootstrap interval of ``f1`` (:func:`chainrag.report.stats.interval`)."""
+    em_ci: Interval
     recall: dict[str, float]
     calls: float
     tokens: float
@@ -140,9 +145,10 @@ def rows_of(run: Run) -> list[Row]:
         label = SEED_LABELS.get(run.name) or (
             pretty if run.name in MAIN_RECIPES else f"{pretty}, {run.name}"
         )
+        f1s, ems = [s.f1 for s in scored], [s.em for s in scored]
         out.append(
             Row(label, run.name, variant, run.dataset, run.llm, len(scored), run.failed,
-                100 * _mean([s.f1 for s in scored]), 100 * _mean([s.em for s in scored]),
+                100 * _mean(f1s), 100 * _mean(ems), interval(f1s), interval(ems),
                 recall, calls, tokens, cost, seconds, f1_by_type(records, variant))
         )  # fmt: skip
     return out
@@ -231,3 +237,57 @@ def comparisons(runs: Sequence[Run], *, common: bool = True) -> list[Comparison]
                 sizes = trimmed.get(dataset)
             out.append(Comparison(dataset, group, tuple(members), sizes))
     return out
+
+
+@attrs.frozen
+class Against:
+    """An answer of a run paired with the baseline's answer it is compared with, on the
+    questions both answered (F1)."""
+
+    run: str
+    variant: str
+    base_variant: str
+    paired: Paired
+
+
+def variants_of(run: Run) -> list[str]:
+    """The answer variants of a run's records, the primary one first."""
+    return list(dict.fromkeys(v for r in run.records for v in r.answers))
+
+
+def answer_f1(run: Run, variant: str) -> dict[str, float]:
+    """Question id -> F1 of one answer variant of a run, in the records' order."""
+    return {r.id: r.answers[variant].f1 for r in run.records if variant in r.answers}
+
+
+def against(runs: Sequence[Run], baseline: str) -> list[Against]:
+    """Each answer of ``runs`` against the baseline run's (the first run named ``baseline``):
+    the baseline's answer of the same variant, else its primary one; never an answer against
+    itself, nor on no shared question. Empty when no run of ``runs`` is named ``baseline``."""
+    base = next((run for run in runs if run.name == baseline and run.records), None)
+    if base is None:
+        return []
+    base_variants = variants_of(base)
+    out = []
+    for run in runs:
+        for variant in variants_of(run):
+            to = variant if variant in base_variants and run is not base else base_variants[0]
+            if run is base and variant == to:
+                continue
+            mine, theirs = answer_f1(run, variant), answer_f1(base, to)
+            shared = [q for q in theirs if q in mine]
+            if shared:
+                scores = paired([theirs[q] for q in shared], [mine[q] for q in shared])
+                out.append(Against(run.name, variant, to, scores))
+    return out
+
+
+def check_baselines(runs: Sequence[Run], baselines: Sequence[str]) -> None:
+    """Raise a RunError for a baseline name no run has, listing the runs' names."""
+    names = sorted({run.name for run in runs})
+    for name in baselines:
+        if name not in names:
+            raise RunError(
+                f"baseline {name!r}: no run of that name among these runs "
+                f"(their names: {', '.join(names) or 'none'})"
+            )

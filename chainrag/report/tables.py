@@ -7,7 +7,17 @@ import math
 from collections.abc import Mapping, Sequence
 
 from chainrag.report.paper import ABLATION_LABELS, ablations, table_1
-from chainrag.report.runs import Comparison, Row, Run, comparisons, rows_of
+from chainrag.report.runs import (
+    Against,
+    Comparison,
+    Row,
+    Run,
+    against,
+    check_baselines,
+    comparisons,
+    rows_of,
+)
+from chainrag.report.stats import RESAMPLES, SEED, Interval
 
 
 def _labels(rows: Sequence[Row]) -> list[str]:
@@ -23,10 +33,15 @@ def _fmt(value: float, digits: int = 2) -> str:
     return "–" if math.isnan(value) else f"{value:.{digits}f}"
 
 
+def _with_interval(value: float, spread: Interval) -> str:
+    """``41.94 [28.1, 56.2]``: a mean and its 95% interval."""
+    return f"{_fmt(value)} [{_fmt(spread.low, 1)}, {_fmt(spread.high, 1)}]"
+
+
 def dataset_table(rows: Sequence[Row], *, paper: bool = True) -> str:
     """Our rows for one dataset as a markdown table, then (``paper``) the paper's rows for it."""
     recall_keys = list(dict.fromkeys(k for r in rows for k in r.recall))
-    head = ["method", "LLM", "n", "F1", "EM",
+    head = ["method", "LLM", "n", "F1 [95%]", "EM [95%]",
             *(k.replace("recall", "R").replace("hit", "Hit") for k in recall_keys),
             "calls/q", "tokens/q", "s/q"]  # fmt: skip
     priced = any(r.cost for r in rows)  # local models cost 0: no column for them
@@ -35,27 +50,69 @@ def dataset_table(rows: Sequence[Row], *, paper: bool = True) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row, label in zip(rows, _labels(rows), strict=True):
         n = f"{row.n}" + (f" (+{row.failed} failed)" if row.failed else "")
-        cells = [label, row.llm, n, _fmt(row.f1), _fmt(row.em),
+        cells = [label, row.llm, n, _with_interval(row.f1, row.f1_ci),
+                 _with_interval(row.em, row.em_ci),
                  *(_fmt(row.recall.get(k, math.nan), 1) for k in recall_keys),
                  _fmt(row.calls, 1), _fmt(row.tokens, 0), _fmt(row.seconds, 1)]  # fmt: skip
         if priced:
             cells.insert(-1, "–" if row.cost is None else f"{row.cost:.5f}")
         lines.append("| " + " | ".join(cells) + " |")
-    dataset = rows[0].dataset if rows else ""
+    if paper and (reference := paper_table(rows[0].dataset if rows else "")):
+        lines += ["", reference]
+    return "\n".join(lines)
+
+
+def paper_table(dataset: str) -> str:
+    """The paper's Table 1 rows for one dataset as a reference table ("" when it has none)."""
     reference = table_1()
     methods = list(dict.fromkeys(m for table in reference.values() for m in table))
     llms = list(reference)
-    if paper and any(dataset in reference[llm].get(m, {}) for llm in llms for m in methods):
-        lines += ["", "For reference, **the paper's Table 1** (F1 / EM; not measured here: 200 "
-                  "LongBench questions, other LLMs and embedder, bge-reranker):", "",
-                  "| method (paper) | " + " | ".join(llms) + " |",
-                  "|---" * (len(llms) + 1) + "|"]  # fmt: skip
-        for method in methods:
-            cells = []
-            for llm in llms:
-                f1, em = reference[llm].get(method, {}).get(dataset, (math.nan, math.nan))
-                cells.append(f"{_fmt(f1)} / {_fmt(em)}")
-            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    if not any(dataset in reference[llm].get(m, {}) for llm in llms for m in methods):
+        return ""
+    lines = ["For reference, **the paper's Table 1** (F1 / EM; not measured here: 200 "
+             "LongBench questions, other LLMs and embedder, bge-reranker):", "",
+             "| method (paper) | " + " | ".join(llms) + " |",
+             "|---" * (len(llms) + 1) + "|"]  # fmt: skip
+    for method in methods:
+        cells = []
+        for llm in llms:
+            f1, em = reference[llm].get(method, {}).get(dataset, (math.nan, math.nan))
+            cells.append(f"{_fmt(f1)} / {_fmt(em)}")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+NOISE = "†"
+"""Marks a difference whose 95% interval spans 0: not beyond noise."""
+
+
+def against_table(rows: Sequence[Row], found: Sequence[Against], baseline: str) -> str:
+    """Each row's paired F1 difference from the baseline's answer it is compared with (see
+    :func:`~chainrag.report.runs.against`), a legend line under the table ("" without
+    any)."""
+    if not found:
+        return ""
+    labels: dict[tuple[str, str], str] = {}
+    for row, label in zip(rows, _labels(rows), strict=True):
+        labels.setdefault((row.run, row.variant), label)
+    lines = [f"Paired differences against the baseline, `{baseline}`:", "",
+             "| method | against | n | Δ F1 [95%] | better / worse / same | sign test p |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for a in found:
+        p = a.paired
+        mark = f" {NOISE}" if not p.beyond_noise else ""
+        lines.append(
+            f"| {labels[(a.run, a.variant)]} | {labels[(baseline, a.base_variant)]} | {p.n} | "
+            f"{p.delta:+.2f} [{p.low:+.1f}, {p.high:+.1f}]{mark} | "
+            f"{p.better} / {p.worse} / {p.same} | {p.p_sign:.3f} |"
+        )
+    legend = (
+        f"Δ F1 = the method's F1 − the baseline's, in points, on the questions both answered; "
+        f"[95%]: {RESAMPLES:,} paired bootstrap resamples (seed {SEED}); better / worse / same: "
+        "questions; p: two-sided exact sign test over the questions that changed. "
+        f"{NOISE} the interval spans 0: not beyond noise."
+    )
+    lines += ["", legend]
     return "\n".join(lines)
 
 
@@ -81,18 +138,18 @@ def type_table(rows: Sequence[Row]) -> str:
 
 
 def across_datasets(by_dataset: Mapping[str, Sequence[Row]]) -> str:
-    """One table in the layout of the paper's Table 1: a row per method, F1 / EM per dataset
-    ("" when the rows cover fewer than two datasets)."""
+    """One table in the layout of the paper's Table 1: a row per method, F1 (with its
+    interval) / EM per dataset ("" when the rows cover fewer than two datasets)."""
     if len(by_dataset) < 2:
         return ""
     cells: dict[str, dict[str, str]] = {}
     for dataset, rows in by_dataset.items():
         for row in rows:
             cells.setdefault(row.label, {}).setdefault(
-                dataset, f"{_fmt(row.f1)} / {_fmt(row.em)} ({row.n})"
+                dataset, f"{_with_interval(row.f1, row.f1_ci)} / {_fmt(row.em)} ({row.n})"
             )
     datasets = list(by_dataset)
-    lines = ["| method | " + " | ".join(f"{d} F1 / EM (n)" for d in datasets) + " |",
+    lines = ["| method | " + " | ".join(f"{d} F1 [95%] / EM (n)" for d in datasets) + " |",
              "|---" * (len(datasets) + 1) + "|"]  # fmt: skip
     for label, of_label in cells.items():
         lines.append(f"| {label} | " + " | ".join(of_label.get(d, "–") for d in datasets) + " |")
@@ -132,17 +189,51 @@ def _common_note(table: Comparison, n: int) -> str:
     )
 
 
-def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
+def _section(dataset: str, tables: Sequence[tuple[Comparison, list[Row]]],
+             baselines: Sequence[str]) -> str:  # fmt: skip
+    """One dataset's section: the methods' table, then the ablations' and the k sweep's, each
+    with its differences from the first of ``baselines`` that ran on the dataset."""
+    names = {run.name for t, _ in tables for run in t.runs}
+    baseline = next((b for b in baselines if b in names), None)
+    parts = [f"## {dataset}"]
+    for t, rows in tables:
+        note = _common_note(t, rows[0].n)
+        diffs = against_table(rows, against(t.runs, baseline), baseline) if baseline else ""
+        if t.group == "main":
+            parts += [f"{note}{dataset_table(rows, paper=False)}", diffs, paper_table(dataset)]
+            if types := type_table(rows):
+                parts.append(f"F1 by the dataset's question type:\n\n{types}")
+        else:
+            title = ("Ablations (cf. the paper's Figures 4–5)" if t.group == "ablations"
+                     else "k seed sentences (cf. the paper's Figure 7)")  # fmt: skip
+            parts += [f"### {dataset}: {title}\n\n{note}{dataset_table(rows, paper=False)}", diffs]
+            if t.group == "ablations":
+                parts.append(paper_ablations(dataset))
+    if baselines and baseline is None:
+        parts.append(f"No paired differences: no run here is named {' or '.join(baselines)}.")
+    return "\n\n".join(part for part in parts if part)
+
+
+def markdown(runs: Sequence[Run], *, common: bool = True, baselines: Sequence[str] = ()) -> str:
     """The whole report: one section per dataset — the methods' table, then the ablations'
     and the k sweep's where such runs exist. With ``common``, every row of a table is scored
-    on the questions all its runs answered (a note says when that drops some)."""
+    on the questions all its runs answered (a note says when that drops some). With
+    ``baselines`` (recipe names), each table holding the first of them that ran on its dataset
+    is followed by every other answer's paired difference from it.
+
+    Raises:
+        RunError: a name in ``baselines`` is no run's.
+    """
+    check_baselines(runs, baselines)
     tables = [(t, [row for run in t.runs for row in rows_of(run)]) for t in comparisons(
         runs, common=common)]  # fmt: skip
     tables = [(t, rows) for t, rows in tables if rows]
     if not tables:
         return "No finished questions in these runs yet."
     sections = [
-        "Rates in %; calls, tokens and seconds per question; R@k = recall of the gold evidence "
+        "Rates in %; [95%] = the 95% bootstrap interval of the mean over the questions "
+        f"({RESAMPLES:,} resamples, seed {SEED}); calls, tokens and seconds per question; R@k = "
+        "recall of the gold evidence "
         "in the first k units retrieved (paragraphs on MuSiQue, sentences on HotpotQA/2Wiki); "
         "Hit@4 = all of it in the first 4 (strict, as seed 002); Hit@10 the same in the first 10 "
         "(read tree retrieval, whose context holds up to 9 passages, there)."
@@ -153,20 +244,6 @@ def markdown(runs: Sequence[Run], *, common: bool = True) -> str:
     if table := across_datasets(main):
         sections.append(f"## Across datasets\n\n{table}")
     for dataset in dict.fromkeys(t.dataset for t, _ in tables):
-        parts = [f"## {dataset}"]
-        for t, rows in tables:
-            if t.dataset != dataset:
-                continue
-            note = _common_note(t, rows[0].n)
-            if t.group == "main":
-                parts.append(f"{note}{dataset_table(rows)}")
-                if types := type_table(rows):
-                    parts.append(f"F1 by the dataset's question type:\n\n{types}")
-            else:
-                title = ("Ablations (cf. the paper's Figures 4–5)" if t.group == "ablations"
-                         else "k seed sentences (cf. the paper's Figure 7)")  # fmt: skip
-                parts.append(f"### {dataset}: {title}\n\n{note}{dataset_table(rows, paper=False)}")
-                if t.group == "ablations" and (reference := paper_ablations(dataset)):
-                    parts.append(reference)
-        sections.append("\n\n".join(parts))
+        mine = [(t, rows) for t, rows in tables if t.dataset == dataset]
+        sections.append(_section(dataset, mine, baselines))
     return "\n\n".join(sections) + "\n"
