@@ -13,16 +13,22 @@ def esc(text: object) -> str:
     return escape(str(text), quote=True)
 
 
+VOID = frozenset({"br", "hr", "img", "input", "meta", "link"})
+"""Elements without content or end tag."""
+
+
 def el(tag: str, body: str = "", /, **attributes: object) -> str:
-    """``<tag attributes>body</tag>``; ``body`` is HTML (escape text first), attribute names
-    take ``_`` for ``-`` and a trailing ``_`` is dropped (``class_``); None or False leaves an
-    attribute out, True writes it bare."""
+    """``<tag attributes>body</tag>`` (``<tag attributes>`` for a :data:`VOID` one); ``body``
+    is HTML (escape text first), attribute names take ``_`` for ``-`` and a trailing ``_`` is
+    dropped (``class_``); None or False leaves an attribute out, True writes it bare."""
     parts = [tag]
     for name, value in attributes.items():
         if value is None or value is False:
             continue
         key = name.rstrip("_").replace("_", "-")
         parts.append(key if value is True else f'{key}="{esc(value)}"')
+    if tag in VOID:
+        return f"<{' '.join(parts)}>"
     return f"<{' '.join(parts)}>{body}</{tag}>"
 
 

@@ -8,7 +8,8 @@ columns by step and hop and drawn as SVG, edges coloured by layer (EC / SS / SA)
 The hop a sentence was added at is its breadth-first distance from the step's seeds in the
 graph the walk used (``iterative_hops`` adds every sentence one hop further at once, so the two
 agree); without the graph, the hops of a walk of two hops or more are unknown and no edge is
-drawn. A node sits in the column of the first step and hop that reached it; an edge joins a
+drawn. A node sits in the column of the first step and hop that reached it (drawn as a seed if
+it was one in any step, so a later step's seeds may sit in an earlier column); an edge joins a
 sentence to up to :data:`MAX_PARENTS` sentences of its own step one hop nearer the seeds that
 it is linked to, once per layer linking them. A gold sentence no step reached sits in the last
 column, joined (dashed) to the touched sentences it is linked to.
@@ -54,6 +55,7 @@ class Node:
         hop: The hop of that step that added it: 0 for a seed, None where unknown.
         gold: Whether it covers gold evidence.
         steps: Every step that reached it.
+        seed_of: The steps it was a seed of.
     """
 
     unit: int
@@ -61,10 +63,11 @@ class Node:
     hop: int | None
     gold: bool
     steps: tuple[int, ...]
+    seed_of: tuple[int, ...] = ()
 
     @property
     def seed(self) -> bool:
-        return self.hop == 0 and self.step != MISSED
+        return bool(self.seed_of)
 
     @property
     def column(self) -> tuple[int, int]:
@@ -160,12 +163,15 @@ def walk_of(
     adjacency = combined(layers) if layers else None
     first: dict[int, tuple[int, int | None]] = {}
     reached_by: dict[int, list[int]] = {}
+    seed_of: dict[int, list[int]] = {}
     edges: list[Edge] = []
     for s, step in enumerate(steps):
         units = list(step.expansion.units if step.expansion is not None else step.retrieved)
         seeds = list(step.expansion.seeds) if step.expansion is not None else units
         hops = step.expansion.hops if step.expansion is not None else 0
         levels = hop_levels(units, seeds, hops, adjacency)
+        for unit in seeds:
+            seed_of.setdefault(unit, []).append(s)
         for unit, level in zip(units, levels, strict=True):
             first.setdefault(unit, (s, level))
             if s not in reached_by.setdefault(unit, []):
@@ -183,7 +189,8 @@ def walk_of(
                 edges.extend(
                     Edge(parent, unit, name) for name in _linked_layers(parent, unit, layers)
                 )
-    nodes = [Node(u, s, h, u in gold, tuple(reached_by[u])) for u, (s, h) in first.items()]
+    nodes = [Node(u, s, h, u in gold, tuple(reached_by[u]), tuple(seed_of.get(u, ())))
+             for u, (s, h) in first.items()]  # fmt: skip
     touched = list(first)
     for unit in dict.fromkeys(missed):
         if unit in first:
@@ -251,11 +258,13 @@ def layout(walk: Walk) -> Layout:
         seed_order = key[1] == 0 and key[0] == 0
         members.sort(key=(lambda n: 0.0) if seed_order else height_of)
         titles.append((x, column_title(key)))
+        subs = -(-len(members) // MAX_ROWS)  # sub-columns of equal height
+        rows = -(-len(members) // subs)
         for i, node in enumerate(members):
-            sub, row = divmod(i, MAX_ROWS)
+            sub, row = divmod(i, rows)
             positions[node.unit] = (x + sub * SUB_COLUMN_GAP, TOP + row * ROW_GAP)
             tallest = max(tallest, row + 1)
-        x += COLUMN_GAP + (len(members) - 1) // MAX_ROWS * SUB_COLUMN_GAP
+        x += COLUMN_GAP + (subs - 1) * SUB_COLUMN_GAP
     width = max(x - COLUMN_GAP + 90.0, 260.0)
     return Layout(positions, tuple(titles), width, TOP + tallest * ROW_GAP + 10.0)
 
@@ -335,7 +344,9 @@ def walk_svg(walk: Walk, at: Layout, label: Callable[[int], str], *, ident: str 
         classes = f"node {kind}" + (" gold" if node.gold else "")
         radius = 6 if node.seed else 4.5
         steps = ", ".join(str(s + 1) for s in node.steps) or "none"
-        tip = f"[{node.unit}] steps {steps}: {label(node.unit)}"
+        seeded = ", ".join(str(s + 1) for s in node.seed_of)
+        role = f"; seed of step {seeded}" if seeded else ""
+        tip = f"[{node.unit}] reached by step {steps}{role}: {label(node.unit)}"
         out.append(
             f'<g class="{classes}" data-unit="{node.unit}">'
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}"/>'
