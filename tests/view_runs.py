@@ -156,19 +156,23 @@ class ToyRun:
     index: Path
 
 
-def make_toy_run(base: Path, *, cached: bool = True, word_count: int | None = None) -> ToyRun:
-    """The toy run folder under ``base`` (``runs/musique/ansint``), its data root (set
-    ``CHAINRAG_DATA`` to it) and, with ``cached``, its graph saved where the view looks
-    (``CHAINRAG_CACHE``, which the tests' conftest makes private)."""
+def make_toy_run(
+    base: Path, *, cached: bool = True, word_count: int | None = None, name: str = "ansint",
+    more_questions: str = "",
+) -> ToyRun:  # fmt: skip
+    """The toy run folder under ``base`` (``runs/musique/NAME``), its data root (set
+    ``CHAINRAG_DATA`` to it; ``more_questions``: lines of the dataset file after the toy's)
+    and, with ``cached``, its graph saved where the view looks (``CHAINRAG_CACHE``)."""
     data = base / "data"
     data.mkdir(parents=True, exist_ok=True)
     dataset = data / "musique_dev.jsonl"
-    dataset.write_text(json.dumps(musique_record()) + "\n", encoding="utf-8")
-    folder = base / "runs" / "musique" / "ansint"
+    dataset.write_text(json.dumps(musique_record()) + "\n" + more_questions, encoding="utf-8")
+    folder = base / "runs" / "musique" / name
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(STORED / "recipe.yaml", folder / "recipe.yaml")
     meta = json.loads((STORED / "run.json").read_text(encoding="utf-8"))
-    meta.update(dataset_file=str(dataset), dataset_fingerprint=file_fingerprint(dataset))
+    meta.update(dataset_file=str(dataset), dataset_fingerprint=file_fingerprint(dataset),
+                recipe_name=name)  # fmt: skip
     (folder / "run.json").write_text(json.dumps(meta), encoding="utf-8")
     line = json.dumps(record_line(toy_record(word_count)))
     (folder / "predictions.jsonl").write_text(line + "\n", encoding="utf-8")
