@@ -233,6 +233,20 @@ def test_the_toy_walk_picture(toy: Path) -> None:
                        "step 2: hop 2", "gold, missed"]  # fmt: skip
 
 
+def test_a_summary_is_shown_after_its_unanswered_step(toy_run: Callable[..., ToyRun]) -> None:
+    run = toy_run(summary="Alice is from Paris, in France.")
+    page, _ = page_of([run.folder])
+    one, two = page.find_all("div", class_="step")
+    assert one.one("p", class_="sub-answer").text() == "Sub-answer: unanswerable (unanswerable)"
+    assert one.one("p", class_="summary").text() == (
+        "Summary of this step's sentences, which step 2's answerer read: "
+        "Alice is from Paris, in France.")  # fmt: skip
+    assert two.one("p", class_="why").text() == (
+        "not rewritten: the previous sub-question was not answered"
+    )
+    assert two.find_all("p", class_="summary") == []
+
+
 def test_an_index_that_is_not_the_runs_says_so(toy_run: Callable[..., ToyRun]) -> None:
     run = toy_run(word_count=999)
     page, _ = page_of([run.folder])

@@ -113,7 +113,9 @@ def graph(passages: tuple[Passage, ...]) -> SentenceGraph:
     )  # fmt: skip
 
 
-def trace() -> Prediction:
+def trace(summary: str | None = None) -> Prediction:
+    """The toy trace; with ``summary``, step 1 is unanswered and summarised (so step 2 is not
+    rewritten)."""
     steps = (
         StepTrace("Where was Alice born?", None, STEP_1.units, STEP_1,
                   SubAnswer("Where was Alice born?", "Paris", True), Usage(2, 0, 300, 4, 1.5)),
@@ -121,6 +123,10 @@ def trace() -> Prediction:
                   STEP_2, SubAnswer("Which country borders France?", "Spain", True),
                   Usage(4, 0, 900, 9, 3.25)),
     )  # fmt: skip
+    if summary is not None:
+        unanswered = SubAnswer("Where was Alice born?", "unanswerable", False)
+        steps = (attrs.evolve(steps[0], answer=unanswered, summary=summary),
+                 attrs.evolve(steps[1], rewritten=None))  # fmt: skip
     decomposition = Decomposition(
         ("Where was Alice born?", "Which country borders it?"), raw='["Where was Alice born?"]'
     )
@@ -136,7 +142,7 @@ def words(units: list[int]) -> int:
     return sum(len(texts[u].text.split()) for u in units)
 
 
-def toy_record(word_count: int | None = None) -> RunRecord:
+def toy_record(word_count: int | None = None, summary: str | None = None) -> RunRecord:
     retrieved = list(dict.fromkeys([*STEP_1.units, *STEP_2.units]))
     scores = {"recall@2": 0.33, "recall@all": 2 / 3,
               "words": float(words(retrieved) if word_count is None else word_count)}  # fmt: skip
@@ -146,7 +152,7 @@ def toy_record(word_count: int | None = None) -> RunRecord:
     }
     return RunRecord(QID, "musique", str(musique_record()["question"]), "2hop",
                      ("Spain", "Kingdom of Spain"), answers, RetrievalRecord("paragraph", scores),
-                     trace(), 12.5)  # fmt: skip
+                     trace(summary), 12.5)  # fmt: skip
 
 
 @attrs.frozen
@@ -158,7 +164,7 @@ class ToyRun:
 
 def make_toy_run(
     base: Path, *, cached: bool = True, word_count: int | None = None, name: str = "ansint",
-    more_questions: str = "",
+    more_questions: str = "", summary: str | None = None,
 ) -> ToyRun:  # fmt: skip
     """The toy run folder under ``base`` (``runs/musique/NAME``), its data root (set
     ``CHAINRAG_DATA`` to it; ``more_questions``: lines of the dataset file after the toy's)
@@ -174,7 +180,7 @@ def make_toy_run(
     meta.update(dataset_file=str(dataset), dataset_fingerprint=file_fingerprint(dataset),
                 recipe_name=name)  # fmt: skip
     (folder / "run.json").write_text(json.dumps(meta), encoding="utf-8")
-    line = json.dumps(record_line(toy_record(word_count)))
+    line = json.dumps(record_line(toy_record(word_count, summary)))
     (folder / "predictions.jsonl").write_text(line + "\n", encoding="utf-8")
     example = load_dataset("musique", root=data)[0]
     recipe = check_recipe(folder / "recipe.yaml").recipe

@@ -381,13 +381,22 @@ def _chain_steps(answered: Answered, gold: Gold | None) -> str:
             body.append(
                 el("p", f"Sub-answer: <b>{esc(step.answer.answer)}</b>{state}", class_="sub-answer")
             )
-            if not step.answer.answered and notes.summarizer and i + 1 < len(trace.steps):
+            if step.summary is not None:
+                body.append(
+                    el(
+                        "p",
+                        f"Summary of this step's sentences, which step {i + 2}'s "
+                        f"answerer read: <q>{esc(step.summary)}</q>",
+                        class_="summary",
+                    )
+                )
+            elif not step.answer.answered and notes.summarizer and i + 1 < len(trace.steps):
                 body.append(
                     el(
                         "p",
                         "Unanswered: the summarizer condensed this step's sentences "
-                        f"into a summary that step {i + 2}'s answerer read (the trace "
-                        "keeps no summary text).",
+                        f"into a summary that step {i + 2}'s answerer read (its text is "
+                        "not in this trace, written before traces kept it).",
                         class_="note",
                     )
                 )
