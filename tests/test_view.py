@@ -23,7 +23,7 @@ from chainrag.report.runs import comparisons, rows_of
 from chainrag.run.files import RunError
 from chainrag.view import Examples, Indexes, read_runs, render, write_view
 from chainrag.view.evidence import ChainNotes, rewrite_reason, trigger_words
-from chainrag.view.walk import MAX_ROWS, ROW_GAP, hop_levels, layout, walk_of, walk_svg
+from chainrag.view.walk import MAX_ROWS, ROW_GAP, hop_levels, layout, legend, walk_of, walk_svg
 from tests.view_runs import ROOT, Element, ToyRun, make_toy_run, parse, sentences
 
 RUNS = ROOT / "docs" / "runs"
@@ -237,7 +237,7 @@ def test_a_summary_is_shown_after_its_unanswered_step(toy_run: Callable[..., Toy
     run = toy_run(summary="Alice is from Paris, in France.")
     page, _ = page_of([run.folder])
     one, two = page.find_all("div", class_="step")
-    assert one.one("p", class_="sub-answer").text() == "Sub-answer: unanswerable (unanswerable)"
+    assert one.one("p", class_="sub-answer").text() == "Sub-answer: unanswerable"
     assert one.one("p", class_="summary").text() == (
         "Summary of this step's sentences, which step 2's answerer read: "
         "Alice is from Paris, in France.")  # fmt: skip
@@ -334,6 +334,16 @@ def test_the_layout_of_200_nodes_is_readable_and_deterministic() -> None:
     assert svg.count("<circle") == n + 4  # the nodes and the legend's four marks
     assert all(len([e for e in walk.edges if e.target == u and e.layer == "ec"]) <= 3
                for u in range(n))  # fmt: skip
+
+
+def test_a_narrow_walk_is_as_wide_as_its_legend() -> None:
+    one = sparse.csr_matrix(np.array([[0, 1], [1, 0]], np.float32))
+    steps = [StepTrace("q", None, (0, 1), Expansion((0, 1), (0,), 1))]
+    walk = walk_of(steps, set(), [], {"ec": one, "ss": one, "sa": one})
+    at = layout(walk)
+    assert [t for _, t in at.columns] == ["step 1: seeds", "step 1: hop 1"]
+    assert legend(walk)[1] <= at.width  # the SA entry is not cut off
+    assert f'width="{at.width:.0f}"' in walk_svg(walk, at, str)
 
 
 def test_rewrite_reasons() -> None:

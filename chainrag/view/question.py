@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from chainrag.core.types import QAExample, Sentence, StepTrace, Usage
+from chainrag.core.types import QAExample, Sentence, StepTrace, SubAnswer, Usage
 from chainrag.data.metrics import GoldKey, Level
 from chainrag.report.runs import Run
 from chainrag.run.record import RunRecord
@@ -27,7 +27,7 @@ from chainrag.view.evidence import (
 )
 from chainrag.view.html import el, esc, num, usage_text
 from chainrag.view.sources import Unavailable, Units
-from chainrag.view.walk import layout, walk_of, walk_svg
+from chainrag.view.walk import combined, hop_levels, layout, walk_of, walk_svg
 
 SHOW_UNITS = 12
 """Units listed before the rest of a list folds away."""
@@ -137,8 +137,7 @@ def unit_list(
     marks = marks or {}
     items = [unit_item(u, units, gold, marks.get(u, "")) for u in units_shown]
     if isinstance(units, Unavailable):  # numbers only: one line
-        gold_note = ""
-        return el("p", esc(" ".join(f"[{u}]" for u in units_shown)) + gold_note, class_="numbers")
+        return el("p", esc(" ".join(f"[{u}]" for u in units_shown)), class_="numbers")
     head = el("ol", "".join(items[:SHOW_UNITS]), class_="units")
     if len(items) <= SHOW_UNITS:
         return head
@@ -309,13 +308,31 @@ def _verdicts(step: StepTrace, notes: ChainNotes) -> str:
     return el("div", "Sufficiency: " + el("ul", "".join(items), class_="verdicts"))
 
 
+def answered_note(answer: SubAnswer) -> str:
+    """Nothing for an answer; " (not answered)" for a reply the method read as none, unless
+    its text says so already ("unanswerable")."""
+    if answer.answered or "unanswerable" in answer.answer.lower():
+        return ""
+    return " (not answered)"
+
+
+def noun(units: Units | Unavailable) -> str:
+    """What the units are: sentences, chunks, or (not known) units."""
+    if isinstance(units, Unavailable) or not units.units:
+        return "units"
+    return "sentences" if isinstance(units.units[0], Sentence) else "chunks"
+
+
 def _walk_units(step: StepTrace, answered: Answered, gold: Gold | None) -> str:
     expansion = step.expansion
-    if expansion is None:
-        return unit_list(step.retrieved, answered.units, gold)
+    what = noun(answered.units)
+    if expansion is None or (expansion.hops == 0 and expansion.seeds == expansion.units):
+        retrieved = expansion.units if expansion is not None else step.retrieved
+        words = f", {expansion.words} words" if expansion is not None else ""
+        return el("p", esc(f"Retrieved {len(retrieved)} {what}{words}:"), class_="walk-head") + (
+            unit_list(retrieved, answered.units, gold)
+        )
     layers = answered.units.layers if isinstance(answered.units, Units) else None
-    from chainrag.view.walk import combined, hop_levels
-
     levels = hop_levels(
         expansion.units, expansion.seeds, expansion.hops, combined(layers) if layers else None
     )
@@ -344,7 +361,7 @@ def _walk_units(step: StepTrace, answered: Answered, gold: Gold | None) -> str:
             + unit_list(units, answered.units, gold)
         )
     head = (
-        f"{len(expansion.units)} sentences, {expansion.words} words, "
+        f"{len(expansion.units)} {what}, {expansion.words} words, "
         f"{expansion.hops} hop{'s' if expansion.hops != 1 else ''}"
     )
     return el("div", el("p", esc(head), class_="walk-head") + "".join(parts), class_="retrieval")
@@ -377,7 +394,7 @@ def _chain_steps(answered: Answered, gold: Gold | None) -> str:
         body.append(_walk_units(step, answered, gold))
         body.append(_verdicts(step, notes))
         if step.answer is not None:
-            state = "" if step.answer.answered else " (unanswerable)"
+            state = answered_note(step.answer)
             body.append(
                 el("p", f"Sub-answer: <b>{esc(step.answer.answer)}</b>{state}", class_="sub-answer")
             )
@@ -499,7 +516,7 @@ def _other_steps(answered: Answered, gold: Gold | None) -> str:
         else:
             body.append(_walk_units(step, answered, gold))
         if step.answer is not None:
-            state = "" if step.answer.answered else " (unanswerable)"
+            state = answered_note(step.answer)
             body.append(
                 el("p", f"Answer: <b>{esc(step.answer.answer)}</b>{state}", class_="sub-answer")
             )

@@ -265,7 +265,7 @@ def layout(walk: Walk) -> Layout:
             positions[node.unit] = (x + sub * SUB_COLUMN_GAP, TOP + row * ROW_GAP)
             tallest = max(tallest, row + 1)
         x += COLUMN_GAP + (subs - 1) * SUB_COLUMN_GAP
-    width = max(x - COLUMN_GAP + 90.0, 260.0)
+    width = max(x - COLUMN_GAP + 90.0, legend(walk)[1] + 10.0)
     return Layout(positions, tuple(titles), width, TOP + tallest * ROW_GAP + 10.0)
 
 
@@ -280,7 +280,8 @@ def layer_colour(name: str, names: Sequence[str]) -> str:
     return OTHER_COLOURS[others.index(name) % len(OTHER_COLOURS)] if name in others else "#999"
 
 
-def _legend(walk: Walk) -> list[str]:
+def legend(walk: Walk) -> tuple[str, float]:
+    """The picture's legend (node kinds, then the walk's layers) and the x where it ends."""
     parts = ['<g class="legend" font-size="11">']
     x = LEFT
     for label, cls in (
@@ -301,7 +302,7 @@ def _legend(walk: Walk) -> list[str]:
         )
         x += 34 + 7 * len(name)
     parts.append("</g>")
-    return parts
+    return "".join(parts), x
 
 
 def walk_svg(walk: Walk, at: Layout, label: Callable[[int], str], *, ident: str = "") -> str:
@@ -314,7 +315,7 @@ def walk_svg(walk: Walk, at: Layout, label: Callable[[int], str], *, ident: str 
         f'viewBox="0 0 {at.width:.0f} {at.height:.0f}" role="img" '
         f'aria-label="graph walk: {len(walk.nodes)} sentences, {len(walk.edges)} edges">'
     ]
-    out += _legend(walk)
+    out.append(legend(walk)[0])
     for x, title in at.columns:
         out.append(
             f'<text class="column" x="{x - 6:.1f}" y="{TOP - 18:.1f}">{escape(title)}</text>'
