@@ -24,6 +24,7 @@ from chainrag.run.files import RunError
 from chainrag.view import Examples, Indexes, read_runs, render, write_view
 from chainrag.view.evidence import ChainNotes, rewrite_reason, trigger_words
 from chainrag.view.walk import MAX_ROWS, ROW_GAP, hop_levels, layout, legend, walk_of, walk_svg
+from tests.run_records import record, write_run
 from tests.view_runs import ROOT, Element, ToyRun, make_toy_run, parse, sentences
 
 RUNS = ROOT / "docs" / "runs"
@@ -154,6 +155,34 @@ def test_no_run_at_all_is_an_error_naming_the_folder(tmp_path: Path) -> None:
     (tmp_path / "run" / "run.json").write_text("{}")
     with pytest.raises(RunError, match=r"no run to show: .*not the run\.json of a run"):
         write_view([tmp_path], tmp_path / "v.html")
+
+
+def test_reservoir_hits_and_the_filters_choice(tmp_path: Path) -> None:
+    steps = [StepTrace("Where?", from_memory=True), StepTrace("Who?", None, (5, 6, 7), kept=(6,))]
+    write_run(tmp_path / "four", [record("q1", {"four_module": 1.0}, steps=steps)])
+    page, _ = page_of([tmp_path / "four"])
+    one, two = page.one("details", class_="method").find_all("div", class_="step")
+    assert one.one("p", class_="reservoir").text().startswith("Answered from the knowledge "
+                                                              "reservoir")  # fmt: skip
+    assert "Retrieved 3; the knowledge filter kept 1:" in two.text()
+    assert two.one("p", class_="numbers").text() == "[5 dropped] [6 kept] [7 dropped]"
+    notes = page.one("details", class_="method").find_all("p", class_="note")
+    assert notes[0].text() == (
+        "Unit texts not shown: the dataset cannot say which index: question q1 is not in "
+        "dataset 'musique'."
+    )
+
+
+def test_texts_from_a_run_are_escaped(tmp_path: Path) -> None:
+    evil = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    steps = [StepTrace(evil, evil, (1,), answer=SubAnswer(evil, evil, True))]
+    write_run(tmp_path / "naive", [record("q<1>", {"naive": 0.0}, texts={"naive": evil},
+                                          gold=(evil,), steps=steps)])  # fmt: skip
+    page, html = page_of([tmp_path / "naive"])
+    assert len(page.find_all("script")) == 1  # the page's own
+    assert page.find_all("img") == []
+    assert evil in page.one("tr", class_="qrow").text()
+    assert "&lt;script&gt;alert(1)" in html
 
 
 # --------------------------------------------------------------------------- a run with its graph

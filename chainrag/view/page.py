@@ -108,7 +108,7 @@ def questions_of(runs: Sequence[Run], examples: Examples, indexes: Indexes) -> l
             units = (
                 indexes.units(run, example)
                 if not isinstance(example, Unavailable)
-                else Unavailable(f"no units without the question: {example.reason}")
+                else Unavailable(f"the dataset cannot say which index: {example.reason}")
             )
             grouped.setdefault(at, []).append(
                 Answered(

@@ -136,8 +136,9 @@ def unit_list(
     """The units as a list; past :data:`SHOW_UNITS` the rest folds into a ``<details>``."""
     marks = marks or {}
     items = [unit_item(u, units, gold, marks.get(u, "")) for u in units_shown]
-    if isinstance(units, Unavailable):  # numbers only: one line
-        return el("p", esc(" ".join(f"[{u}]" for u in units_shown)), class_="numbers")
+    if isinstance(units, Unavailable):  # numbers only (and marks): one line
+        shown = (f"[{u} {marks[u]}]" if u in marks else f"[{u}]" for u in units_shown)
+        return el("p", esc(" ".join(shown)), class_="numbers")
     head = el("ol", "".join(items[:SHOW_UNITS]), class_="units")
     if len(items) <= SHOW_UNITS:
         return head
