@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("methods",),
     ("run",),
     ("training",),
-    ("report",),
+    ("report", "view"),
     ("analysis",),
     ("experiments",),
     ("cli",),
@@ -37,6 +37,7 @@ NEVER: dict[str, tuple[str, ...]] = {
     "chainrag.run.folder": ("llm", "methods"),
     "chainrag.analysis": ("llm",),
     "chainrag.report": ("llm",),
+    "chainrag.view": ("llm", "methods"),
 }
 
 

@@ -99,6 +99,8 @@ def test_unanswered_step_is_summarised_not_rewritten(bergman: QAExample, tmp_pat
     prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
     first, second = prediction.steps
     assert first.answer is not None and not first.answer.answered
+    assert first.summary == "The Serpent's Egg is a 1977 film by Ingmar Bergman."
+    assert second.summary is None  # answered: nothing to carry
     assert second.rewritten is None
     second_answer = [r for r in llm.requests if r.prompt_id == "answer_sub"][1]
     assert "1977 film by Ingmar Bergman" in second_answer.messages[-1].content

@@ -36,9 +36,12 @@ DATA = ROOT / "tests" / "data"
 
 
 def _with_todays_defaults(trace: dict[str, Any]) -> dict[str, Any]:
-    """A trace written before ``read``, ``kept`` and ``from_memory`` existed, as it is written
-    now (those fields at their defaults)."""
-    steps = [{"kept": None, "from_memory": False} | s for s in trace["steps"]]
+    """A trace written before ``read``, ``kept``, ``from_memory`` and ``summary`` existed, as
+    it is written now (those fields at their defaults)."""
+    steps = [
+        {"kept": None, "from_memory": False} | s | {"summary": s.get("summary")}
+        for s in trace["steps"]
+    ]
     return {"read": None} | trace | {"steps": steps}
 
 

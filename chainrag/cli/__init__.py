@@ -3,8 +3,9 @@
 :mod:`~chainrag.cli.main` assembles the commands of :mod:`~chainrag.cli.runs` (run, report,
 ask, recurring), :mod:`~chainrag.cli.analysis` (compare, walks, integration-gap),
 :mod:`~chainrag.cli.corpus` (index), :mod:`~chainrag.cli.experiments`,
-:mod:`~chainrag.cli.models` and :mod:`~chainrag.cli.train`; :mod:`~chainrag.cli.common` holds
-what they share (the error-reporting decorator, the progress bar).
+:mod:`~chainrag.cli.models`, :mod:`~chainrag.cli.train` and :mod:`~chainrag.cli.view` (view);
+:mod:`~chainrag.cli.common` holds what they share (the error-reporting decorator, the progress
+bar).
 
 Layer: the top; may import every other layer, and nothing imports it.
 """

@@ -2,7 +2,7 @@
 
 Commands: ``validate``, ``recipe show``, ``components``, ``models fetch|list``, ``serve-llm``,
 ``index``, ``experiment``, ``ask``, ``run``, ``report``, ``compare``, ``walks``,
-``integration-gap``, ``train adapter|reranker``.
+``integration-gap``, ``view``, ``train adapter|reranker``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from chainrag.cli.experiments import filter_probe, judge_probe, lost_in_retrieva
 from chainrag.cli.models import models_app, serve_llm
 from chainrag.cli.runs import ask, recurring, report, run
 from chainrag.cli.train import train_app
+from chainrag.cli.view import view
 from chainrag.recipes.describe import catalogue, catalogue_data, entry_lines
 from chainrag.recipes.recipe import check_recipe, dump_recipe
 from chainrag.recipes.validation import notes, validate_paths
@@ -44,6 +45,7 @@ app.command("report")(report)
 app.command("compare")(compare)
 app.command("walks")(walks)
 app.command("integration-gap")(integration_gap)
+app.command("view")(view)
 app.add_typer(train_app, name="train")
 experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")

@@ -55,6 +55,8 @@ def render(prediction: Prediction, texts: Sequence[str], show: int = 4) -> str:
         if step.answer is not None:
             state = "" if step.answer.answered else "  (unanswered)"
             lines.append(f"  answer: {step.answer.answer}{state}")
+        if step.summary is not None:
+            lines.append(f"  summary for the next step: {_short(step.summary)}")
     lines.append(f"LLM: {_usage(prediction.usage)}")
     for prompt, usage in prediction.usage_by_prompt:
         lines.append(f"  {prompt}: {_usage(usage)}")

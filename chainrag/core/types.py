@@ -409,6 +409,8 @@ class StepTrace:
             (seed 004's four-module method; nothing is retrieved for it). Traces written
             before this field marked such a step by a ``"memory: "`` prefix of ``question``;
             :func:`read_legacy_step` reads them.
+        summary: ChainRAG's summary of an unanswered step's units, which the next step's
+            answerer reads (§3.3), or None (traces written before this field hold none).
     """
 
     question: str
@@ -419,6 +421,7 @@ class StepTrace:
     usage: Usage = Usage()
     kept: tuple[int, ...] | None = None
     from_memory: bool = False
+    summary: str | None = None
 
 
 LEGACY_MEMORY_PREFIX = "memory: "

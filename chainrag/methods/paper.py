@@ -107,7 +107,7 @@ class ChainRAG:
             history.append(answer)
             evidence.extend(found)
             steps.append(StepTrace(sub_question, rewritten, expansion.units, expansion, answer,
-                                   ctx.usage() - before))  # fmt: skip
+                                   ctx.usage() - before, summary=carried))  # fmt: skip
         inputs = IntegrationInput(
             question=example.question,
             sub_answers=tuple(history),
