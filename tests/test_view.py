@@ -51,7 +51,7 @@ def test_the_overview_shows_the_reports_numbers(musique: tuple[Element, str]) ->
     rows = [row for t in comparisons(runs) for run in t.runs for row in rows_of(run)]
     table = page.one("section", id="overview").find_all("table", class_="overview")[0]
     header = [th.text() for th in table.find_all("th")]
-    assert header[:4] == ["method", "n", "F1", "EM"]
+    assert header[:6] == ["method", "n", "F1", "F1 95%", "EM", "EM 95%"]
     assert header[-3:] == ["calls/q", "tokens/q", "s/q"]
     assert "R@5" in header
     lines = table.one("tbody").find_all("tr")
@@ -60,6 +60,9 @@ def test_the_overview_shows_the_reports_numbers(musique: tuple[Element, str]) ->
         cells = [td.text() for td in line.find_all("td")]
         assert cells[0] == row.label
         assert cells[2] == f"{row.f1:.2f}"
+        assert cells[3] == f"[{row.f1_ci.low:.1f}, {row.f1_ci.high:.1f}]"
+        assert row.f1_ci.low <= row.f1 <= row.f1_ci.high
+        assert cells[5] == f"[{row.em_ci.low:.1f}, {row.em_ci.high:.1f}]"
         assert cells[header.index("R@5")] == f"{row.recall['recall@5']:.1f}"
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from chainrag.report.runs import Comparison, Row, rows_of
+from chainrag.report.stats import Interval
 from chainrag.view.html import el, esc, num
 from chainrag.view.question import Question
 
@@ -40,11 +41,18 @@ def recall_columns(rows: Sequence[Row]) -> list[Column]:
     return [recall_column(k) for k in dict.fromkeys(k for r in rows for k in r.recall)]
 
 
+def interval(spread: Interval) -> str:
+    """A 95% bootstrap interval as the report prints it: ``[28.1, 56.2]``."""
+    return f"[{num(spread.low, 1)}, {num(spread.high, 1)}]"
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("method", lambda r: esc(r.label), numeric=False),
     Column("n", lambda r: f"{r.n}" + (f" (+{r.failed} failed)" if r.failed else "")),
     Column("F1", lambda r: num(r.f1)),
+    Column("F1 95%", lambda r: interval(r.f1_ci)),
     Column("EM", lambda r: num(r.em)),
+    Column("EM 95%", lambda r: interval(r.em_ci)),
 )
 """The columns before Recall@k; :data:`AFTER_RECALL` follow it."""
 
