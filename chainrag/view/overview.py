@@ -16,8 +16,8 @@ import attrs
 
 from chainrag.report.runs import Comparison, Row, rows_of
 from chainrag.report.stats import Interval
+from chainrag.view.answered import Question
 from chainrag.view.html import el, esc, num
-from chainrag.view.question import Question
 
 
 @attrs.frozen

@@ -25,10 +25,11 @@ from chainrag.report.figures import plots as report_plots
 from chainrag.report.runs import Run, comparisons, load_run, rows_of
 from chainrag.run.files import RunError
 from chainrag.run.folder import RUN_FILE
+from chainrag.view.answered import Answered, Question
 from chainrag.view.evidence import ChainNotes, chain_notes
 from chainrag.view.html import esc
 from chainrag.view.overview import overview, question_list
-from chainrag.view.question import Answered, Question, question_section
+from chainrag.view.question import question_section
 from chainrag.view.sources import Examples, Indexes, Unavailable
 
 CHAINRAG = "ChainRAG"
