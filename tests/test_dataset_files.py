@@ -344,6 +344,7 @@ def test_a_run_on_a_file_says_the_format_once_and_is_keyed_by_its_sha256(tmp_pat
     meta = json.loads((tmp_path / "runs" / "my_questions" / "naive" / "run.json").read_text())
     assert meta["dataset"] == str(data) and meta["dataset_file"] == str(data)
     assert meta["dataset_fingerprint"] == "sha256:" + hashlib.sha256(data.read_bytes()).hexdigest()
+    assert meta["dataset_setting"] == "read as MuSiQue"
     assert len(fake.bodies) == 2
     assert refused.returncode == 1
     assert "FlashRAG format, detected from its 3 records" in refused.stderr

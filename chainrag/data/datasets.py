@@ -672,10 +672,18 @@ def _long(name: str, limit: int | None, root: Path | None) -> list[QAExample]:
 
 
 def dataset_setting(name: str) -> str | None:
-    """What a derived dataset (``long:NAME``) does to its file, as a run records it."""
+    """What a derived dataset (``long:NAME``) does to its file, and the format a file given by
+    its PATH was read in (``read as MuSiQue``), as a run records it; None for a named file as
+    it is."""
+    said = []
     if name.startswith(long.PREFIX):
-        return long.setting(name.removeprefix(long.PREFIX))
-    return None
+        said.append(long.setting(name.removeprefix(long.PREFIX)))
+    path, fmt = dataset_path(name)
+    if fmt == "detect":
+        from chainrag.data.detect import file_format  # detect reads this module's formats
+
+        said.append(f"read as {file_format(path)}")
+    return "; ".join(said) or None
 
 
 def load_corpus(name_or_path: str, root: Path | None = None) -> list[Passage]:

@@ -227,6 +227,12 @@ def load_file(name: str, limit: int | None = None, say: Say | None = None) -> li
     return examples_of(records, form, name, limit)
 
 
+def file_format(path: Path) -> str:
+    """The name of the format the file at ``path`` is read in (:func:`detect_format`)."""
+    records = checked(path, read_records(path), ANY_JSON, "JSON")
+    return detect_format(path, records).name
+
+
 def chosen(path: Path, form: RecordFormat, count: int) -> str:
     """What is said of a file read in ``form``: the format, and where its questions are
     answered when it has no passages of its own or a HippoRAG corpus beside it."""

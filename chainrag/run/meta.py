@@ -140,7 +140,8 @@ class RunMeta:
     sessions: tuple[Session, ...]
     index: IndexIdentity | None = None
     dataset_setting: str | None = None
-    """What a derived dataset (``long:NAME``) did to the file's questions; None for a file as is."""
+    """What a derived dataset (``long:NAME``) did to the file's questions and the format a file
+    given by its path was read in; None for a named file as it is."""
 
 
 # --------------------------------------------------------------------------- JSON
