@@ -160,11 +160,12 @@ class RunDir:
                 f"({meta.dataset_fingerprint}), not on {data[0]!r} ({data[1]}): "
                 "the dataset file changed or another dataset was named"
             )
-        if meta.dataset_setting != dataset_setting(data[0]):
+        setting = dataset_setting(data[0])  # a file given by its path is read to tell its format
+        if meta.dataset_setting != setting:
             raise RunError(
                 f"{self.folder} holds a run on {meta.dataset!r} made as "
-                f"{meta.dataset_setting!r}; this version makes it as "
-                f"{dataset_setting(data[0])!r}: pass another --out"
+                f"{meta.dataset_setting!r}; this version makes it as {setting!r}: pass another "
+                "--out"
             )
         if index is not None and (meta.index is None or meta.index.key() != index.key()):
             shown = meta_data(meta).get("index")
