@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords
 from chainrag.components.reasoning import clean_answer, is_unanswerable
+from chainrag.core.errors import RecipeError
 from chainrag.core.types import LLMRequest, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import IndexCache
@@ -303,3 +305,62 @@ def test_confirmed_rewriting_needs_an_exact_yes(
     prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
     assert (prediction.steps[1].rewritten is not None) is rewrites
     assert llm.calls("refers_back") == 1
+
+
+def answering_judge() -> Callable[[LLMRequest], str]:
+    """``answer_sub`` replies: the first sub-question is unanswerable at its first check and
+    answered after; the second is answered at once."""
+    asked: dict[str, int] = {}
+
+    def reply(request: LLMRequest) -> str:
+        question = request.messages[-1].content.split("Question: ")[1].split("\n")[0]
+        if "die" in question:
+            return "Fårö"
+        asked[question] = asked.get(question, 0) + 1
+        return "unanswerable" if asked[question] == 1 else "Ingmar Bergman"
+
+    return reply
+
+
+SERPENT = ['["Who directed The Serpent\'s Egg?", "Where did this director die?"]']
+
+
+@pytest.mark.parametrize(
+    ("variant", "answer_sub", "verdicts", "hops"),
+    [
+        ("answerable_judge", 5, ([False, True], [True]), (2, 1)),  # answerer asked again
+        ("judge_answers", 3, ([False, True], [True]), (2, 1)),  # the judge's answers taken
+        ("seeds_first", 3, ([False, True], [True]), (1, 0)),  # the seeds judged first
+    ],
+)
+def test_the_judge_that_answers_gives_the_sub_answer(
+    variant: str,
+    answer_sub: int,
+    verdicts: tuple[list[bool], ...],
+    hops: tuple[int, ...],
+    bergman: QAExample,
+    tmp_path: Path,
+) -> None:
+    recipe = fast(load_recipe(ROOT / "recipes" / "variants" / f"{variant}.yaml"))
+    llm = ScriptedLLM({"decompose": SERPENT, "answer_sub": answering_judge(),
+                       "rewrite": ["Where did Ingmar Bergman die?"], "ansint": ["Fårö"],
+                       "cxtint": ["Fårö"]})  # fmt: skip
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    assert [s.answer.answer for s in prediction.steps if s.answer] == ["Ingmar Bergman", "Fårö"]
+    assert prediction.steps[1].rewritten == "Where did Ingmar Bergman die?"
+    assert counts(prediction)["answer_sub"] == answer_sub
+    assert llm.calls("sufficiency") == 0
+    for step, ok, hop in zip(prediction.steps, verdicts, hops, strict=True):
+        assert step.expansion is not None
+        assert [v.ok for v in step.expansion.verdicts] == ok and step.expansion.hops == hop
+    if variant == "seeds_first":  # the second sub-question's seeds answered: nothing added
+        second = prediction.steps[1].expansion
+        assert second is not None and second.units == second.seeds
+
+
+def test_answer_from_judge_needs_a_judge_that_answers(tmp_path: Path) -> None:
+    recipe = tmp_path / "x.yaml"
+    recipe.write_text(f"base: {ROOT / 'recipes' / 'chainrag' / 'ansint.yaml'}\n"
+                      "method: {answer_from_judge: true}\n")  # fmt: skip
+    with pytest.raises(RecipeError, match=r"answer_from_judge .* llm_answerable.*LLMYesNo"):
+        load_recipe(recipe)

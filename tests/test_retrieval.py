@@ -152,9 +152,16 @@ def line_graph(n: int) -> dict[int, list[int]]:
     st.integers(1, 120),
     st.integers(0, 4),
     st.integers(0, 5),
+    st.booleans(),
 )
 def test_expansion_invariants(
-    n: int, seeds: list[int], lengths: list[int], budget: int, max_hops: int, yes_after: int
+    n: int,
+    seeds: list[int],
+    lengths: list[int],
+    budget: int,
+    max_hops: int,
+    yes_after: int,
+    judge_seeds: bool,
 ) -> None:
     seeds = [s % n for s in seeds]
     adjacency = line_graph(n)
@@ -169,24 +176,31 @@ def test_expansion_invariants(
         return Verdict(len(calls) > yes_after)
 
     out = expand_hops(seeds, neighbours, lambda u: lengths[u], judge, word_budget=budget,
-                      max_hops=max_hops)  # fmt: skip
+                      max_hops=max_hops, judge_seeds=judge_seeds)  # fmt: skip
     assert out.words == sum(lengths[u] for u in out.units) <= budget
     assert len(set(out.units)) == len(out.units)
     assert out.hops <= max_hops
     # inside the hop ball: each unit is within `hops` steps of a seed on the line
     for u in out.units:
         assert min(abs(u - s) for s in seeds) <= out.hops
+    kept: list[int] = []  # the seeds that fit the budget, as the walk starts from them
+    total = 0
+    for s in dict.fromkeys(seeds):
+        if total + lengths[s] > budget:
+            break
+        kept.append(s)
+        total += lengths[s]
     if max_hops == 0:
-        kept = []
-        total = 0
-        for s in dict.fromkeys(seeds):
-            if total + lengths[s] > budget:
-                break
-            kept.append(s)
-            total += lengths[s]
         assert out.units == tuple(kept) and calls == []
     if out.verdicts and out.verdicts[-1].ok:
         assert len(out.verdicts) == yes_after + 1
+    # one verdict per hop taken (none for a hop the budget cut), one more for the seeds first
+    judged_first = judge_seeds and max_hops > 0 and bool(kept)
+    assert len(out.verdicts) - judged_first in (out.hops, out.hops - 1)
+    if judged_first:
+        assert calls[0] == len(kept)
+        if yes_after == 0:  # the seeds suffice: no hop is taken
+            assert out.hops == 0 and out.units == tuple(kept)
 
 
 def test_iterative_hops_asks_after_each_hop(real: tuple[QAExample, SentenceGraph]) -> None:

@@ -3,9 +3,10 @@
 ``iterative_hops`` is the paper's: take all 1-hop neighbours of the seeds at once, ask the
 sufficiency judge, and while it says no, take the next hop — stopping when the judge says yes,
 at ``max_hops``, when nothing new is reachable, or when the next sentence would pass the word
-budget (3000 words), which is never exceeded. ``one_step_rerank`` is the authors' code: judge
-the seeds; if they do not suffice, rerank the 1-hop neighbours of the top 3 seeds and append the
-best 5 — one step, no budget.
+budget (3000 words), which is never exceeded. With ``judge_seeds: true`` (not the paper's) the
+judge first reads the seeds alone, and a "yes" there ends the walk before its first hop.
+``one_step_rerank`` is the authors' code: judge the seeds; if they do not suffice, rerank the
+1-hop neighbours of the top 3 seeds and append the best 5 — one step, no budget.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def expand_hops(
     *,
     word_budget: int,
     max_hops: int,
+    judge_seeds: bool = False,
 ) -> Expansion:
     """Breadth-first expansion with a judge after every hop and a hard word budget.
 
@@ -45,6 +47,7 @@ def expand_hops(
         judge: Whether the gathered units suffice.
         word_budget: Most words gathered; a unit that would pass it stops the expansion.
         max_hops: Most expansion steps (0: the seeds only, no judge).
+        judge_seeds: Judge the seeds before the first hop, and stop there on a "yes".
     """
     gathered: list[int] = []
     total = 0
@@ -56,8 +59,10 @@ def expand_hops(
         gathered.append(unit)
         total += length(unit)
     verdicts: list[Verdict] = []
+    if judge_seeds and max_hops > 0 and gathered:
+        verdicts.append(judge(gathered))
     hops = 0
-    while hops < max_hops and not full:
+    while hops < max_hops and not full and not (verdicts and verdicts[-1].ok):
         have = set(gathered)
         frontier = [u for u in neighbours(gathered) if u not in have]
         if not frontier:
@@ -82,12 +87,14 @@ def expand_hops(
 class IterativeHops:
     """The paper's expansion: hop by hop, a sufficiency check after each, a word budget.
 
-    Recipe: ``{kind: iterative_hops, word_budget: 3000, max_hops: 3, judge: {kind: llm_yes_no}}``.
+    Recipe: ``{kind: iterative_hops, word_budget: 3000, max_hops: 3, judge: {kind: llm_yes_no}}``;
+    ``judge_seeds: true`` asks the judge about the seeds alone first (not the paper's).
     """
 
     judge: SufficiencyJudge = attrs.field(factory=LLMYesNo)
     word_budget: int = attrs.field(default=3000, validator=attrs.validators.ge(1))
     max_hops: int = attrs.field(default=3, validator=attrs.validators.ge(0))
+    judge_seeds: bool = False
 
     def __call__(
         self, question: str, seeds: Sequence[Hit], graph: Graph, ctx: Context
@@ -100,6 +107,7 @@ class IterativeHops:
             lambda units: self.judge(question, [texts[u] for u in units], ctx),
             word_budget=self.word_budget,
             max_hops=self.max_hops,
+            judge_seeds=self.judge_seeds,
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -173,8 +173,13 @@ class LLMAnswerable:
     ``llm_yes_no``). It exists because a small model answers that question "yes" to nearly
     anything: ``chainrag experiment judge`` measures how well a judge tells the gold paragraphs
     from distractors. Its request is exactly the sub-answer's, so after the last check the
-    server's prompt cache holds the whole prompt. Recipe: ``{kind: llm_answerable}``.
+    server's prompt cache holds the whole prompt. Its verdict's text is the cleaned sub-answer
+    (``answers``), so ChainRAG's ``answer_from_judge`` can take it instead of asking again.
+    Recipe: ``{kind: llm_answerable}``.
     """
+
+    answers: ClassVar[bool] = True
+    """Its verdict's ``raw`` is the sub-answer (what ``answer_from_judge`` reads)."""
 
     prompt_version: int = 2
 

@@ -30,6 +30,7 @@ from chainrag.core.context import Context
 from chainrag.core.types import (
     Answer,
     Decomposition,
+    Expansion,
     IntegrationInput,
     NamedAnswer,
     Prediction,
@@ -65,7 +66,10 @@ class ChainRAG:
     ablation; ``summarizer: null`` drops the summary step (the authors' code has none). For the
     authors' code: ``multi_hop_judge`` keeps a question the judge calls single-hop whole, and
     ``confirm_rewrite`` asks the LLM whether a triggered sub-question really refers back,
-    rewriting only on an exact "yes".
+    rewriting only on an exact "yes". ``answer_from_judge`` (not the paper's) takes a step's
+    sub-answer from its walk's last verdict when that said "yes" and no summary is carried:
+    with a judge that answers (``llm_answerable``, whose request is the sub-answer's) the
+    answerer would send the same request again; the recipe check refuses it with another judge.
     Recipe: ``{kind: chainrag, integrators: [{kind: ans_int}, {kind: cxt_int}]}``.
     """
 
@@ -78,6 +82,7 @@ class ChainRAG:
     integrators: tuple[Integrator, ...] = attrs.field(factory=lambda: (AnsInt(), CxtInt()))
     rewrite: bool = True
     confirm_rewrite: bool = False
+    answer_from_judge: bool = False
 
     def __attrs_post_init__(self) -> None:
         if not self.integrators:
@@ -100,7 +105,8 @@ class ChainRAG:
             # The summary goes after the sentences, so the request starts as the judge's did
             # and the server's prompt cache still holds the evidence (answer_sub@v2).
             context = found + ([carried] if carried else [])
-            answer = self.answerer(query, context, ctx)
+            answer = self.judged_answer(query, expansion, carried)
+            answer = answer or self.answerer(query, context, ctx)
             carried = None
             if not answer.answered and self.summarizer is not None:
                 carried = self.summarizer(query, found, ctx)
@@ -124,6 +130,16 @@ class ChainRAG:
             if not verdict.ok:
                 return Decomposition((question,), raw=f"single-hop: {verdict.raw}")
         return self.decomposer(question, ctx)
+
+    def judged_answer(
+        self, query: str, expansion: Expansion, carried: str | None
+    ) -> SubAnswer | None:
+        """The sub-answer the walk's judge already gave (``answer_from_judge``): its last
+        verdict's text when it said "yes" over exactly what the answerer would read; else None."""
+        if not (self.answer_from_judge and expansion.verdicts and carried is None):
+            return None
+        last = expansion.verdicts[-1]
+        return SubAnswer(query, last.raw, True) if last.ok else None
 
     def should_rewrite(self, sub_question: str, history: Sequence[SubAnswer], ctx: Context) -> bool:
         """Rewrite when enabled, the previous step was answered, and the trigger fires (and,

@@ -151,6 +151,15 @@ class Recipe:
                     "retrieval.edge_weights names edge layers the index does not build: "
                     f"{', '.join(missing)} (index.edges has: {built})"
                 )
+        if getattr(self.method, "answer_from_judge", False):
+            expander = self.retrieval.expander if self.retrieval is not None else None
+            judge = getattr(expander, "judge", None)
+            if not getattr(judge, "answers", False):
+                raise ValueError(
+                    "method.answer_from_judge takes each sub-answer from the walk's sufficiency "
+                    "judge, which must be one that answers (retrieval.expander.judge: {kind: "
+                    f"llm_answerable}}); this recipe's is {type(judge).__name__}"
+                )
 
 
 # --------------------------------------------------------------------------- YAML
