@@ -25,8 +25,8 @@ import numpy as np
 
 from chainrag.components.judges import numbered, parse_yes_no
 from chainrag.components.reasoning import ask_json, clean_answer
-from chainrag.components.rerankers import _minilm_example
-from chainrag.core.context import Context, model_folder
+from chainrag.components.rerankers import _minilm_example, cross_encoder
+from chainrag.core.context import Context
 from chainrag.core.types import KnowledgeItem, QueryPlan
 from chainrag.llm.prompts import load_prompt
 from chainrag.recipes.registry import FOLLOW_UP_WRITERS, KNOWLEDGE_FILTERS, QUERY_REWRITERS
@@ -183,13 +183,7 @@ class NLICrossEncoderFilter:
         if not items:
             return ()
 
-        def load() -> Any:
-            from sentence_transformers import CrossEncoder
-
-            folder = model_folder("nli_cross_encoder", "model_path", self.model_path)
-            return CrossEncoder(folder, device="cpu")
-
-        model = ctx.models.get(("nli_cross_encoder", self.model_path), load)
+        model = cross_encoder("nli_cross_encoder", self.model_path, ctx)
         target = self._label_index(model)
         pairs = [[item.text, f"This answers the question: {question}"] for item in items]
         scores = np.asarray(
