@@ -11,6 +11,18 @@ import attrs
 P = TypeVar("P")
 
 
+def grouped(
+    items: Sequence[P], group: Callable[[P], str], groups: Sequence[str]
+) -> list[tuple[str, list[P]]]:
+    """(group, its items in their order) for each of ``groups`` that has items, in that order."""
+    out = []
+    for name in groups:
+        mine = [item for item in items if group(item) == name]
+        if mine:
+            out.append((name, mine))
+    return out
+
+
 def share_table(
     probes: Sequence[P],
     group: Callable[[P], str],
@@ -34,10 +46,7 @@ def share_table(
         "|" + "---|" * (len(means) + 3),
     ]
     rate = {}
-    for name in groups:
-        mine = [p for p in probes if group(p) == name]
-        if not mine:
-            continue
+    for name, mine in grouped(probes, group, groups):
         n = len(mine)
         rate[name] = 100 * sum(hit(p) for p in mine) / n
         cells = [f"{sum(value(p) for p in mine) / n:{spec}}" for _, value, spec in means]
