@@ -24,13 +24,11 @@ import attrs
 import numpy as np
 
 from chainrag.components.judges import numbered, parse_yes_no
-from chainrag.components.reasoning import clean_answer
-from chainrag.components.rerankers import _minilm_example
-from chainrag.core.context import Context, model_folder
-from chainrag.core.errors import LLMOutputError
+from chainrag.components.reasoning import ask_json, clean_answer
+from chainrag.components.rerankers import _minilm_example, cross_encoder
+from chainrag.core.context import Context
 from chainrag.core.types import KnowledgeItem, QueryPlan
 from chainrag.llm.prompts import load_prompt
-from chainrag.llm.structured import complete_json
 from chainrag.recipes.registry import FOLLOW_UP_WRITERS, KNOWLEDGE_FILTERS, QUERY_REWRITERS
 
 
@@ -81,11 +79,9 @@ class QueryRewriterPlus:
     prompt_version: int = 1
 
     def __call__(self, question: str, ctx: Context) -> QueryPlan:
-        llm = ctx.require_llm("llm_json query rewriter")
-        request = load_prompt("query_plan", self.prompt_version).request(question=question)
-        try:
-            plan, _ = complete_json(llm, request, _plan)
-        except LLMOutputError:
+        prompt_id = ("query_plan", self.prompt_version)
+        plan, _ = ask_json("llm_json query rewriter", prompt_id, question, ctx, _plan)
+        if plan is None:
             return QueryPlan((question,), (question,))
         queries = ((question,) if self.keep_question else ()) + plan.queries
         return QueryPlan(plan.questions, tuple(dict.fromkeys(queries))[: self.max_queries])
@@ -187,13 +183,7 @@ class NLICrossEncoderFilter:
         if not items:
             return ()
 
-        def load() -> Any:
-            from sentence_transformers import CrossEncoder
-
-            folder = model_folder("nli_cross_encoder", "model_path", self.model_path)
-            return CrossEncoder(folder, device="cpu")
-
-        model = ctx.models.get(("nli_cross_encoder", self.model_path), load)
+        model = cross_encoder("nli_cross_encoder", self.model_path, ctx)
         target = self._label_index(model)
         pairs = [[item.text, f"This answers the question: {question}"] for item in items]
         scores = np.asarray(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 
@@ -25,6 +25,8 @@ from chainrag.recipes.registry import (
     SUFFICIENCY_JUDGES,
     SUMMARIZERS,
 )
+
+T = TypeVar("T")
 
 
 def clean_answer(text: str) -> str:
@@ -57,6 +59,25 @@ def _is_multi_hop(value: Any) -> bool:
     return bool(value["is_multi_hop"])
 
 
+def ask_json(
+    who: str, prompt_id: tuple[str, int], question: str, ctx: Context, read: Callable[[Any], T]
+) -> tuple[T | None, str]:
+    """Ask the prompt (id, version) about ``question`` for JSON, read with ``read``
+    (:func:`~chainrag.llm.structured.complete_json`: one repair, then give up).
+
+    Returns:
+        The value and the last reply's text, or None and the error when the reply was still
+        unusable after the repair. ``who`` names the stage if the context has no LLM.
+    """
+    llm = ctx.require_llm(who)
+    request = load_prompt(*prompt_id).request(question=question)
+    try:
+        value, responses = complete_json(llm, request, read)
+    except LLMOutputError as exc:
+        return None, str(exc)
+    return value, responses[-1].text
+
+
 @DECOMPOSERS.register("llm_json")
 @attrs.frozen
 class LLMDecomposer:
@@ -72,13 +93,11 @@ class LLMDecomposer:
     prompt_version: int = 2
 
     def __call__(self, question: str, ctx: Context) -> Decomposition:
-        llm = ctx.require_llm("llm_json decomposer")
-        request = load_prompt("decompose", self.prompt_version).request(question=question)
-        try:
-            subs, responses = complete_json(llm, request, _string_list)
-        except LLMOutputError as exc:
-            return Decomposition((question,), fallback=True, raw=str(exc))
-        return Decomposition(tuple(subs[: self.max_sub_questions]), raw=responses[-1].text)
+        prompt_id = ("decompose", self.prompt_version)
+        subs, raw = ask_json("llm_json decomposer", prompt_id, question, ctx, _string_list)
+        if subs is None:
+            return Decomposition((question,), fallback=True, raw=raw)
+        return Decomposition(tuple(subs[: self.max_sub_questions]), raw=raw)
 
 
 @MULTI_HOP_JUDGES.register("llm_json")
@@ -92,13 +111,9 @@ class LLMMultiHopJudge:
     prompt_version: int = 1
 
     def __call__(self, question: str, ctx: Context) -> Verdict:
-        llm = ctx.require_llm("llm_json multi-hop judge")
-        request = load_prompt("multi_hop", self.prompt_version).request(question=question)
-        try:
-            multi, responses = complete_json(llm, request, _is_multi_hop)
-        except LLMOutputError as exc:
-            return Verdict(True, str(exc))
-        return Verdict(multi, responses[-1].text)
+        prompt_id = ("multi_hop", self.prompt_version)
+        multi, raw = ask_json("llm_json multi-hop judge", prompt_id, question, ctx, _is_multi_hop)
+        return Verdict(True if multi is None else multi, raw)
 
 
 def history_text(history: Sequence[SubAnswer]) -> str:

@@ -30,20 +30,43 @@ def rescored(hits: Sequence[Hit], scores: Sequence[float]) -> tuple[Hit, ...]:
 
 
 def rerank_with(
-    ctx: Context,
-    key: tuple[str, str],
-    load: Callable[[], Any],
-    score: Callable[[Any, list[list[str]]], Any],
+    score: Callable[[list[list[str]]], Any],
     query: str,
     hits: Sequence[Hit],
     texts: Sequence[str],
 ) -> tuple[Hit, ...]:
-    """Score (query, text) pairs with the model loaded once under ``key``; best first."""
+    """Hits rescored by ``score`` of their (query, text) pairs, best first; ``score`` (which
+    loads the model) is not called when there are no hits."""
     if not hits:
         return ()
-    model = ctx.models.get(key, load)
-    scores = np.atleast_1d(np.asarray(score(model, [[query, t] for t in texts]), dtype=np.float64))
+    scores = np.atleast_1d(np.asarray(score([[query, t] for t in texts]), dtype=np.float64))
     return rescored(hits, scores.reshape(-1).tolist())
+
+
+def cross_encoder(kind: str, model_path: str, ctx: Context) -> Any:
+    """The sentence-transformers CrossEncoder in the local folder ``model_path``, on the CPU,
+    loaded once per (kind, path) by the context's model store; ``kind`` names the component
+    in the error for a folder that does not exist."""
+
+    def load() -> Any:
+        from sentence_transformers import CrossEncoder
+
+        return CrossEncoder(model_folder(kind, "model_path", model_path), device="cpu")
+
+    return ctx.models.get((kind, model_path), load)
+
+
+def flag_reranker(model_path: str, ctx: Context) -> Any:
+    """FlagEmbedding's FlagReranker in the local folder ``model_path``, on the CPU, loaded
+    once per path by the context's model store."""
+
+    def load() -> Any:
+        from FlagEmbedding import FlagReranker
+
+        folder = model_folder("flag_reranker", "model_path", model_path)
+        return FlagReranker(folder, use_fp16=False, devices="cpu")
+
+    return ctx.models.get(("flag_reranker", model_path), load)
 
 
 @RERANKERS.register("none")
@@ -107,18 +130,13 @@ class FlagRerankerComponent:
     def __call__(
         self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
     ) -> tuple[Hit, ...]:
-        def load() -> Any:
-            from FlagEmbedding import FlagReranker
-
-            folder = model_folder("flag_reranker", "model_path", self.model_path)
-            return FlagReranker(folder, use_fp16=False, devices="cpu")
-
-        def score(model: Any, pairs: list[list[str]]) -> Any:
+        def score(pairs: list[list[str]]) -> Any:
+            model = flag_reranker(self.model_path, ctx)
             return model.compute_score(
                 pairs, batch_size=self.batch_size, max_length=self.max_length
             )
 
-        return rerank_with(ctx, ("flag_reranker", self.model_path), load, score, query, hits, texts)
+        return rerank_with(score, query, hits, texts)
 
 
 @RERANKERS.register("cross_encoder", example=_minilm_example)
@@ -135,13 +153,8 @@ class CrossEncoderReranker:
     def __call__(
         self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
     ) -> tuple[Hit, ...]:
-        def load() -> Any:
-            from sentence_transformers import CrossEncoder
-
-            folder = model_folder("cross_encoder", "model_path", self.model_path)
-            return CrossEncoder(folder, device="cpu")
-
-        def score(model: Any, pairs: list[list[str]]) -> Any:
+        def score(pairs: list[list[str]]) -> Any:
+            model = cross_encoder("cross_encoder", self.model_path, ctx)
             return model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
 
-        return rerank_with(ctx, ("cross_encoder", self.model_path), load, score, query, hits, texts)
+        return rerank_with(score, query, hits, texts)

@@ -421,6 +421,16 @@ def default_nlist(n: int, per_sqrt_n: float) -> int:
     return max(1, min(n, round(per_sqrt_n * math.sqrt(n))))
 
 
+def ivf_lists(
+    n: int, nlist: int | None, per_sqrt_n: float, train_size: int | None
+) -> tuple[int, int]:
+    """(lists, k-means sample size) of an IVF index over n vectors: ``nlist`` or
+    :func:`default_nlist`, at least 1 and at most n; ``train_size`` or 40 per list, at least
+    one per list."""
+    lists = min(max(n, 1), nlist or default_nlist(n, per_sqrt_n))
+    return lists, max(lists, train_size or 40 * lists)
+
+
 def training_sample(vectors: np.ndarray, size: int, seed: int) -> FloatArray:
     """``size`` rows drawn without replacement by a seeded generator, in row order, float32."""
     n = vectors.shape[0]
@@ -457,8 +467,8 @@ class FaissIVF:
     def __call__(self, vectors: FloatArray) -> FaissIndex:
         faiss = load_faiss()
         n, d = vectors.shape
-        nlist = min(max(n, 1), self.nlist or default_nlist(n, self.lists_per_sqrt_n))
-        sample = training_sample(vectors, max(nlist, self.train_size or 40 * nlist), self.seed)
+        nlist, size = ivf_lists(n, self.nlist, self.lists_per_sqrt_n, self.train_size)
+        sample = training_sample(vectors, size, self.seed)
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
         index.cp.seed = self.seed
         index.cp.min_points_per_centroid = 1  # a small sample is our choice: no warning
@@ -736,8 +746,8 @@ class BlockedIVF:
 
     def __call__(self, vectors: FloatArray) -> BlockedIVFIndex:
         n = vectors.shape[0]
-        nlist = min(max(n, 1), self.nlist or default_nlist(n, self.lists_per_sqrt_n))
-        sample = training_sample(vectors, max(nlist, self.train_size or 40 * nlist), self.seed)
+        nlist, size = ivf_lists(n, self.nlist, self.lists_per_sqrt_n, self.train_size)
+        sample = training_sample(vectors, size, self.seed)
         centroids = spherical_kmeans(sample, nlist, self.iterations, self.seed)
         lists = nearest_lists(vectors, centroids, 1)[:, 0]
         order = np.argsort(lists, kind="stable")

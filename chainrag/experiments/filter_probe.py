@@ -18,7 +18,7 @@ from chainrag.core.errors import ChainragError
 from chainrag.core.types import KnowledgeItem, QAExample
 from chainrag.experiments.judge import distractors, gold_passages
 from chainrag.experiments.probes import LLMProbe
-from chainrag.experiments.shares import discrimination, share_table
+from chainrag.experiments.shares import Shares, probe_table
 from chainrag.protocols import KnowledgeFilter
 from chainrag.recipes.recipe import Recipe
 
@@ -71,27 +71,24 @@ def run(
     return probes
 
 
+SHARES: Shares[Probe] = Shares(
+    group=lambda p: p.kind,
+    groups=KINDS,
+    means=(("words", lambda p: p.words, ".0f"),),
+    hit=lambda p: p.kept,
+    header=("paragraphs", "kept %"),
+    contrast=("gold", "distractor", "kept", "filter"),
+)
+
+
 def table(probes: Sequence[Probe], dataset: str, filter_name: str) -> str:
     questions = sorted({p.qid for p in probes})
-    lines = [
-        f"Knowledge filter {filter_name} on {dataset} ({len(questions)} questions)",
-        "",
-    ]
-    rows, rate = share_table(
-        probes,
-        lambda p: p.kind,
-        KINDS,
-        [("words", lambda p: p.words, ".0f")],
-        lambda p: p.kept,
-        ("paragraphs", "kept %"),
-    )
-    lines += rows
+    notes: list[str] = []
     if questions:
         nothing = len(questions) - len({p.qid for p in probes if p.kept})
-        lines.append(f"\nQuestions with nothing kept: {nothing} of {len(questions)}.")
-    if len(rate) == 2:
-        lines.append(discrimination(rate, "gold", "distractor", "kept", "filter"))
-    return "\n".join(lines)
+        notes.append(f"Questions with nothing kept: {nothing} of {len(questions)}.")
+    title = f"Knowledge filter {filter_name} on {dataset} ({len(questions)} questions)"
+    return probe_table(title, probes, SHARES, notes)
 
 
 PROBE = LLMProbe("filter", filter_of, run, table)

@@ -23,7 +23,7 @@ from chainrag.core.context import Context
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import QAExample, Verdict
 from chainrag.experiments.probes import LLMProbe
-from chainrag.experiments.shares import discrimination, share_table
+from chainrag.experiments.shares import Shares, probe_table
 from chainrag.recipes.recipe import Recipe
 
 SETS = ("all gold", "gold minus one", "distractors")
@@ -99,24 +99,20 @@ def run(
     return probes
 
 
+SHARES: Shares[Probe] = Shares(
+    group=lambda p: p.evidence_set,
+    groups=SETS,
+    means=(("paragraphs", lambda p: p.paragraphs, ".1f"), ("words", lambda p: p.words, ".0f")),
+    hit=lambda p: p.said_yes,
+    header=("evidence", "said yes %"),
+    contrast=("all gold", "distractors", "yes", "judge"),
+)
+
+
 def table(probes: Sequence[Probe], dataset: str, judge_name: str) -> str:
     questions = len({p.qid for p in probes})
-    lines = [
-        f"Sufficiency judge {judge_name} on {dataset} ({questions} questions)",
-        "",
-    ]
-    rows, rate = share_table(
-        probes,
-        lambda p: p.evidence_set,
-        SETS,
-        [("paragraphs", lambda p: p.paragraphs, ".1f"), ("words", lambda p: p.words, ".0f")],
-        lambda p: p.said_yes,
-        ("evidence", "said yes %"),
-    )
-    lines += rows
-    if "all gold" in rate and "distractors" in rate:
-        lines.append("\n" + discrimination(rate, "all gold", "distractors", "yes", "judge"))
-    return "\n".join(lines)
+    title = f"Sufficiency judge {judge_name} on {dataset} ({questions} questions)"
+    return probe_table(title, probes, SHARES)
 
 
 PROBE = LLMProbe("judge", judge_of, run, table)

@@ -34,6 +34,7 @@ from chainrag.core.context import ModelStore
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import QAExample
 from chainrag.data.metrics import qa_scores
+from chainrag.experiments.shares import grouped
 from chainrag.index.build import IndexCache
 from chainrag.index.reservoir import Reservoir
 from chainrag.llm.prompts import load_prompt
@@ -369,13 +370,10 @@ class PhaseSummary:
 def summary(outcomes: Sequence[Outcome]) -> list[PhaseSummary]:
     """Each phase with outcomes, in :data:`PHASES` order."""
     rows = []
-    for phase in PHASES:
-        mine = [o for o in outcomes if o.phase == phase.name]
-        if not mine:
-            continue
+    for phase, mine in grouped(outcomes, lambda o: o.phase, [p.name for p in PHASES]):
         n = len(mine)
         rows.append(PhaseSummary(
-            phase.name, n, f1=100 * sum(o.f1 for o in mine) / n,
+            phase, n, f1=100 * sum(o.f1 for o in mine) / n,
             em=100 * sum(o.em for o in mine) / n, seconds=sum(o.seconds for o in mine) / n,
             retrievals=sum(o.retrievals for o in mine) / n,
             from_memory=100 * sum(o.from_memory for o in mine) / n,

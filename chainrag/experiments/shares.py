@@ -4,9 +4,23 @@ the share of probes with a property (the judge said "yes", the filter kept the i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Generic, TypeVar
+
+import attrs
 
 P = TypeVar("P")
+
+
+def grouped(
+    items: Sequence[P], group: Callable[[P], str], groups: Sequence[str]
+) -> list[tuple[str, list[P]]]:
+    """(group, its items in their order) for each of ``groups`` that has items, in that order."""
+    out = []
+    for name in groups:
+        mine = [item for item in items if group(item) == name]
+        if mine:
+            out.append((name, mine))
+    return out
 
 
 def share_table(
@@ -32,10 +46,7 @@ def share_table(
         "|" + "---|" * (len(means) + 3),
     ]
     rate = {}
-    for name in groups:
-        mine = [p for p in probes if group(p) == name]
-        if not mine:
-            continue
+    for name, mine in grouped(probes, group, groups):
         n = len(mine)
         rate[name] = 100 * sum(hit(p) for p in mine) / n
         cells = [f"{sum(value(p) for p in mine) / n:{spec}}" for _, value, spec in means]
@@ -49,3 +60,49 @@ def discrimination(rate: dict[str, float], high: str, low: str, verb: str, who: 
         f"Discrimination, {verb}({high}) − {verb}({low}): {rate[high] - rate[low]:+.1f} points "
         f"(a perfect {who}: +100)."
     )
+
+
+@attrs.frozen
+class Shares(Generic[P]):
+    """How a probe experiment tabulates its probes: the columns of :func:`share_table` and the
+    two groups whose shares :func:`discrimination` contrasts.
+
+    Attributes:
+        group: The group of a probe; ``groups`` orders the rows.
+        groups: The groups, in the order of the rows.
+        means: (column, value of a probe, format) for each mean column.
+        hit: The property whose share is the last column.
+        header: The first and last column's names.
+        contrast: (high group, low group, verb, who) for the discrimination line, e.g.
+            ``("gold", "distractor", "kept", "filter")``.
+    """
+
+    group: Callable[[P], str]
+    groups: tuple[str, ...]
+    means: tuple[tuple[str, Callable[[P], float], str], ...]
+    hit: Callable[[P], bool]
+    header: tuple[str, str]
+    contrast: tuple[str, str, str, str]
+
+
+def probe_table(
+    title: str, probes: Sequence[P], shares: Shares[P], notes: Sequence[str] = ()
+) -> str:
+    """A probe experiment's table: the title, the share table's rows, then a closing paragraph
+    of the notes and the discrimination line (when both of its groups have probes).
+
+    Args:
+        title: The first line, e.g. ``"Sufficiency judge llm on musique (30 questions)"``.
+        notes: Lines that open the closing paragraph.
+    """
+    rows, rate = share_table(
+        probes, shares.group, shares.groups, shares.means, shares.hit, shares.header
+    )
+    high, low, verb, who = shares.contrast
+    closing = list(notes)
+    if high in rate and low in rate:
+        closing.append(discrimination(rate, high, low, verb, who))
+    lines = [title, "", *rows]
+    if closing:
+        lines.append("\n" + "\n".join(closing))
+    return "\n".join(lines)

@@ -67,6 +67,23 @@ def _fresh(units: Sequence[int], taken: Sequence[int], n: int) -> tuple[int, ...
     return tuple(u for u in units if u not in seen)[:n]
 
 
+def follow_up_step(
+    follow_up: FollowUpWriter,
+    question: str,
+    guide: Sequence[int],
+    taken: Sequence[int],
+    n: int,
+    ctx: Context,
+) -> StepTrace:
+    """One follow-up hop of seed 002: a follow-up question written from the ``guide`` units,
+    a retrieval for it, and its first ``n`` units not in ``taken``; the hop's step, with the
+    LLM usage it took."""
+    before = ctx.usage()
+    follow = follow_up(question, ctx.texts(guide), ctx)
+    fresh = _fresh(ctx.retrieve(follow).units, taken, n)
+    return StepTrace(follow, None, fresh, usage=ctx.usage() - before)
+
+
 def _cxtint() -> Answerer:
     return LLMShortAnswer(prompt="cxtint")
 
@@ -94,16 +111,10 @@ class NaiveIteration:
         self, question: str, first: Sequence[int], ctx: Context
     ) -> tuple[tuple[StepTrace, ...], tuple[int, ...]]:
         """The follow-up round after ``first``: its steps and the 2 + 2 context."""
-        before = ctx.usage()
-        follow = self.follow_up(question, ctx.texts(first[: self.guide_with]), ctx)
-        second = ctx.retrieve(follow).units
         kept_first = tuple(first[: self.keep])
-        kept_second = _fresh(second, kept_first, self.keep)
-        steps = (
-            StepTrace(question, None, kept_first),
-            StepTrace(follow, None, kept_second, usage=ctx.usage() - before),
-        )
-        return steps, kept_first + kept_second
+        guide = first[: self.guide_with]
+        hop = follow_up_step(self.follow_up, question, guide, kept_first, self.keep, ctx)
+        return (StepTrace(question, None, kept_first), hop), kept_first + hop.retrieved
 
 
 @METHODS.register("guided_iteration")
@@ -167,11 +178,9 @@ class TreeRetrieval:
         steps: list[StepTrace] = []
         context: list[int] = []
         for root in roots:
-            before = ctx.usage()
-            follow = self.follow_up(question, ctx.texts([root]), ctx)
-            grown = _fresh(ctx.retrieve(follow).units, [root], self.per_branch)
-            branch = (root, *grown)
-            steps.append(StepTrace(follow, None, branch, usage=ctx.usage() - before))
+            hop = follow_up_step(self.follow_up, question, [root], [root], self.per_branch, ctx)
+            branch = (root, *hop.retrieved)
+            steps.append(attrs.evolve(hop, retrieved=branch))
             context.extend(u for u in branch if u not in context)
         answer = self.answerer(question, ctx.texts(context), ctx)
         return Prediction((NamedAnswer("tree", Answer(answer.answer)),), tuple(steps))

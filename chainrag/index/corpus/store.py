@@ -22,9 +22,10 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import attrs
 import numpy as np
@@ -41,6 +42,8 @@ DATABASE = "corpus.sqlite"
 EMBEDDINGS = "embeddings.npy"
 LAYERS = "layers"
 SEARCH = "search"
+
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS passages (
@@ -146,8 +149,12 @@ class Layer:
         return sparse.csr_matrix((self.data, self.indices, self.indptr), shape=(n, n))
 
 
-class _Rows:
-    """A lazy, read-only sequence over one SQLite table, one connection per thread."""
+class _Rows(Sequence[T]):
+    """A lazy, read-only sequence over one SQLite table, one connection per thread: item ``i``
+    is :meth:`_read` of the row ``QUERY`` gives for it."""
+
+    QUERY: str
+    """One row by its index (the ``?``)."""
 
     def __init__(self, folder: Path, n: int) -> None:
         self._folder, self._n, self._local = folder, n, threading.local()
@@ -168,22 +175,30 @@ class _Rows:
             raise IndexError(f"unit {i} is not in 0..{self._n - 1}")
         return j
 
-
-class SentenceTexts(_Rows, Sequence[str]):
-    """The sentences' texts, read from SQLite when asked for."""
-
     @overload
-    def __getitem__(self, i: int) -> str: ...
+    def __getitem__(self, i: int) -> T: ...
     @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(self._n))]
-        row = self._db().execute("SELECT text FROM sentences WHERE sid = ?", (self._check(i),))
-        return str(row.fetchone()[0])
+        return self._read(self._db().execute(self.QUERY, (self._check(i),)).fetchone())
+
+    @abstractmethod
+    def _read(self, row: tuple[Any, ...]) -> T:
+        """The item of one row."""
 
 
-class SentenceRows(_Rows, Sequence[Sentence]):
+class SentenceTexts(_Rows[str]):
+    """The sentences' texts, read from SQLite when asked for."""
+
+    QUERY = "SELECT text FROM sentences WHERE sid = ?"
+
+    def _read(self, row: tuple[Any, ...]) -> str:
+        return str(row[0])
+
+
+class SentenceRows(_Rows[Sentence]):
     """The sentences with their provenance (title from the passage), read when asked for."""
 
     QUERY = (
@@ -191,14 +206,7 @@ class SentenceRows(_Rows, Sequence[Sentence]):
         "FROM sentences s JOIN passages p ON p.pid = s.passage WHERE s.sid = ?"
     )
 
-    @overload
-    def __getitem__(self, i: int) -> Sentence: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Sentence]: ...
-    def __getitem__(self, i: int | slice) -> Sentence | list[Sentence]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._n))]
-        row = self._db().execute(self.QUERY, (self._check(i),)).fetchone()
+    def _read(self, row: tuple[Any, ...]) -> Sentence:
         return Sentence(int(row[0]), row[1], int(row[2]), row[3], *map(int, row[4:]))
 
 
