@@ -4,6 +4,7 @@
                                          [--repeats 3] [--calls 2000] [--evidence-words 1500]
                                          [--tables speed prefix layers modes]
                                          [--questions 10] [--orders 3] [--cold 5]
+                                         [--modes fresh aligned reuse]
 
 Table 1, per local model: prompt processing in tokens/s (a ~400-token prompt, one output token)
 and generation in tokens/s (a short prompt, up to 128 output tokens, prompt time subtracted),
@@ -15,14 +16,15 @@ llama.cpp's prompt cache serves the second call). Table 3: microseconds per call
 layer adds around a free, instant fake LLM (binding, metering, and the SQLite cache on a miss
 and on a hit). Table 2 runs the server with ``prompt_cache: reuse``; the others with the default.
 
-Table 4, per local model and ``prompt_cache`` mode (``fresh``: every prompt evaluated in full;
-``reuse``: llama.cpp's prefix reuse): a ChainRAG-like mix of requests for --questions MuSiQue
+Table 4, per local model and ``prompt_cache`` mode (--modes; ``fresh``: every prompt evaluated
+in full; ``aligned``: the previous prompt's whole n_batch chunks kept; ``reuse``: llama.cpp's
+prefix reuse): a ChainRAG-like mix of requests for --questions MuSiQue
 dev questions (per question: decomposition, two sufficiency checks and a sub-answer per gold
 step over its paragraphs, the step's rewrite, AnsInt and CxtInt; values fixed in advance, so
 every order sends identical requests), sent in ChainRAG's order and then in --orders - 1
 shuffled orders, with the recipes' sampling (temperature 0.2, seed 0; the yes/no checks 0.0).
 "flipped" counts the requests that did not get one answer in every order; seconds per request
-and per question (ChainRAG's order) time each mode. Below it: how many answers of the reuse
+and per question (ChainRAG's order) time each mode. Below it: how many answers of each other
 mode (ChainRAG's order) differ from the fresh mode's, and how many fresh answers equal the
 answer of a just-started server (its first request) for --cold sampled requests.
 """
@@ -135,7 +137,7 @@ def layer_overheads(calls: int) -> list[tuple[str, float]]:
 
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-MODES: tuple[PromptCache, ...] = ("fresh", "reuse")
+MODES: tuple[PromptCache, ...] = ("fresh", "aligned", "reuse")
 
 
 def _sentences(example: QAExample, first: int | None) -> list[str]:
@@ -231,9 +233,15 @@ def cold_answers(model: str, requests: list[LLMRequest], indexes: list[int]) -> 
 
 
 def modes_table(
-    model: str, questions: int, n_orders: int, evidence_words: int, n_cold: int
+    model: str,
+    questions: int,
+    n_orders: int,
+    evidence_words: int,
+    n_cold: int,
+    modes: tuple[PromptCache, ...] = MODES,
 ) -> list[str]:
-    """Table 4's rows for one model, then its two comparison lines."""
+    """Table 4's rows for one model, then its comparison lines (against ``fresh``, when it is
+    among ``modes``)."""
     per_question = [
         question_requests(example, evidence_words)
         for example in load_dataset("musique", limit=questions)
@@ -242,7 +250,7 @@ def modes_table(
     rng = random.Random(0)
     natural = list(range(len(requests)))
     orders = [natural] + [rng.sample(natural, len(natural)) for _ in range(n_orders - 1)]
-    runs = {mode: run_mode(model, mode, requests, orders) for mode in MODES}
+    runs = {mode: run_mode(model, mode, requests, orders) for mode in modes}
     rows = []
     bounds = [sum(len(g) for g in per_question[:q]) for q in range(len(per_question) + 1)]
     for mode, run in runs.items():
@@ -257,10 +265,14 @@ def modes_table(
             f"{unlike} of {len(requests) * (len(orders) - 1)} | {per_request:.2f} | "
             f"{per_q:.1f} | {tokens_q:.0f} |"
         )
-    fresh, reuse = runs["fresh"].answers[0], runs["reuse"].answers[0]
-    differ = sum(f != r for f, r in zip(fresh, reuse, strict=True))
-    rows.append(f"\n{model}: reuse's answers unlike fresh's (ChainRAG's order): "
-                f"{differ} of {len(requests)}")  # fmt: skip
+    if "fresh" not in runs:
+        return rows
+    fresh = runs["fresh"].answers[0]
+    rows.append("")
+    for mode in (m for m in runs if m != "fresh"):
+        differ = sum(f != a for f, a in zip(fresh, runs[mode].answers[0], strict=True))
+        rows.append(f"{model}: {mode}'s answers unlike fresh's (ChainRAG's order): "
+                    f"{differ} of {len(requests)}")  # fmt: skip
     if n_cold:
         picked = sorted(rng.sample(natural, min(n_cold, len(natural))))
         cold = cold_answers(model, requests, picked)
@@ -283,6 +295,8 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=10, help="table 4: MuSiQue questions")
     parser.add_argument("--orders", type=int, default=3, help="table 4: ChainRAG's + shuffled")
     parser.add_argument("--cold", type=int, default=5, help="table 4: cold-start comparisons")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES),
+                        help="table 4: prompt_cache modes")  # fmt: skip
     args = parser.parse_args()
     if args.orders < 2:
         parser.error("--orders must be at least 2 (ChainRAG's order and a shuffled one)")
@@ -321,7 +335,9 @@ def modes(args: argparse.Namespace) -> None:
           "order | s/request | s/question | prompt tokens/question |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for model in args.models:
-        for row in modes_table(model, args.questions, args.orders, args.evidence_words, args.cold):
+        rows = modes_table(model, args.questions, args.orders, args.evidence_words, args.cold,
+                           tuple(args.modes))  # fmt: skip
+        for row in rows:
             print(row, flush=True)
 
 

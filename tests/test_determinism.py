@@ -94,14 +94,30 @@ def _answers_after_each(mode: PromptCache) -> dict[str, tuple[str, list[tuple[st
     return out
 
 
+@pytest.fixture(scope="module")
+def fresh_answers(model_present: None) -> dict[str, tuple[str, list[tuple[str, float]]]]:
+    return _answers_after_each("fresh")
+
+
 @pytest.mark.slow
-@pytest.mark.usefixtures("model_present")
-def test_one_request_gets_one_answer_whatever_came_before() -> None:
+def test_one_request_gets_one_answer_whatever_came_before(
+    fresh_answers: dict[str, tuple[str, list[tuple[str, float]]]],
+) -> None:
     """The default server: the same text and bit-identical log-probabilities after each."""
     assert LLMSpec().prompt_cache == "fresh"
-    seen = _answers_after_each("fresh")
+    seen = fresh_answers
     assert all(v == seen["nothing"] for v in seen.values()), seen
     assert "fårö" in seen["nothing"][0].lower()
+
+
+@pytest.mark.slow
+def test_the_aligned_server_gives_the_fresh_servers_answers(
+    fresh_answers: dict[str, tuple[str, list[tuple[str, float]]]],
+) -> None:
+    """``aligned`` keeps the first 512-token chunk of the shared evidence (the prompts share
+    about 600 tokens) and gives, after each request, the fresh server's text and numbers."""
+    seen = _answers_after_each("aligned")
+    assert seen == dict.fromkeys(BEFORE, fresh_answers["nothing"]), seen
 
 
 @pytest.mark.slow
@@ -136,3 +152,69 @@ def test_the_fresh_server_runs_the_installed_server_with_its_model_holder(
         assert proxy() is llama and llama.n_tokens == 0
     finally:
         proxy.free()  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize(
+    ("shared", "prompt_end", "n_batch", "keep"),
+    [(0, 0, 512, 0), (600, 700, 512, 512), (600, 500, 512, 0), (1100, 2000, 512, 1024),
+     (2000, 1100, 512, 1024), (130, 1000, 64, 128), (128, 128, 64, 128)],
+)  # fmt: skip
+def test_aligned_keep_is_whole_chunks_of_the_previous_prompt(
+    shared: int, prompt_end: int, n_batch: int, keep: int
+) -> None:
+    from chainrag.llm.fresh_server import aligned_keep
+
+    assert aligned_keep(shared, prompt_end, n_batch) == keep
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("model_present")
+def test_aligned_evaluation_gives_the_fresh_logits_bit_for_bit() -> None:
+    """In process, with 64-token chunks: a prompt evaluated after another that shares most of
+    it — as ``Llama.generate`` would, from the shared prefix — through :class:`AlignedEval`
+    has the logits of the same prompt evaluated from nothing, bit for bit, and re-evaluates
+    only what follows the last whole shared chunk; evaluated from the shared prefix as
+    llama.cpp does, its logits differ (so the comparison can fail)."""
+    import llama_cpp
+    import numpy as np
+
+    from chainrag.llm.fresh_server import aligned_eval, forget
+
+    path: Path = models.check(models.get_model(MODEL), full=False).path
+    llama = llama_cpp.Llama(str(path), n_ctx=1024, n_batch=64, n_threads=2, seed=0,
+                            verbose=False)  # fmt: skip
+    try:
+        first = llama.tokenize(f"Evidence:\n{EVIDENCE}\nQuestion: Where was he born?".encode())
+        second = llama.tokenize(f"Evidence:\n{EVIDENCE}\nQuestion: Where did he die?".encode())
+        shared = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
+        assert shared > 200
+
+        def logits() -> Any:
+            vocab = llama.n_vocab()
+            return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(vocab,)).copy()
+
+        forget(llama)
+        llama.eval(second)
+        alone = logits()
+        forget(llama)
+        llama.eval(first)
+        llama.n_tokens = shared  # llama.cpp's prefix reuse
+        llama.eval(second[shared:])
+        reused = logits()
+
+        forget(llama)
+        aligned = aligned_eval(llama)
+        evaluated: list[int] = []
+        inner = aligned.evaluate
+        aligned.evaluate = lambda tokens: (evaluated.append(len(tokens)), inner(tokens))[1]
+        aligned.new_request()
+        llama.eval(first)
+        aligned.new_request()
+        llama.n_tokens = shared
+        llama.eval(second[shared:])
+        assert np.array_equal(logits(), alone)
+        assert not np.array_equal(reused, alone)  # the control: what aligned avoids
+        kept = shared - shared % 64
+        assert evaluated == [len(first), len(second) - kept] and kept > 0
+    finally:
+        llama.close()

@@ -225,7 +225,7 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     path = ROOT / "recipes" / "baselines" / "naive.yaml"
     recipe = load_recipe(path)
     assert recipe.llm.kind == "local_gguf" and recipe.llm.api_base is None
-    for mode in ("fresh", "reuse"):
+    for mode in ("fresh", "reuse", "aligned"):
         mine = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache=mode))
         folder = tmp_path / mode
         run_into(mine, path, folder, "2wiki", [], ScriptedLLM({}), width=1, slots=1, cache=None)
@@ -241,6 +241,9 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
         old.start(recipe, path, "2wiki", file, prompt_cache="fresh")
     with pytest.raises(RunError, match="prompt_cache 'fresh'; this run's is 'reuse'"):
         RunDir(tmp_path / "fresh").start(recipe, path, "2wiki", file, prompt_cache="reuse")
+    aligned = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache="aligned"))
+    with pytest.raises(RunError, match="prompt_cache 'aligned'; this run's is 'reuse'"):
+        RunDir(tmp_path / "aligned").start(aligned, path, "2wiki", file, prompt_cache="reuse")
     remote = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, kind="litellm", model="gpt-4o-mini"))
     run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
              cache=None)  # fmt: skip

@@ -243,6 +243,10 @@ def test_the_managed_server_evaluates_every_prompt_in_full_unless_told_to_reuse(
     assert fresh[1:3] == ["-m", "chainrag.llm.fresh_server"]
     reuse = server_command(Path("/m.gguf"), "qwen", 8123, 4096, 2, "reuse")
     assert reuse[1:3] == ["-m", "llama_cpp.server"] and reuse[3:] == fresh[3:]
+    assert managed_prompt_cache(LLMSpec(prompt_cache="aligned")) == "aligned"
+    aligned = server_command(Path("/m.gguf"), "qwen", 8123, 4096, 2, "aligned")
+    assert aligned[1:4] == ["-m", "chainrag.llm.fresh_server", "--aligned"]
+    assert aligned[4:] == fresh[3:]
 
 
 @pytest.mark.parametrize(
@@ -250,11 +254,14 @@ def test_the_managed_server_evaluates_every_prompt_in_full_unless_told_to_reuse(
     [
         LLMSpec(kind="litellm", model="openai/gpt-4o-mini", prompt_cache="reuse"),
         LLMSpec(api_base="http://127.0.0.1:8000/v1", prompt_cache="reuse"),
+        LLMSpec(api_base="http://127.0.0.1:8000/v1", prompt_cache="aligned"),
     ],
 )
 def test_reuse_is_refused_where_chainrag_does_not_start_the_server(spec: LLMSpec) -> None:
     with (
-        pytest.raises(RecipeError, match=r"reuse applies only to the managed local server"),
+        pytest.raises(
+            RecipeError, match=rf"{spec.prompt_cache} applies only to the managed local server"
+        ),
         open_llm(spec),
     ):
         pass
@@ -266,12 +273,14 @@ def test_answers_cached_in_one_mode_are_not_served_in_the_other() -> None:
     # reuse keeps the identity answers were cached under before the mode existed (all by reuse)
     assert reuse == f"gguf:sha256:{get_model('qwen2.5-coder-1.5b').sha256}"
     assert fresh == reuse + "+prompt_cache:fresh"
+    # aligned gives fresh's answers bit for bit (tests/test_determinism.py), so it shares them
+    assert endpoint_identity(LLMSpec(prompt_cache="aligned")) == fresh
     assert request_key(req(), fresh) != request_key(req(), reuse)
     remote = LLMSpec(kind="litellm", model="openai/gpt-4o-mini")
     assert endpoint_identity(remote) == "litellm:openai/gpt-4o-mini@provider-default"
 
 
-@pytest.mark.parametrize("mode", ["fresh", "reuse"])
+@pytest.mark.parametrize("mode", ["fresh", "aligned", "reuse"])
 def test_open_llm_starts_the_managed_server_in_the_recipes_mode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: PromptCache
 ) -> None:

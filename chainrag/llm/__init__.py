@@ -5,8 +5,9 @@ managed local server for ``kind: local_gguf`` — wrapped in the response cache 
 recipe's model and sampling parameters. Wrap it per question in
 :class:`~chainrag.llm.stack.MeteredLLM` to count that question's usage.
 
-The managed server evaluates every prompt in full unless the recipe says ``prompt_cache: reuse``
-(see :mod:`chainrag.llm.fresh_server`); :func:`managed_prompt_cache` is the mode a run used.
+The managed server evaluates every prompt in full unless the recipe says ``prompt_cache:
+aligned`` (the same answers, faster) or ``reuse`` (see :mod:`chainrag.llm.fresh_server`);
+:func:`managed_prompt_cache` is the mode a run used.
 
 Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols` and :mod:`chainrag.recipes`
 (the ``llm:`` section, the model catalogue); never components, indexes, methods or above.
@@ -80,19 +81,19 @@ def open_llm(
 def managed_prompt_cache(spec: LLMSpec) -> PromptCache | None:
     """How the managed local server evaluates prompts for ``spec``; None for any other endpoint.
 
-    ``fresh`` or ``reuse`` (``spec.prompt_cache``) where chainrag starts the server itself
-    (``kind: local_gguf`` without ``api_base``); None where a server chainrag does not manage
-    answers, whose prompt evaluation is its own (``prompt_cache: reuse`` there is an error,
-    since chainrag could not honour it).
+    ``spec.prompt_cache`` where chainrag starts the server itself (``kind: local_gguf`` without
+    ``api_base``); None where a server chainrag does not manage answers, whose prompt
+    evaluation is its own (``prompt_cache: reuse`` or ``aligned`` there is an error, since
+    chainrag could not honour it).
     """
     if spec.kind == "local_gguf" and spec.api_base is None:
         return spec.prompt_cache
-    if spec.prompt_cache == "reuse":
+    if spec.prompt_cache != "fresh":
         raise RecipeError(
             "llm",
-            [Problem("llm.prompt_cache", "reuse applies only to the managed local server "
-                     "(kind: local_gguf without api_base); a server at api_base or a provider "
-                     "evaluates prompts its own way: remove prompt_cache")],
+            [Problem("llm.prompt_cache", f"{spec.prompt_cache} applies only to the managed local "
+                     "server (kind: local_gguf without api_base); a server at api_base or a "
+                     "provider evaluates prompts its own way: remove prompt_cache")],
         )  # fmt: skip
     return None
 
@@ -101,9 +102,10 @@ def endpoint_identity(spec: LLMSpec) -> str:
     """What answers ``spec``'s requests, for the response cache's key; never a credential.
 
     A managed local model is its GGUF's pinned sha256 (the server refuses any other file),
-    followed by ``+prompt_cache:fresh`` when it evaluates every prompt in full: such answers
-    differ from those of the prefix-reusing server, which keeps the bare identity its cached
-    answers were made under (before the mode existed, every answer was made by reuse). A
+    followed by ``+prompt_cache:fresh`` when it evaluates every prompt in full or in aligned
+    chunks (the two give the same logits, bit for bit): such answers differ from those of the
+    prefix-reusing server, which keeps the bare identity its cached answers were made under
+    (before the mode existed, every answer was made by reuse). A
     self-hosted server is its base URL without userinfo plus the model name it serves; a
     provider model is litellm's model string plus its base URL (stripped) when one is set.
     """
@@ -112,7 +114,7 @@ def endpoint_identity(spec: LLMSpec) -> str:
         from chainrag.recipes.models import get_model
 
         sha = get_model(spec.model).sha256
-        return f"gguf:sha256:{sha}" + ("+prompt_cache:fresh" if mode == "fresh" else "")
+        return f"gguf:sha256:{sha}" + ("" if mode == "reuse" else "+prompt_cache:fresh")
     base = strip_userinfo(spec.api_base) if spec.api_base else "provider-default"
     return f"{spec.kind}:{spec.model}@{base}"
 

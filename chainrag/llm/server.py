@@ -5,8 +5,10 @@
 
 By default every request's prompt is evaluated in full (``prompt_cache="fresh"``, the
 :mod:`chainrag.llm.fresh_server` entry point), so a request gets the same answer whatever came
-before it; ``prompt_cache="reuse"`` runs ``llama_cpp.server`` as it is, which evaluates only what
-follows the prefix a prompt shares with the previous request's.
+before it; ``prompt_cache="aligned"`` (the same entry point with ``--aligned``) keeps the whole
+``n_batch`` chunks of the previous prompt that the new one shares, giving the fresh mode's
+logits bit for bit in less time; ``prompt_cache="reuse"`` runs ``llama_cpp.server`` as it is,
+which evaluates only what follows the prefix a prompt shares with the previous request's.
 
 The server gets a free port, its output goes to a log file, and the context manager waits
 until it answers before handing it out. It is stopped when the block ends — normally, on an
@@ -41,13 +43,15 @@ from chainrag.core.errors import ServerError
 from chainrag.recipes.models import LocalModel, get_model, model_cache_dir, require
 
 HOST = "127.0.0.1"
-PromptCache = Literal["fresh", "reuse"]
-"""``fresh``: every prompt evaluated in full; ``reuse``: llama.cpp's prefix reuse."""
-ENTRY_POINTS: dict[PromptCache, str] = {
-    "fresh": "chainrag.llm.fresh_server",
-    "reuse": "llama_cpp.server",
+PromptCache = Literal["fresh", "aligned", "reuse"]
+"""``fresh``: every prompt evaluated in full; ``aligned``: the previous prompt's whole chunks
+kept (the same logits as ``fresh``); ``reuse``: llama.cpp's prefix reuse."""
+ENTRY_POINTS: dict[PromptCache, list[str]] = {
+    "fresh": ["chainrag.llm.fresh_server"],
+    "aligned": ["chainrag.llm.fresh_server", "--aligned"],
+    "reuse": ["llama_cpp.server"],
 }
-"""The module the server runs as (``python -m MODULE``), by prompt cache mode."""
+"""The module the server runs as (``python -m MODULE [ARG]``), by prompt cache mode."""
 _LIVE: set[LocalServer] = set()
 
 
@@ -75,7 +79,7 @@ def server_command(
 ) -> list[str]:
     """The command line that serves ``model_file`` under ``alias`` on 127.0.0.1:``port``."""
     return [
-        sys.executable, "-m", ENTRY_POINTS[prompt_cache],
+        sys.executable, "-m", *ENTRY_POINTS[prompt_cache],
         "--model", str(model_file),
         "--model_alias", alias,
         "--host", HOST,
@@ -93,7 +97,8 @@ class LocalServer:
         model_file: Its verified GGUF file.
         n_ctx: Context window in tokens.
         n_threads: CPU threads for inference.
-        prompt_cache: ``fresh`` (every prompt evaluated in full) or ``reuse`` (see the module).
+        prompt_cache: ``fresh`` (every prompt evaluated in full), ``aligned`` or ``reuse`` (see
+            the module).
         log_dir: Folder for the server's log (default: ``<model cache>/../logs``).
         ready_timeout_s: How long to wait for the server to answer.
         command: Override: port → command line (tests use it to serve a stand-in).

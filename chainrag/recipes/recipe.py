@@ -74,9 +74,12 @@ class LLMSpec:
     ``auto`` picks llama.cpp's form for local models and OpenAI's where litellm supports it.
     ``prompt_cache`` is how the managed server (``local_gguf`` without ``api_base``) treats the
     previous request's prompt: ``fresh`` (the default) evaluates every prompt in full, so a
-    request gets the same answer whatever came before it; ``reuse`` evaluates only what follows
-    the prefix shared with the previous request, faster for prompts that begin alike, but an
-    answer can then depend on the request before it (ggml-org/llama.cpp#4902).
+    request gets the same answer whatever came before it; ``aligned`` keeps the whole
+    ``n_batch``-token chunks of the previous prompt that the new one shares and evaluates the
+    rest as a fresh evaluation would, so its answers are ``fresh``'s, bit for bit, in less time
+    where prompts begin alike; ``reuse`` evaluates only what follows the prefix shared with the
+    previous request, faster still, but an answer can then depend on the request before it
+    (ggml-org/llama.cpp#4902).
     """
 
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
@@ -89,7 +92,7 @@ class LLMSpec:
     max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     concurrency: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     json_mode: Literal["auto", "json_schema", "json_object", "instructions"] = "auto"
-    prompt_cache: Literal["fresh", "reuse"] = "fresh"
+    prompt_cache: Literal["fresh", "aligned", "reuse"] = "fresh"
 
     def __attrs_post_init__(self) -> None:
         if self.kind == "local_gguf" and self.model not in LOCAL_MODELS:

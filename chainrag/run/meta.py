@@ -45,8 +45,9 @@ PACKAGES = (
 class LLMIdentity:
     """The LLM that answered: its kind and model, the endpoint (without userinfo), for a local
     GGUF model its file and pinned sha256, and for the server chainrag starts itself how it
-    treated prompts (``prompt_cache``: ``fresh``, every prompt evaluated in full, or ``reuse``,
-    a cached prefix reused; absent for other LLMs and in runs made before it was recorded)."""
+    treated prompts (``prompt_cache``: ``fresh``, every prompt evaluated in full; ``aligned``,
+    the previous prompt's whole chunks kept, with fresh's answers; or ``reuse``, a cached prefix
+    reused; absent for other LLMs and in runs made before it was recorded)."""
 
     kind: str
     model: str
