@@ -158,6 +158,42 @@ def test_a_sample_on_the_scripted_llm_gives_exact_totals(tmp_path: Path) -> None
 
 
 @needs_data
+def test_the_models_are_loaded_before_the_first_sampled_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample's first question is timed after its index's and seeds' models are loaded
+    into the store the session then uses (here a model-free embedder: the store stays empty),
+    without an LLM call; not again when the sample is read back."""
+    import chainrag.run.estimate as module
+    from chainrag.core.context import ModelStore
+    from chainrag.run.question import warm_up
+
+    path, recipe = priced_recipe(tmp_path)
+    examples = load_dataset("musique", 8)
+    warmed: list[tuple[str, ModelStore]] = []
+
+    def spy(recipe: Recipe, example: QAExample, models: ModelStore, index: object) -> None:
+        warm_up(recipe, example, models, None)
+        warmed.append((example.qid, models))
+
+    sessions: list[ModelStore | None] = []
+    run_into = module.run_into
+
+    def recording(*args: object, models: ModelStore | None = None, **kwargs: object) -> object:
+        sessions.append(models)
+        return run_into(*args, models=models, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "warm_up", spy)
+    monkeypatch.setattr(module, "run_into", recording)
+    llm = ScriptedLLM({"cxtint": ["Paris", "the Blue Nile", "1987"]})
+    estimate(recipe, path, tmp_path, examples, lambda: llm, 3)
+    assert [qid for qid, _ in warmed] == [sample_questions(examples, 3)[0].qid]
+    assert sessions == [warmed[0][1]] and len(llm.requests) == 3
+    estimate(recipe, path, tmp_path, examples, never, 3)
+    assert len(warmed) == 1 and len(sessions) == 1
+
+
+@needs_data
 def test_a_model_without_a_price_and_a_local_model(tmp_path: Path) -> None:
     examples = load_dataset("musique", 4)
     path, recipe = priced_recipe(tmp_path, "openai/fake-model")

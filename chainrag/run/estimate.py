@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import attrs
 
+from chainrag.core.context import ModelStore
 from chainrag.core.errors import ChainragError, Interrupted
 from chainrag.core.paths import cache_root
 from chainrag.core.types import QAExample
@@ -62,6 +63,7 @@ from chainrag.run.jobs import (
     run_slug,
 )
 from chainrag.run.meta import IndexIdentity, file_fingerprint, recipe_digest
+from chainrag.run.question import warm_up
 from chainrag.run.record import RunRecord
 
 SAMPLE = 5
@@ -283,8 +285,10 @@ def answer_sample(
 ) -> tuple[list[RunRecord], Basis]:
     """:func:`sample_questions` answered one at a time with ``llm()`` into
     :func:`sample_folder`, and their records. What the folder holds is kept: when it holds
-    every sampled question, nothing is answered and ``llm`` is not called. Ctrl-C or SIGTERM
-    ends it as it ends a run."""
+    every sampled question, nothing is answered and ``llm`` is not called. Before the first
+    is answered, :func:`~chainrag.run.question.warm_up` loads the models its index and seeds
+    need (without the LLM), so the first question's seconds carry no model loading, which a
+    run pays once, not per question. Ctrl-C or SIGTERM ends it as it ends a run."""
     dataset_file, _ = dataset_path(job.dataset)
     about = index_identity(shared) if shared is not None else None
     run = f"{run_slug(job.dataset, shared)}/{recipe.name}"
@@ -297,9 +301,13 @@ def answer_sample(
             return []
         return [r for r in RunDir(folder).records()[0] if r.id in wanted]
 
-    if len(answered()) < len(chosen):
+    done = {r.id for r in answered()}
+    if len(done) < len(chosen):
+        models = ModelStore()
+        warm_up(recipe, next(e for e in chosen if e.qid not in done), models, shared)
         session = run_into(recipe, recipe_path, folder, job.dataset, chosen, llm(), width=1,
-                           slots=1, cache=cache, shared=shared, progress=progress)  # fmt: skip
+                           slots=1, cache=cache, shared=shared, progress=progress,
+                           models=models)  # fmt: skip
         if session.interrupted:
             raise Interrupted(signal.Signals[session.interrupted])
     records = answered()

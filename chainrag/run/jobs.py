@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from chainrag.core.context import ModelStore
 from chainrag.core.types import QAExample
 from chainrag.data.datasets import DatasetError, dataset_path, dataset_slug, load_dataset
 from chainrag.index.build import IndexCache
@@ -193,9 +194,10 @@ def index_identity(shared: Any) -> IndexIdentity:
 def run_into(
     recipe: Recipe, path: Path, folder: Path, dataset: str, examples: Sequence[QAExample],
     llm: Any, *, width: int, slots: int, cache: IndexCache | None, shared: Any = None,
-    progress: Progress | None = None,
+    progress: Progress | None = None, models: ModelStore | None = None,
 ) -> SessionResult:  # fmt: skip
-    """Run one recipe into ``folder`` and record the session's end, interrupted or not."""
+    """Run one recipe into ``folder`` and record the session's end, interrupted or not
+    (``models``: a model store already holding what the questions load, else a new one)."""
     from chainrag.llm import managed_prompt_cache
 
     dataset_file, _ = dataset_path(dataset)
@@ -217,7 +219,8 @@ def run_into(
             prompt_cache=managed_prompt_cache(recipe.llm),
         )
         result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
-                            cache=cache, index=shared, progress=report)  # fmt: skip
+                            models=models, cache=cache, index=shared,
+                            progress=report)  # fmt: skip
         run_dir.finish_session(result.summary())
     return result
 

@@ -63,6 +63,18 @@ def searchable_index(
     return index
 
 
+def warm_up(
+    recipe: Recipe, example: QAExample, models: ModelStore, index: Searchable | None = None
+) -> None:
+    """Load into ``models`` what answering ``example`` loads before its first LLM call: build
+    its index (``index`` stands for it when given; nothing is cached) and retrieve its seeds,
+    so that a question timed after it does not carry the loading of the embedder, the NER and
+    the seed reranker. The LLM is not called."""
+    searchable = index if index is not None else searchable_index(recipe, example, models)
+    assert recipe.retrieval is not None  # checked by searchable_index
+    recipe.retrieval.seed(example.question, searchable, Context(models=models))
+
+
 def answer_question(
     recipe: Recipe,
     example: QAExample,
