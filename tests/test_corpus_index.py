@@ -303,6 +303,41 @@ def test_seed_retrieval_over_a_corpus_index_through_each_search(tmp_path: Path) 
     assert [h.index for h in hits] == expected[:5]
 
 
+def test_a_blocked_ivf_index_keeps_its_vectors_in_list_order_beside_it(tmp_path: Path) -> None:
+    """The vectors in list order are moved with the index file out of its temporary name; the
+    session that built the index and a later one search the lists as slices of that file and
+    find the same seeds; a folder from before that file (none beside the index) still gives
+    them, by gathering."""
+    from chainrag.components.retrievers import DenseRerank
+    from chainrag.components.search import BlockedIVF, BlockedIVFIndex, lists_file
+
+    _, spec = recipe(tmp_path)
+    build(corpus_file(tmp_path), spec, tmp_path / "idx")
+    search = BlockedIVF(nlist=4, nprobe=4)  # every list probed: exact
+    ctx = Context()
+    index = CorpusIndex.open(tmp_path / "idx", spec.embedder)
+    n = len(index)
+    dense = index.embeddings @ spec.embedder(["the film director"], ctx, "query")[0]
+    expected = np.lexsort((np.arange(n), -dense))[:20].tolist()
+
+    def seeds(opened: CorpusIndex) -> list[int]:
+        hits = DenseRerank(k=20, candidates=20, search=search)("the film director", opened, ctx)
+        return [h.index for h in hits]
+
+    assert seeds(index) == expected
+    [saved, beside] = sorted((tmp_path / "idx" / "search").iterdir())
+    assert saved.suffix == ".index" and beside == lists_file(saved)
+    opened = CorpusIndex.open(tmp_path / "idx", spec.embedder)
+    for searcher in (index.vector_index(search), opened.vector_index(search)):
+        assert isinstance(searcher, BlockedIVFIndex) and searcher.in_lists is not None
+    assert seeds(opened) == expected
+    beside.unlink()
+    before = CorpusIndex.open(tmp_path / "idx", spec.embedder)
+    searcher = before.vector_index(search)
+    assert isinstance(searcher, BlockedIVFIndex) and searcher.in_lists is None
+    assert seeds(before) == expected
+
+
 def test_index_section_names_a_recipe_without_one(tmp_path: Path) -> None:
     from chainrag.index.build import IndexBuildError
     from chainrag.index.corpus.indexing import index_section

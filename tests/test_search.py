@@ -8,6 +8,7 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from hypothesis import given
@@ -19,6 +20,8 @@ from chainrag.components.search import (
     FaissHNSW,
     FaissIVF,
     exact_top_k,
+    in_list_order,
+    lists_file,
     neighbour_step,
     spans,
 )
@@ -269,6 +272,68 @@ def test_blocked_ivf_exhaustive_is_brute_force_with_ties(
     assert np.array_equal(ids, want_ids)
     assert np.array_equal(sims, want_sims)
     assert np.array_equal(index.self_join(k, rows=3)[0], want_ids)
+    stored = attrs.evolve(index, in_lists=in_list_order(x, index.order))  # lists as slices
+    assert all(map(np.array_equal, stored.search(x, k, exclude), (ids, sims)))
+
+
+def same_results(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
+    """Equal ids and bit-identical similarities (no tolerance)."""
+    return all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_blocked_ivf_loaded_with_its_lists_searches_exactly_as_built(
+    dtype: type, tmp_path: Path
+) -> None:
+    """A saved index writes its vectors in list order beside its file; loaded, it reads each
+    list as a slice of that file and finds what the index built in memory (which gathers each
+    list's rows) finds: the same ids, the same similarities bit for bit, by search and
+    self-join, for one query and for many, with few probes."""
+    x = unit_rows(900, 24, seed=4)
+    np.save(tmp_path / "e.npy", x.astype(dtype))
+    mapped = np.load(tmp_path / "e.npy", mmap_mode="r")
+    search = BlockedIVF(nlist=15, nprobe=4, query_block=64)
+    built = search(mapped)
+    built.save(tmp_path / "index")
+    assert np.array_equal(
+        np.load(lists_file(tmp_path / "index")), in_list_order(mapped, built.order)
+    )
+    loaded = search.load(tmp_path / "index", mapped)
+    assert loaded.in_lists is not None and built.in_lists is None
+    queries = np.asarray(mapped[:200], np.float32)
+    for q, exclude in ((queries[:1], None), (queries, None), (queries, np.arange(200))):
+        for k in (1, 10, 100):
+            assert same_results(loaded.search(q, k, exclude), built.search(q, k, exclude))
+    assert same_results(loaded.self_join(10, rows=300), built.self_join(10, rows=300))
+
+
+def test_blocked_ivf_saved_without_its_lists_still_loads_and_gathers(tmp_path: Path) -> None:
+    """An index file written before the lists were saved beside it (none there) loads and
+    gathers each list's rows, with the same results."""
+    x = unit_rows(500, 16, seed=6)
+    search = BlockedIVF(nlist=10, nprobe=3)
+    built = search(x)
+    built.save(tmp_path / "index")
+    lists_file(tmp_path / "index").unlink()
+    old = search.load(tmp_path / "index", x)
+    assert old.in_lists is None
+    assert same_results(
+        old.search(x[:50], 20, np.arange(50)), built.search(x[:50], 20, np.arange(50))
+    )
+
+
+def test_blocked_ivf_refuses_lists_that_are_not_its_vectors_in_its_order(tmp_path: Path) -> None:
+    x = unit_rows(300, 8, seed=7)
+    search = BlockedIVF(nlist=6, nprobe=2)
+    search(x).save(tmp_path / "index")
+    beside = lists_file(tmp_path / "index")
+    for wrong in (x, x[:, :4], x.astype(np.float64), np.zeros((300, 8), np.float32)):
+        np.save(beside, wrong)
+        with pytest.raises(ValueError, match="does not hold these vectors in the index's list"):
+            search.load(tmp_path / "index", x)
+    beside.write_bytes(b"not an npy file")
+    with pytest.raises(ValueError, match="is not a file of vectors in list order"):
+        search.load(tmp_path / "index", x)
 
 
 def test_blocked_ivf_is_seeded_and_recalls_most_with_few_probes() -> None:

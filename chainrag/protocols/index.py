@@ -92,7 +92,10 @@ class VectorIndex(Protocol):
         ...
 
     def save(self, path: Path) -> None:
-        """Write the index to one file at ``path`` (its vectors are not written)."""
+        """Write the index to a file at ``path``: its vectors are not written, except where
+        the index keeps a copy of them in its own order (``blocked_ivf``), in a file beside it
+        named ``path``'s name plus a suffix, written first; a caller moving the file moves
+        those with it."""
         ...
 
 

@@ -264,19 +264,23 @@ class CorpusIndex:
             return found
 
     def _open_or_build(self, search: VectorSearch) -> VectorIndex:
+        """The index file read, or built and saved under a temporary name, then the files the
+        save wrote beside it (its name plus a suffix: blocked_ivf's vectors in list order)
+        renamed, the index file last: where it exists, they are complete. A built index is
+        read back from the folder, so a search is the same in the session that built it."""
         from chainrag.index.build import digest
         from chainrag.recipes.structure import unstructure
 
         folder = self.folder / SEARCH
         path = folder / f"{digest(unstructure(search))[:24]}.index"
-        if path.is_file():
-            return search.load(path, self.embeddings)
-        built = search(self.embeddings)
-        folder.mkdir(exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        built.save(tmp)
-        os.replace(tmp, path)
-        return built
+        if not path.is_file():
+            folder.mkdir(exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            search(self.embeddings).save(tmp)
+            for beside in sorted(folder.glob(f"{tmp.name}.*")):
+                os.replace(beside, path.with_name(path.name + beside.name[len(tmp.name) :]))
+            os.replace(tmp, path)
+        return search.load(path, self.embeddings)
 
     def neighbours(self, units: Sequence[int]) -> tuple[int, ...]:
         given = np.unique(np.asarray(units, dtype=np.int64))
