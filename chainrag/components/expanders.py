@@ -11,7 +11,7 @@ judge first reads the seeds alone, and a "yes" there ends the walk before its fi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -26,6 +26,23 @@ from chainrag.recipes.registry import EXPANDERS
 def words(text: str) -> int:
     """Words in ``text``, as the budget counts them (whitespace-separated tokens)."""
     return len(text.split())
+
+
+def take_within(
+    units: Iterable[int],
+    gathered: list[int],
+    total: int,
+    length: Callable[[int], int],
+    word_budget: int,
+) -> tuple[int, bool]:
+    """Append ``units`` to ``gathered`` in order while they fit ``word_budget`` words (``total``
+    gathered so far); the new total, and whether a unit did not fit."""
+    for unit in units:
+        if total + length(unit) > word_budget:
+            return total, True
+        gathered.append(unit)
+        total += length(unit)
+    return total, False
 
 
 def expand_hops(
@@ -50,14 +67,7 @@ def expand_hops(
         judge_seeds: Judge the seeds before the first hop, and stop there on a "yes".
     """
     gathered: list[int] = []
-    total = 0
-    full = False
-    for unit in dict.fromkeys(seeds):
-        if total + length(unit) > word_budget:
-            full = True
-            break
-        gathered.append(unit)
-        total += length(unit)
+    total, full = take_within(dict.fromkeys(seeds), gathered, 0, length, word_budget)
     verdicts: list[Verdict] = []
     if judge_seeds and max_hops > 0 and gathered:
         verdicts.append(judge(gathered))
@@ -68,17 +78,9 @@ def expand_hops(
         if not frontier:
             break
         hops += 1
-        for unit in frontier:
-            if total + length(unit) > word_budget:
-                full = True
-                break
-            gathered.append(unit)
-            total += length(unit)
-        if full:
-            break
-        verdicts.append(judge(gathered))
-        if verdicts[-1].ok:
-            break
+        total, full = take_within(frontier, gathered, total, length, word_budget)
+        if not full:  # a hop the budget cut is not judged: the walk ends with it
+            verdicts.append(judge(gathered))
     return Expansion(tuple(gathered), tuple(dict.fromkeys(seeds)), hops, tuple(verdicts), total)
 
 
