@@ -1,11 +1,12 @@
 """The same request gets the same answer whatever came before it (issue 22), on the real 0.5B model.
 
-The managed server evaluates every prompt in full by default (``prompt_cache: fresh``,
-:mod:`chainrag.llm.fresh_server`). These tests send one request first, after a request that
-shares a long prefix with it (llama.cpp's prefix reuse would evaluate only the rest), after
-itself, and after an unrelated one, and compare the answers — and, more finely, the first
-token's log-probabilities, which the prefix-reusing server changes (the control test). Skipped
-where the model or llama-cpp-python is absent.
+The managed server evaluates every prompt in full (``prompt_cache: fresh``,
+:mod:`chainrag.llm.fresh_server`), or keeps only the previous prompt's whole shared chunks
+(``aligned``, the default), which must give the same logits bit for bit. These tests send one
+request first, after a request that shares a long prefix with it (llama.cpp's prefix reuse
+would evaluate only the rest), after itself, and after an unrelated one, and compare the
+answers — and, more finely, the first token's log-probabilities, which the prefix-reusing
+server changes (the control test). Skipped where the model or llama-cpp-python is absent.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from chainrag.core.types import LLMRequest
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.server import LocalServer, PromptCache
 from chainrag.recipes import models
-from chainrag.recipes.recipe import LLMSpec
 
 MODEL = "qwen2.5-coder-0.5b"
 EVIDENCE = numbered(
@@ -103,8 +103,7 @@ def fresh_answers(model_present: None) -> dict[str, tuple[str, list[tuple[str, f
 def test_one_request_gets_one_answer_whatever_came_before(
     fresh_answers: dict[str, tuple[str, list[tuple[str, float]]]],
 ) -> None:
-    """The default server: the same text and bit-identical log-probabilities after each."""
-    assert LLMSpec().prompt_cache == "fresh"
+    """The fresh server: the same text and bit-identical log-probabilities after each."""
     seen = fresh_answers
     assert all(v == seen["nothing"] for v in seen.values()), seen
     assert "fårö" in seen["nothing"][0].lower()

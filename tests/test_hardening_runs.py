@@ -210,10 +210,11 @@ def test_a_run_folder_reads_back_whatever_the_environment_holds(
 
 
 def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) -> None:
-    """The mode the local server ran in is in run.json, and resuming a run whose answers came
-    from another mode, which would mix two experiments' answers, is refused (another recipe
-    says so first; a run made before the mode was recorded, with prefix reuse, says this); an
-    LLM chainrag does not start has none."""
+    """The mode the local server ran in is in run.json (and each session's), and resuming a run
+    whose answers came from another mode, which would mix two experiments' answers, is refused
+    (another recipe says so first; a run made before the mode was recorded, with prefix reuse,
+    says this) — but fresh and aligned, whose answers are the same, mix; an LLM chainrag does
+    not start has none."""
     import attrs
 
     from chainrag.data.datasets import dataset_path
@@ -244,6 +245,18 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     aligned = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache="aligned"))
     with pytest.raises(RunError, match="prompt_cache 'aligned'; this run's is 'reuse'"):
         RunDir(tmp_path / "aligned").start(aligned, path, "2wiki", file, prompt_cache="reuse")
+    # fresh and aligned give the same answers bit for bit: a run goes on in either, and the
+    # unset default (aligned) is the same recipe as an explicit fresh
+    assert recipe.llm.prompt_cache is None
+    RunDir(tmp_path / "fresh").start(recipe, path, "2wiki", file, prompt_cache="aligned")
+    RunDir(tmp_path / "aligned").start(mine_fresh := attrs.evolve(
+        recipe, llm=attrs.evolve(recipe.llm, prompt_cache="fresh")), path, "2wiki", file,
+        prompt_cache="fresh")  # fmt: skip
+    assert mine_fresh != aligned
+    for folder, modes in (("fresh", ["fresh", "aligned"]), ("aligned", ["aligned", "fresh"])):
+        meta = json.loads((tmp_path / folder / "run.json").read_text())
+        assert meta["models"]["llm"]["prompt_cache"] == folder  # the mode it began in
+        assert [s["prompt_cache"] for s in meta["sessions"]] == modes
     remote = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, kind="litellm", model="gpt-4o-mini"))
     run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
              cache=None)  # fmt: skip

@@ -233,9 +233,12 @@ def test_open_llm_for_an_api_model_needs_no_server(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- prompt cache mode
 
 
-def test_the_managed_server_evaluates_every_prompt_in_full_unless_told_to_reuse() -> None:
-    assert LLMSpec().prompt_cache == "fresh"
-    assert managed_prompt_cache(LLMSpec()) == "fresh"
+def test_the_managed_server_keeps_aligned_chunks_unless_told_otherwise() -> None:
+    assert LLMSpec().prompt_cache is None
+    assert managed_prompt_cache(LLMSpec()) == "aligned"
+    assert managed_prompt_cache(LLMSpec(prompt_cache="fresh")) == "fresh"
+    assert managed_prompt_cache(LLMSpec(kind="litellm", model="openai/gpt-4o-mini",
+                                        prompt_cache="fresh")) is None  # fmt: skip
     assert managed_prompt_cache(LLMSpec(prompt_cache="reuse")) == "reuse"
     assert managed_prompt_cache(LLMSpec(api_base="http://127.0.0.1:8000/v1")) is None
     assert managed_prompt_cache(LLMSpec(kind="litellm", model="openai/gpt-4o-mini")) is None
@@ -268,13 +271,14 @@ def test_reuse_is_refused_where_chainrag_does_not_start_the_server(spec: LLMSpec
 
 
 def test_answers_cached_in_one_mode_are_not_served_in_the_other() -> None:
-    fresh = endpoint_identity(LLMSpec())
+    fresh = endpoint_identity(LLMSpec(prompt_cache="fresh"))
     reuse = endpoint_identity(LLMSpec(prompt_cache="reuse"))
     # reuse keeps the identity answers were cached under before the mode existed (all by reuse)
     assert reuse == f"gguf:sha256:{get_model('qwen2.5-coder-1.5b').sha256}"
     assert fresh == reuse + "+prompt_cache:fresh"
     # aligned gives fresh's answers bit for bit (tests/test_determinism.py), so it shares them
     assert endpoint_identity(LLMSpec(prompt_cache="aligned")) == fresh
+    assert endpoint_identity(LLMSpec()) == fresh  # unset: aligned
     assert request_key(req(), fresh) != request_key(req(), reuse)
     remote = LLMSpec(kind="litellm", model="openai/gpt-4o-mini")
     assert endpoint_identity(remote) == "litellm:openai/gpt-4o-mini@provider-default"

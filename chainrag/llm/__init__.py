@@ -5,9 +5,10 @@ managed local server for ``kind: local_gguf`` — wrapped in the response cache 
 recipe's model and sampling parameters. Wrap it per question in
 :class:`~chainrag.llm.stack.MeteredLLM` to count that question's usage.
 
-The managed server evaluates every prompt in full unless the recipe says ``prompt_cache:
-aligned`` (the same answers, faster) or ``reuse`` (see :mod:`chainrag.llm.fresh_server`);
-:func:`managed_prompt_cache` is the mode a run used.
+The managed server keeps the previous prompt's shared whole chunks and evaluates the rest as
+a full evaluation would (``prompt_cache: aligned``, the default), or evaluates every prompt in
+full (``fresh``: the same answers, slower), or reuses any shared prefix (``reuse``; see
+:mod:`chainrag.llm.fresh_server`); :func:`managed_prompt_cache` is the mode a run used.
 
 Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols` and :mod:`chainrag.recipes`
 (the ``llm:`` section, the model catalogue); never components, indexes, methods or above.
@@ -82,13 +83,13 @@ def managed_prompt_cache(spec: LLMSpec) -> PromptCache | None:
     """How the managed local server evaluates prompts for ``spec``; None for any other endpoint.
 
     ``spec.prompt_cache`` where chainrag starts the server itself (``kind: local_gguf`` without
-    ``api_base``); None where a server chainrag does not manage answers, whose prompt
-    evaluation is its own (``prompt_cache: reuse`` or ``aligned`` there is an error, since
-    chainrag could not honour it).
+    ``api_base``), ``aligned`` when it is unset; None where a server chainrag does not manage
+    answers, whose prompt evaluation is its own (``prompt_cache: reuse`` or ``aligned`` there is
+    an error, since chainrag could not honour it).
     """
     if spec.kind == "local_gguf" and spec.api_base is None:
-        return spec.prompt_cache
-    if spec.prompt_cache != "fresh":
+        return spec.prompt_cache or "aligned"
+    if spec.prompt_cache not in (None, "fresh"):
         raise RecipeError(
             "llm",
             [Problem("llm.prompt_cache", f"{spec.prompt_cache} applies only to the managed local "

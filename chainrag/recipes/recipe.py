@@ -73,13 +73,15 @@ class LLMSpec:
     how a JSON schema reaches the model (see :class:`chainrag.llm.backend.LiteLLMBackend`);
     ``auto`` picks llama.cpp's form for local models and OpenAI's where litellm supports it.
     ``prompt_cache`` is how the managed server (``local_gguf`` without ``api_base``) treats the
-    previous request's prompt: ``fresh`` (the default) evaluates every prompt in full, so a
-    request gets the same answer whatever came before it; ``aligned`` keeps the whole
-    ``n_batch``-token chunks of the previous prompt that the new one shares and evaluates the
-    rest as a fresh evaluation would, so its answers are ``fresh``'s, bit for bit, in less time
-    where prompts begin alike; ``reuse`` evaluates only what follows the prefix shared with the
-    previous request, faster still, but an answer can then depend on the request before it
-    (ggml-org/llama.cpp#4902).
+    previous request's prompt: ``fresh`` evaluates every prompt in full, so a request gets the
+    same answer whatever came before it; ``aligned`` keeps the whole ``n_batch``-token chunks of
+    the previous prompt that the new one shares and evaluates the rest as a fresh evaluation
+    would, so its answers are ``fresh``'s, bit for bit, in less time where prompts begin alike;
+    ``reuse`` evaluates only what follows the prefix shared with the previous request, faster
+    still, but an answer can then depend on the request before it (ggml-org/llama.cpp#4902).
+    Unset (``null``) is ``aligned`` on the managed server and means nothing elsewhere. Since
+    ``fresh`` and ``aligned`` give the same answers, a run may go on in either (see
+    :func:`chainrag.run.meta.answer_recipe`).
     """
 
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
@@ -92,7 +94,7 @@ class LLMSpec:
     max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     concurrency: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     json_mode: Literal["auto", "json_schema", "json_object", "instructions"] = "auto"
-    prompt_cache: Literal["fresh", "aligned", "reuse"] = "fresh"
+    prompt_cache: Literal["fresh", "aligned", "reuse"] | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.kind == "local_gguf" and self.model not in LOCAL_MODELS:

@@ -36,6 +36,7 @@ from chainrag.run.meta import (
     RunMeta,
     Session,
     SessionEnd,
+    answer_recipe,
     file_fingerprint,
     meta_data,
     model_identities,
@@ -98,12 +99,13 @@ class RunDir:
 
         Resuming with a changed recipe or a changed dataset file would mix two experiments in
         one file, so either is an error that names what differs; so is resuming with the
-        managed server's other ``prompt_cache`` mode (the caller passes the mode it runs with).
+        managed server's ``reuse`` mode after ``fresh`` or ``aligned`` or the other way round
+        (the caller passes the mode it runs with; each session records it).
         """
         if (self.folder / RUN_FILE).exists():
             meta = self.check(recipe, dataset, dataset_file, index)
             self._check_prompt_cache(meta, prompt_cache)
-            meta = attrs.evolve(meta, sessions=(*meta.sessions, Session.now()))
+            meta = attrs.evolve(meta, sessions=(*meta.sessions, Session.now(prompt_cache)))
         else:
             meta = RunMeta(
                 format=META_FORMAT,
@@ -117,7 +119,7 @@ class RunDir:
                 dataset_fingerprint=file_fingerprint(dataset_file),
                 packages=package_versions(),
                 models=model_identities(recipe, prompt_cache),
-                sessions=(Session.now(),),
+                sessions=(Session.now(prompt_cache),),
                 index=index,
                 dataset_setting=dataset_setting(dataset),
             )
@@ -177,9 +179,10 @@ class RunDir:
 
     def _check_prompt_cache(self, meta: RunMeta, mode: str | None) -> None:
         """Raise if the folder's answers came from the managed server in another mode, or from
-        the server before the mode was recorded (which reused cached prompt prefixes)."""
+        the server before the mode was recorded (which reused cached prompt prefixes);
+        ``fresh`` and ``aligned`` give the same answers and mix."""
         recorded = meta.models.llm.prompt_cache
-        if recorded == mode:
+        if recorded == mode or {recorded, mode} <= {"fresh", "aligned"}:
             return
         if recorded is None and mode is not None:
             raise RunError(
@@ -206,9 +209,10 @@ class RunDir:
             )
         except (ChainragError, OSError, UnicodeDecodeError):
             return False
-        mine = stored_recipe(recipe)
+        mine = answer_recipe(stored_recipe(recipe))
         if stored is None:
             return False
+        stored = answer_recipe(stored)
         return attrs.evolve(stored, name=mine.name, description=mine.description) == mine
 
     def finish_session(self, end: SessionEnd) -> None:

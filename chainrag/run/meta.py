@@ -47,7 +47,9 @@ class LLMIdentity:
     GGUF model its file and pinned sha256, and for the server chainrag starts itself how it
     treated prompts (``prompt_cache``: ``fresh``, every prompt evaluated in full; ``aligned``,
     the previous prompt's whole chunks kept, with fresh's answers; or ``reuse``, a cached prefix
-    reused; absent for other LLMs and in runs made before it was recorded)."""
+    reused; absent for other LLMs and in runs made before it was recorded). That is the mode
+    the run began in: a run may go on in ``fresh`` or ``aligned`` alike (the same answers), and
+    each :class:`Session` records its own."""
 
     kind: str
     model: str
@@ -116,11 +118,14 @@ class Session:
     argv: tuple[str, ...]
     host: Host
     end: SessionEnd | None = None
+    prompt_cache: str | None = None
+    """The managed server's mode in this session (sessions before it was recorded: absent)."""
 
     @classmethod
-    def now(cls) -> Session:
+    def now(cls, prompt_cache: str | None = None) -> Session:
         host = Host(platform.machine(), os.cpu_count())
-        return cls(time.strftime("%Y-%m-%dT%H:%M:%S%z"), tuple(sys.argv), host)
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        return cls(when, tuple(sys.argv), host, prompt_cache=prompt_cache)
 
 
 @attrs.frozen
@@ -150,13 +155,15 @@ class RunMeta:
 
 def _unstructure_session(session: Session) -> dict[str, Any]:
     own = {"started": session.started, "argv": list(session.argv), "host": plain(session.host)}
+    if session.prompt_cache is not None:
+        own["prompt_cache"] = session.prompt_cache
     return own | (plain(session.end, _CONVERTER) if session.end is not None else {})
 
 
 def _structure_session(data: Any, _: type) -> Session:
     if not isinstance(data, Mapping):
         raise InvalidValueError(f"expected a mapping, got {describe(data)}")
-    own = {k: v for k, v in data.items() if k in ("started", "argv", "host")}
+    own = {k: v for k, v in data.items() if k in ("started", "argv", "host", "prompt_cache")}
     end = {k: v for k, v in data.items() if k not in own}
     session: Session = _session_fields(own | ({"end": end} if end else {}), Session)
     return session
@@ -208,9 +215,19 @@ def stored_recipe(recipe: Recipe) -> Recipe:
     return attrs.evolve(recipe, llm=llm)
 
 
+def answer_recipe(recipe: Recipe) -> Recipe:
+    """``recipe`` as far as its answers go: ``prompt_cache`` unset or ``aligned`` is ``fresh``,
+    whose answers they are bit for bit (tests/test_determinism.py), so that a run begun in one
+    of the three goes on in another and is the same recipe (``reuse`` stays itself)."""
+    if recipe.llm.prompt_cache not in (None, "aligned"):
+        return recipe
+    return attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache="fresh"))
+
+
 def recipe_digest(recipe: Recipe) -> str:
-    """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded)."""
-    text = dump_recipe(stored_recipe(recipe))
+    """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded), as
+    far as its answers go (:func:`answer_recipe`)."""
+    text = dump_recipe(stored_recipe(answer_recipe(recipe)))
     lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
     return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
