@@ -217,3 +217,31 @@ def test_aligned_evaluation_gives_the_fresh_logits_bit_for_bit() -> None:
         assert evaluated == [len(first), len(second) - kept] and kept > 0
     finally:
         llama.close()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("model_present")
+def test_a_larger_context_window_gives_a_prompt_the_same_logits() -> None:
+    """The managed server's ``n_ctx`` (8,192 unless a recipe says otherwise) decides only which
+    prompts are refused as too long: a prompt that fits 1,024 tokens has the same logits, bit
+    for bit, in a window of 4,096 — which is why run folders and cached answers do not depend
+    on it (chainrag.run.meta.answer_recipe)."""
+    import llama_cpp
+    import numpy as np
+
+    from chainrag.llm.fresh_server import forget
+
+    path: Path = models.check(models.get_model(MODEL), full=False).path
+    seen = []
+    for n_ctx in (1024, 4096):
+        llama = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=2, seed=0, verbose=False)
+        try:
+            tokens = llama.tokenize(f"Evidence:\n{EVIDENCE}\nQuestion: Where was he born?".encode())
+            assert 200 < len(tokens) < 1000
+            forget(llama)
+            llama.eval(tokens)
+            vocab = llama.n_vocab()
+            seen.append(np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(vocab,)).copy())
+        finally:
+            llama.close()
+    assert np.array_equal(seen[0], seen[1])

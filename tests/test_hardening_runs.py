@@ -218,8 +218,9 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     import attrs
 
     from chainrag.data.datasets import dataset_path
-    from chainrag.recipes.recipe import load_recipe
+    from chainrag.recipes.recipe import dump_recipe, load_recipe
     from chainrag.run.jobs import run_into
+    from chainrag.run.meta import answer_recipe, recipe_digest
 
     from .conftest import ROOT
 
@@ -257,6 +258,12 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
         meta = json.loads((tmp_path / folder / "run.json").read_text())
         assert meta["models"]["llm"]["prompt_cache"] == folder  # the mode it began in
         assert [s["prompt_cache"] for s in meta["sessions"]] == modes
+    # a larger context window gives a prompt that fits the smaller one the same logits: the
+    # same recipe, whose digest is the one made before n_ctx existed
+    wider = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, n_ctx=32768))
+    RunDir(tmp_path / "aligned").start(wider, path, "2wiki", file, prompt_cache="aligned")
+    assert recipe_digest(wider) == recipe_digest(recipe) == recipe_digest(mine_fresh)
+    assert "n_ctx" not in dump_recipe(answer_recipe(wider)).replace("n_ctx: null", "")
     remote = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, kind="litellm", model="gpt-4o-mini"))
     run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
              cache=None)  # fmt: skip

@@ -16,7 +16,7 @@ from chainrag.llm.fake import FakeLLMError, ScriptedLLM
 from chainrag.llm.prompts import PromptError, available, load_prompt
 from chainrag.llm.server import LocalServer, PromptCache, server_command
 from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
-from chainrag.recipes.models import get_model
+from chainrag.recipes.models import DEFAULT_N_CTX, get_model
 from chainrag.recipes.recipe import LLMSpec
 
 from .test_server import standin
@@ -268,6 +268,31 @@ def test_reuse_is_refused_where_chainrag_does_not_start_the_server(spec: LLMSpec
         open_llm(spec),
     ):
         pass
+
+
+def test_the_managed_server_gets_the_recipes_context_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """n_ctx reaches the managed server (8,192 unset: the paper's 3,000-word budget does not
+    fit 4,096 tokens); elsewhere it is an error that names it; below 512 it is refused."""
+    seen: list[object] = []
+
+    def for_model(name: str, **kwargs: Any) -> LocalServer:
+        seen.append(kwargs["n_ctx"])
+        return LocalServer(get_model(name), tmp_path / "m.gguf", log_dir=tmp_path,
+                           command=standin("ok"), **kwargs)  # fmt: skip
+
+    monkeypatch.setattr(LocalServer, "for_model", staticmethod(for_model))
+    for spec in (LLMSpec(model="qwen2.5-coder-0.5b"), LLMSpec(model="qwen2.5-coder-0.5b",
+                                                              n_ctx=16384)):  # fmt: skip
+        with open_llm(spec):
+            pass
+    assert seen == [DEFAULT_N_CTX, 16384] and DEFAULT_N_CTX == 8192
+    assert server_command(Path("/m.gguf"), "qwen", 8123, 16384, 2)[-4:-2] == ["--n_ctx", "16384"]
+    with pytest.raises(RecipeError, match=r"local server .*: remove n_ctx @ llm\.n_ctx"):
+        managed_prompt_cache(LLMSpec(api_base="http://127.0.0.1:8000/v1", n_ctx=16384))
+    with pytest.raises(ValueError, match="n_ctx"):
+        LLMSpec(n_ctx=100)
 
 
 def test_answers_cached_in_one_mode_are_not_served_in_the_other() -> None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from chainrag.cli.common import Progress, reports_errors
+from chainrag.recipes.models import DEFAULT_N_CTX
 
 models_app = typer.Typer(help="Provision and check the offline models.", no_args_is_help=True)
 
@@ -59,7 +60,7 @@ def models_list(
 @reports_errors()
 def serve_llm(
     llm: Annotated[str, typer.Option(help="Local LLM to serve.")] = "qwen2.5-coder-1.5b",
-    n_ctx: Annotated[int, typer.Option(help="Context window (tokens).")] = 4096,
+    n_ctx: Annotated[int, typer.Option(help="Context window (tokens).")] = DEFAULT_N_CTX,
     n_threads: Annotated[int, typer.Option(help="CPU threads.")] = 2,
 ) -> None:
     """Run the managed local LLM server in the foreground until Ctrl-C (to share between runs)."""

@@ -28,6 +28,7 @@ from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
 from chainrag.llm.server import PromptCache
 from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM
+from chainrag.recipes.models import DEFAULT_N_CTX
 from chainrag.recipes.recipe import LLMSpec
 
 __all__ = [
@@ -53,7 +54,8 @@ def open_llm(
         if mode is not None:
             from chainrag.llm.server import LocalServer
 
-            server = stack.enter_context(LocalServer.for_model(spec.model, prompt_cache=mode))
+            server = stack.enter_context(LocalServer.for_model(
+                spec.model, prompt_cache=mode, n_ctx=spec.n_ctx or DEFAULT_N_CTX))  # fmt: skip
             backend = LiteLLMBackend(
                 api_base=server.api_base, api_key="unused", timeout_s=spec.timeout_s,
                 retry=retry, free=True, json_mode=_local_json_mode(spec),
@@ -84,11 +86,18 @@ def managed_prompt_cache(spec: LLMSpec) -> PromptCache | None:
 
     ``spec.prompt_cache`` where chainrag starts the server itself (``kind: local_gguf`` without
     ``api_base``), ``aligned`` when it is unset; None where a server chainrag does not manage
-    answers, whose prompt evaluation is its own (``prompt_cache: reuse`` or ``aligned`` there is
-    an error, since chainrag could not honour it).
+    answers, whose prompt evaluation is its own (``prompt_cache: reuse`` or ``aligned``, or an
+    ``n_ctx``, there is an error, since chainrag could not honour it).
     """
     if spec.kind == "local_gguf" and spec.api_base is None:
         return spec.prompt_cache or "aligned"
+    if spec.n_ctx is not None:
+        raise RecipeError(
+            "llm",
+            [Problem("llm.n_ctx", "applies only to the managed local server (kind: local_gguf "
+                     "without api_base); a server at api_base or a provider has its own context "
+                     "window: remove n_ctx")],
+        )  # fmt: skip
     if spec.prompt_cache not in (None, "fresh"):
         raise RecipeError(
             "llm",

@@ -40,7 +40,7 @@ from types import FrameType, TracebackType
 from typing import Literal
 
 from chainrag.core.errors import ServerError
-from chainrag.recipes.models import LocalModel, get_model, model_cache_dir, require
+from chainrag.recipes.models import DEFAULT_N_CTX, LocalModel, get_model, model_cache_dir, require
 
 HOST = "127.0.0.1"
 PromptCache = Literal["fresh", "aligned", "reuse"]
@@ -109,9 +109,9 @@ class LocalServer:
         model: LocalModel,
         model_file: Path,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = DEFAULT_N_CTX,
         n_threads: int = 2,
-        prompt_cache: PromptCache = "fresh",
+        prompt_cache: PromptCache = "aligned",
         log_dir: Path | None = None,
         ready_timeout_s: float = 300.0,
         command: Callable[[int], list[str]] | None = None,

@@ -57,6 +57,11 @@ class LocalModel:
         return f"{self.package}{i}=={self.version}"
 
 
+DEFAULT_N_CTX = 8192
+"""The managed server's context window: the paper's 3,000-word evidence budget (about 4,000
+tokens) with a prompt's instructions and question does not fit llama.cpp's usual 4,096."""
+
+
 LOCAL_MODELS: dict[str, LocalModel] = {
     m.name: m
     for m in (

@@ -81,7 +81,10 @@ class LLMSpec:
     still, but an answer can then depend on the request before it (ggml-org/llama.cpp#4902).
     Unset (``null``) is ``aligned`` on the managed server and means nothing elsewhere. Since
     ``fresh`` and ``aligned`` give the same answers, a run may go on in either (see
-    :func:`chainrag.run.meta.answer_recipe`).
+    :func:`chainrag.run.meta.answer_recipe`). ``n_ctx`` is the managed server's context window
+    in tokens (unset: :data:`chainrag.recipes.models.DEFAULT_N_CTX`); a prompt that fits a smaller window gets the same
+    logits, bit for bit, in a larger one, so it only decides which prompts are refused as too
+    long.
     """
 
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
@@ -95,6 +98,9 @@ class LLMSpec:
     concurrency: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     json_mode: Literal["auto", "json_schema", "json_object", "instructions"] = "auto"
     prompt_cache: Literal["fresh", "aligned", "reuse"] | None = None
+    n_ctx: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(512))
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.kind == "local_gguf" and self.model not in LOCAL_MODELS:

@@ -218,16 +218,20 @@ def stored_recipe(recipe: Recipe) -> Recipe:
 def answer_recipe(recipe: Recipe) -> Recipe:
     """``recipe`` as far as its answers go: ``prompt_cache`` unset or ``aligned`` is ``fresh``,
     whose answers they are bit for bit (tests/test_determinism.py), so that a run begun in one
-    of the three goes on in another and is the same recipe (``reuse`` stays itself)."""
-    if recipe.llm.prompt_cache not in (None, "aligned"):
-        return recipe
-    return attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache="fresh"))
+    of the three goes on in another and is the same recipe (``reuse`` stays itself); ``n_ctx``
+    is unset, since a larger window gives a prompt that fits a smaller one the same logits (a
+    run resumed with a larger one answers the questions whose prompts were too long)."""
+    cache = "fresh" if recipe.llm.prompt_cache in (None, "aligned") else recipe.llm.prompt_cache
+    llm = attrs.evolve(recipe.llm, prompt_cache=cache, n_ctx=None)
+    return attrs.evolve(recipe, llm=llm)
 
 
 def recipe_digest(recipe: Recipe) -> str:
     """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded), as
-    far as its answers go (:func:`answer_recipe`)."""
+    far as its answers go (:func:`answer_recipe`; ``n_ctx``, left out, keeps the digests made
+    before it existed)."""
     text = dump_recipe(stored_recipe(answer_recipe(recipe)))
+    text = "\n".join(ln for ln in text.splitlines() if ln != "  n_ctx: null")
     lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
     return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
