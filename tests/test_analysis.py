@@ -31,16 +31,18 @@ from .run_records import record, write_run
 CHAINRAG = [str(Path(sys.executable).parent / "chainrag")]
 
 
-def _step(hops: int, raws: list[str], words: int, rewritten: str | None = None) -> StepTrace:
+def _step(
+    hops: int, raws: list[str], words: int, rewritten: str | None = None, cut: bool | None = None
+) -> StepTrace:
     verdicts = tuple(Verdict(raw.lower().startswith("yes"), raw) for raw in raws)
-    expansion = Expansion((1,), (1,), hops, verdicts, words)
+    expansion = Expansion((1,), (1,), hops, verdicts, words, budget_cut=cut)
     answer = SubAnswer("q", "a", bool(raws and raws[-1] == "yes"))
     return StepTrace("q", rewritten, expansion=expansion, answer=answer)
 
 
 RECORDS = [
-    record("a", steps=[_step(1, ["yes"], 400), _step(2, ["no", "yes"], 800, "q?")]),
-    record("b", steps=[_step(3, ["perhaps", "no", "no"], 1200)]),
+    record("a", steps=[_step(1, ["yes"], 400, cut=False), _step(2, ["no", "yes"], 800, "q?")]),
+    record("b", steps=[_step(3, ["perhaps", "no", "no"], 1200, cut=True)]),
     record("c", steps=[StepTrace("q")]),
 ]
 
@@ -51,6 +53,7 @@ def test_walks_counts_verdicts_hops_and_words() -> None:
     assert (s["checks"], s["yes"], s["no"], s["unread"]) == (6, 2, 4, 1)
     assert (s["walks"], s["hops"], s["words"]) == (3, {1: 1, 2: 1, 3: 1}, 800.0)
     assert s["unanswered"] == 1
+    assert (s["cut"], s["cut_unknown"]) == (1, 1)  # one walk's record does not say
 
 
 def test_walks_command(tmp_path: Path) -> None:
@@ -61,7 +64,8 @@ def test_walks_command(tmp_path: Path) -> None:
     cmd = [*CHAINRAG, "walks"]
     done = subprocess.run([*cmd, str(run)], capture_output=True, text=True, check=True)
     assert (
-        f"| {run} | 3 | 1.3 | 1 (1) | 6 | 2 | 4 (1) | 1: 1, 2: 1, 3: 1 | 800 | 1 |" in done.stdout
+        f"| {run} | 3 | 1.3 | 1 (1) | 6 | 2 | 4 (1) | 1: 1, 2: 1, 3: 1 | 800 "
+        "| 1 (1 not recorded) | 1 |" in done.stdout
     )
     missing = subprocess.run([*cmd, str(tmp_path)], capture_output=True, text=True)
     assert missing.returncode == 1 and "no such file (not a run directory?)" in missing.stderr

@@ -197,6 +197,18 @@ def test_expansion_invariants(
     # one verdict per hop taken (none for a hop the budget cut), one more for the seeds first
     judged_first = judge_seeds and max_hops > 0 and bool(kept)
     assert len(out.verdicts) - judged_first in (out.hops, out.hops - 1)
+    # the walk records whether the budget stopped it: an unjudged hop is a cut one, and a walk
+    # the budget did not stop, short of its hops and of a "yes", had nothing new to reach
+    if len(out.verdicts) - judged_first == out.hops - 1:
+        assert out.budget_cut is True
+    if len(kept) < len(dict.fromkeys(seeds)):
+        assert out.budget_cut is True
+    if (
+        out.budget_cut is False
+        and out.hops < max_hops
+        and not (out.verdicts and out.verdicts[-1].ok)
+    ):
+        assert not set(neighbours(out.units)) - set(out.units)
     if judged_first:
         assert calls[0] == len(kept)
         if yes_after == 0:  # the seeds suffice: no hop is taken
@@ -224,7 +236,7 @@ def test_budget_stops_expansion(real: tuple[QAExample, SentenceGraph]) -> None:
     out = IterativeHops(word_budget=80, max_hops=10)(
         q.question, seeds, graph.view(), Context(llm=llm)
     )
-    assert out.words <= 80
+    assert out.words <= 80 and out.budget_cut is True
     assert sum(words(graph.texts[u]) for u in out.units) == out.words
 
 

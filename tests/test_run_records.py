@@ -36,10 +36,17 @@ DATA = ROOT / "tests" / "data"
 
 
 def _with_todays_defaults(trace: dict[str, Any]) -> dict[str, Any]:
-    """A trace written before ``read``, ``kept``, ``from_memory`` and ``summary`` existed, as
-    it is written now (those fields at their defaults)."""
+    """A trace written before ``read``, ``kept``, ``from_memory``, ``summary`` and an
+    expansion's ``budget_cut`` existed, as it is written now (those fields at their defaults)."""
+
+    def expansion(e: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if e is None else e | {"budget_cut": e.get("budget_cut")}
+
     steps = [
-        {"kept": None, "from_memory": False} | s | {"summary": s.get("summary")}
+        {"kept": None, "from_memory": False}
+        | s
+        | {"summary": s.get("summary")}
+        | ({"expansion": expansion(s["expansion"])} if "expansion" in s else {})
         for s in trace["steps"]
     ]
     return {"read": None} | trace | {"steps": steps}

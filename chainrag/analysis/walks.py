@@ -1,12 +1,15 @@
 """What ChainRAG's graph walks did in a run, from its traces: sub-questions per question, how
 many were rewritten (the trigger fired) and in how many the rewriter changed the text, the
-sufficiency judge's verdicts, hops per walk and words per walk.
+sufficiency judge's verdicts, hops per walk, words per walk and how many walks the word budget
+stopped.
 
     chainrag walks docs/runs/musique/ansint docs/runs/2wiki/ansint
 
 A walk is one sub-question's expansion (seeds, then hops until the judge says "yes", the word
 budget is spent or nothing new is reachable). A verdict is one sufficiency check; "unread"
 counts replies that were neither yes nor no (read as "no": the walk goes on), within "no".
+"Cut by budget" counts walks where a unit did not fit the word budget (records written before
+it was kept do not say: they are counted apart as "not recorded").
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class WalkSummary:
     hops: Mapping[int, int]
     words: float  # mean words per walk
     unanswered: int
+    cut: int = 0  # walks the word budget stopped
+    cut_unknown: int = 0  # walks whose record does not say (written before it was kept)
 
 
 def changed(step: StepTrace) -> bool:
@@ -77,6 +82,8 @@ def summary(records: Sequence[RunRecord]) -> WalkSummary:
         hops=dict(sorted(Counter(w.hops for w in walks).items())),
         words=sum(w.words for w in walks) / len(walks) if walks else 0.0,
         unanswered=sum(1 for s in steps if s.answer is not None and not s.answer.answered),
+        cut=sum(1 for w in walks if w.budget_cut),
+        cut_unknown=sum(1 for w in walks if w.budget_cut is None),
     )
 
 
@@ -90,14 +97,16 @@ def walks_table(folders: Sequence[Path]) -> str:
     """One markdown row per run folder."""
     lines = [
         "| run | questions | sub-q/q | rewritten (text changed) | checks | yes | no (unread) "
-        "| walks by hops | words/walk | sub-q not answered |",
-        "|---" * 10 + "|",
+        "| walks by hops | words/walk | cut by budget | sub-q not answered |",
+        "|---" * 11 + "|",
     ]
     for folder in folders:
         s = walks(folder)
         hops = ", ".join(f"{h}: {n}" for h, n in s.hops.items()) or "–"
+        cut = str(s.cut) + (f" ({s.cut_unknown} not recorded)" if s.cut_unknown else "")
+        cut = "not recorded" if s.walks and s.cut_unknown == s.walks else cut
         lines.append(f"| {folder} | {s.questions} | {s.sub_questions / s.questions:.1f} "
                      f"| {s.rewritten} ({s.changed}) | {s.checks} | {s.yes} "
                      f"| {s.no} ({s.unread}) "
-                     f"| {hops} | {s.words:.0f} | {s.unanswered} |")  # fmt: skip
+                     f"| {hops} | {s.words:.0f} | {cut} | {s.unanswered} |")  # fmt: skip
     return "\n".join(lines)

@@ -81,7 +81,8 @@ def expand_hops(
         total, full = take_within(frontier, gathered, total, length, word_budget)
         if not full:  # a hop the budget cut is not judged: the walk ends with it
             verdicts.append(judge(gathered))
-    return Expansion(tuple(gathered), tuple(dict.fromkeys(seeds)), hops, tuple(verdicts), total)
+    seeds = tuple(dict.fromkeys(seeds))
+    return Expansion(tuple(gathered), seeds, hops, tuple(verdicts), total, budget_cut=full)
 
 
 @EXPANDERS.register("iterative_hops", example={"max_hops": 0})

@@ -210,6 +210,8 @@ class Expansion:
         hops: Number of expansion steps taken (0 means the seeds only).
         verdicts: Sufficiency verdicts, one per check made.
         words: Number of words in the gathered units.
+        budget_cut: Whether the word budget stopped the expansion (a unit did not fit); None
+            where an expander has no budget, and in records written before it was kept.
     """
 
     units: tuple[int, ...]
@@ -217,6 +219,7 @@ class Expansion:
     hops: int = 0
     verdicts: tuple[Verdict, ...] = ()
     words: int = 0
+    budget_cut: bool | None = None
 
 
 @attrs.frozen

@@ -82,9 +82,9 @@ class LLMSpec:
     Unset (``null``) is ``aligned`` on the managed server and means nothing elsewhere. Since
     ``fresh`` and ``aligned`` give the same answers, a run may go on in either (see
     :func:`chainrag.run.meta.answer_recipe`). ``n_ctx`` is the managed server's context window
-    in tokens (unset: :data:`chainrag.recipes.models.DEFAULT_N_CTX`); a prompt that fits a smaller window gets the same
-    logits, bit for bit, in a larger one, so it only decides which prompts are refused as too
-    long.
+    in tokens (unset: :data:`chainrag.recipes.models.DEFAULT_N_CTX`); a prompt that fits a
+    smaller window gets the same logits, bit for bit, in a larger one, so it only decides which
+    prompts are refused as too long.
     """
 
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
