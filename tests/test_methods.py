@@ -364,3 +364,57 @@ def test_answer_from_judge_needs_a_judge_that_answers(tmp_path: Path) -> None:
                       "method: {answer_from_judge: true}\n")  # fmt: skip
     with pytest.raises(RecipeError, match=r"answer_from_judge .* llm_answerable.*LLMYesNo"):
         load_recipe(recipe)
+
+
+def test_cxtint_passages_shows_the_same_sentences_as_titled_passages(
+    bergman: QAExample, tmp_path: Path
+) -> None:
+    """layout: passages keeps the sentences the paper's CxtInt keeps (the same ranking and
+    budget) but shows those of one passage together, in the passage's order, after its title;
+    every other request of the run is the ranked layout's, word for word."""
+    requests = {}
+    for name in ("ansint", "cxtint_passages"):
+        folder = "chainrag" if name == "ansint" else "variants"
+        recipe = fast(load_recipe(ROOT / "recipes" / folder / f"{name}.yaml"))
+        llm = ScriptedLLM({
+            "decompose": ['["Who directed The Serpent\'s Egg?", "Where did he die?"]'],
+            "sufficiency": lambda r: "Yes",
+            "answer_sub": lambda r: "Ingmar Bergman",
+            "rewrite": ["Where did Ingmar Bergman die?"],
+            "ansint": ["Fårö"],
+            "cxtint": ["Fårö"],
+        })  # fmt: skip
+        prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+        assert prediction.answer == "Fårö"
+        requests[name] = llm.requests
+    ranked, passages = requests["ansint"], requests["cxtint_passages"]
+    assert [r.prompt_id for r in ranked] == [r.prompt_id for r in passages]
+    assert ranked[:-1] == passages[:-1]  # only CxtInt's request differs
+
+    def items(request: LLMRequest) -> list[str]:
+        context = request.messages[-1].content.split("Context:\n")[1].split("\n\nQuestion:")[0]
+        return [line.split("] ", 1)[1] for line in context.splitlines()]
+
+    sentences, shown = items(ranked[-1]), items(passages[-1])
+    titles = {p.title for p in bergman.passages}
+    assert len(shown) < len(sentences)  # grouped
+    assert len(shown) == len({item.split(": ", 1)[0] for item in shown})  # one item a passage
+    for item in shown:
+        title, body = item.split(": ", 1)
+        assert title in titles
+        text = next(p.text for p in bergman.passages if p.title == title)
+        mine = [s for s in sentences if s in body]
+        assert body == " ".join(sorted(mine, key=text.index))  # in the passage's own order
+    assert sorted(s for item in shown for s in sentences if s in item.split(": ", 1)[1]) == sorted(
+        sentences
+    )  # the same sentences, each once
+    # passages in the order of their best-ranked sentence
+    first = [min(i for i, s in enumerate(sentences) if s in item) for item in shown]
+    assert first == sorted(first)
+
+
+def test_cxtint_passages_is_refused_over_chunks() -> None:
+    passages = load_recipe(ROOT / "recipes" / "variants" / "cxtint_passages.yaml")
+    naive = load_recipe(ROOT / "recipes" / "baselines" / "naive.yaml")
+    with pytest.raises(ValueError, match=r"layout: passages .*index is chunks"):
+        attrs.evolve(passages, index=naive.index, retrieval=naive.retrieval)

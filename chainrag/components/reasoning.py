@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
 
 from chainrag.components.judges import numbered
 from chainrag.components.rerankers import NoRerank
-from chainrag.core.context import Context
+from chainrag.core.context import Context, MissingResourceError
 from chainrag.core.errors import LLMOutputError
-from chainrag.core.types import Answer, Decomposition, Hit, IntegrationInput, SubAnswer, Verdict
+from chainrag.core.types import (
+    Answer,
+    Decomposition,
+    Hit,
+    IntegrationInput,
+    Sentence,
+    SubAnswer,
+    Verdict,
+)
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import complete_json
-from chainrag.protocols.retrieval import Reranker
+from chainrag.protocols.retrieval import Reranker, Sentenced
 from chainrag.recipes.registry import (
     ANSWERERS,
     DECOMPOSERS,
@@ -231,10 +239,16 @@ class AnsInt:
 class CxtInt:
     """CxtInt (§3.4): all retrieved sentences, de-duplicated, reranked against the original
     question, kept within the word budget → the answer. Recipe: ``{kind: cxt_int}``.
+
+    ``layout: passages`` (not the paper's) shows the same kept sentences as passages: those of
+    one passage together, in the passage's own order, after its title, the passages in the
+    order of their best-ranked sentence — so a sentence reads with what names its subject. The
+    budget counts the sentences' words, as before; it needs an index of sentences.
     """
 
     reranker: Reranker = attrs.field(factory=NoRerank)
     word_budget: int = attrs.field(default=3000, validator=attrs.validators.ge(1))
+    layout: Literal["ranked", "passages"] = "ranked"
     prompt_version: int = 1
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
@@ -242,13 +256,39 @@ class CxtInt:
         texts = list(dict.fromkeys(inputs.evidence))
         hits = [Hit(i, 0.0) for i in range(len(texts))]
         ranked = self.reranker(inputs.question, hits, texts, ctx)
-        kept, words = [], 0
+        kept: list[int] = []
+        words = 0
         for hit in ranked:
             size = len(texts[hit.index].split())
             if words + size > self.word_budget:
                 break
-            kept.append(texts[hit.index])
+            kept.append(hit.index)
             words += size
+        shown = [texts[i] for i in kept]
+        if self.layout == "passages":
+            shown = as_passages(shown, inputs, ctx)
         prompt = load_prompt("cxtint", self.prompt_version)
-        reply = llm.complete(prompt.request(question=inputs.question, evidence=numbered(kept)))
+        reply = llm.complete(prompt.request(question=inputs.question, evidence=numbered(shown)))
         return Answer(clean_answer(reply.text), reply.text)
+
+
+def as_passages(kept: Sequence[str], inputs: IntegrationInput, ctx: Context) -> list[str]:
+    """The evidence texts ``kept`` (best first) as one ``title: sentence sentence …`` text per
+    passage, sentences in passage order, passages in the order of their best sentence."""
+    index = ctx.require_index()
+    if not isinstance(index, Sentenced) or not inputs.evidence_units:
+        raise MissingResourceError(
+            "cxt_int with layout: passages needs an index of sentences and the units its "
+            "evidence came from (ChainRAG over a sentence graph or a corpus index)"
+        )
+    unit_of: dict[str, int] = {}
+    for text, unit in zip(inputs.evidence, inputs.evidence_units, strict=True):
+        unit_of.setdefault(text, unit)
+    sentences = [index.sentences[unit_of[text]] for text in kept]
+    groups: dict[int, list[Sentence]] = {}
+    for sentence in sentences:
+        groups.setdefault(sentence.passage, []).append(sentence)
+    return [
+        f"{group[0].title}: " + " ".join(s.text for s in sorted(group, key=lambda s: s.position))
+        for group in groups.values()
+    ]

@@ -282,12 +282,22 @@ class IntegrationInput:
         sub_answers: Sub-question/answer pairs in order (AnsInt uses these).
         original_sub_questions: The sub-questions before rewriting (the authors' code feeds these).
         evidence: All retrieved unit texts, de-duplicated, in retrieval order (CxtInt uses these).
+        evidence_units: The index unit each evidence text first came from, aligned with
+            ``evidence`` (CxtInt's passage layout reads their provenance); empty when unknown.
     """
 
     question: str
     sub_answers: tuple[SubAnswer, ...] = ()
     original_sub_questions: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
+    evidence_units: tuple[int, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if self.evidence_units and len(self.evidence_units) != len(self.evidence):
+            raise ValueError(
+                f"evidence_units has {len(self.evidence_units)} units for "
+                f"{len(self.evidence)} evidence texts: they must be aligned"
+            )
 
 
 @attrs.frozen

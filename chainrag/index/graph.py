@@ -181,6 +181,10 @@ class GraphView:
         return self.graph.texts
 
     @property
+    def sentences(self) -> tuple[Sentence, ...]:
+        return self.graph.sentences
+
+    @property
     def embeddings(self) -> FloatArray:
         return self.graph.embeddings
 

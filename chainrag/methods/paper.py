@@ -92,7 +92,7 @@ class ChainRAG:
         decomposition = self.decompose(example.question, ctx)
         history: list[SubAnswer] = []
         steps: list[StepTrace] = []
-        evidence: list[str] = []
+        evidence: dict[str, int] = {}  # each text, in retrieval order → the unit it came from
         carried: str | None = None  # summary of an unanswered previous step
         for sub_question in decomposition.sub_questions:
             before = ctx.usage()
@@ -111,14 +111,16 @@ class ChainRAG:
             if not answer.answered and self.summarizer is not None:
                 carried = self.summarizer(query, found, ctx)
             history.append(answer)
-            evidence.extend(found)
+            for unit, text in zip(expansion.units, found, strict=True):
+                evidence.setdefault(text, unit)
             steps.append(StepTrace(sub_question, rewritten, expansion.units, expansion, answer,
                                    ctx.usage() - before, summary=carried))  # fmt: skip
         inputs = IntegrationInput(
             question=example.question,
             sub_answers=tuple(history),
             original_sub_questions=decomposition.sub_questions,
-            evidence=tuple(dict.fromkeys(evidence)),
+            evidence=tuple(evidence),
+            evidence_units=tuple(evidence.values()),
         )
         answers = tuple(NamedAnswer(answer_name(i), i(inputs, ctx)) for i in self.integrators)
         return Prediction(answers, tuple(steps), decomposition)

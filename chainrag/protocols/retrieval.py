@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from chainrag.core.types import Expansion, FloatArray, Hit, Verdict
+from chainrag.core.types import Expansion, FloatArray, Hit, Sentence, Verdict
 
 if TYPE_CHECKING:
     from chainrag.core.context import Context
@@ -36,6 +36,15 @@ class Graph(Searchable, Protocol):
     def neighbours(self, units: Sequence[int]) -> tuple[int, ...]:
         """Units one hop away from ``units`` (not including them), in a deterministic order."""
         ...
+
+
+@runtime_checkable
+class Sentenced(Searchable, Protocol):
+    """A searchable index whose units are sentences with their provenance (passage, title,
+    position): a question's sentence graph and its view, a corpus index."""
+
+    @property
+    def sentences(self) -> Sequence[Sentence]: ...
 
 
 @runtime_checkable

@@ -162,6 +162,13 @@ class Recipe:
                     "retrieval.edge_weights names edge layers the index does not build: "
                     f"{', '.join(missing)} (index.edges has: {built})"
                 )
+        layouts = [getattr(i, "layout", None) for i in getattr(self.method, "integrators", ())]
+        if "passages" in layouts and self.index is not None and self.index.chunker is not None:
+            raise ValueError(
+                "cxt_int's layout: passages shows each sentence with its passage's other kept "
+                "sentences and title; this recipe's index is chunks (index.chunker): use "
+                "layout: ranked"
+            )
         if getattr(self.method, "answer_from_judge", False):
             expander = self.retrieval.expander if self.retrieval is not None else None
             judge = getattr(expander, "judge", None)
