@@ -119,3 +119,15 @@ def test_experiment_saves_the_table_it_returns(tmp_path: Path) -> None:
         experiment(bare, "musique", 1, tmp_path)
     with pytest.raises(LostInRetrievalError, match=r"^hotpotqa has no gold decompositions"):
         experiment(recipe, "hotpotqa", 2, tmp_path)
+
+
+def test_the_long_setting_is_compared_with_the_papers_table(tmp_path: Path) -> None:
+    """long:musique is the length the paper's Table 2 was measured at: its figures stand
+    beside ours; the folder name has no colon."""
+    from chainrag.experiments.lost_in_retrieval import experiment
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("index: {embedder: {kind: hashed_bow, dim: 128}}\n")
+    saved = experiment(recipe, "long:musique", 2, tmp_path / "runs")
+    assert saved.folder.name.startswith("lost-in-retrieval-long-musique-")
+    assert "n/a" not in saved.table and "(sub-question 1)" in saved.table

@@ -187,10 +187,11 @@ def run(
 
 
 def table(probes: Sequence[Probe], dataset: str) -> str:
-    """Markdown: our Recall@2 beside the paper's Table 2 (labelled as the paper's)."""
+    """Markdown: our Recall@2 beside the paper's Table 2 (labelled as the paper's; for
+    ``long:NAME``, NAME's, which the paper measured at that length)."""
     labels = ["sub-question 1", "sub-question 2 (original)", "sub-question 2 (rewritten)"]
     ours = ["step 1", "step 2, #1 → pronoun phrase", "step 2, #1 → gold answer"]
-    paper = PAPER_TABLE2.get(dataset, {})
+    paper = PAPER_TABLE2.get(dataset.removeprefix("long:"), {})
     lines = [
         f"| probe ({len(probes)} questions) | Recall@2, measured (%) | paper's Table 2 (%) |",
         "|---|---|---|",
@@ -221,4 +222,5 @@ def experiment(
     probes = run(counted(examples, progress), resolved.index.embedder, Context(),
                  cache=EmbeddingCache())  # fmt: skip
     text = table(probes, dataset)
-    return save_probes(out / f"lost-in-retrieval-{dataset}", text, resolved, probes)
+    name = dataset.replace(":", "-")  # long:musique → long-musique, a portable folder name
+    return save_probes(out / f"lost-in-retrieval-{name}", text, resolved, probes)
