@@ -107,7 +107,8 @@ LONG=("${MAIN[@]}" recipes/reproduce/authors_code.yaml)
 # Candidates to beat paper-faithful ChainRAG there (issue 24, item 3), each its own run; the
 # answerable judge alone (variants/answerable_judge.yaml) gives judge_answers' answers with one
 # call more per answered sub-question, so it is not run again here.
-BEAT=(recipes/variants/cxtint_passages.yaml recipes/variants/judge_answers.yaml
+BEAT=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_short.yaml
+      recipes/variants/judge_answers.yaml
       recipes/variants/seeds_first.yaml recipes/variants/hybrid_seeds.yaml)
 K_SWEEP=(recipes/ablations/k1.yaml recipes/ablations/k2.yaml recipes/ablations/k3.yaml
          recipes/ablations/k4.yaml recipes/ablations/k5.yaml)
