@@ -107,9 +107,14 @@ LONG=("${MAIN[@]}" recipes/reproduce/authors_code.yaml)
 # Candidates to beat paper-faithful ChainRAG there (issue 24, item 3), each its own run; the
 # answerable judge alone (variants/answerable_judge.yaml) gives judge_answers' answers with one
 # call more per answered sub-question, so it is not run again here.
-BEAT=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_short.yaml
-      recipes/variants/judge_answers.yaml
-      recipes/variants/seeds_first.yaml recipes/variants/hybrid_seeds.yaml)
+BEAT=(recipes/variants/judge_answers.yaml recipes/variants/seeds_first.yaml
+      recipes/variants/hybrid_seeds.yaml)
+# The CxtInt candidates make ansint.yaml's requests word for word but CxtInt's: run after it
+# with the response cache (--cache-mode use), each costs one new call a question; the cached
+# answers are those a new call gets (the managed server's answers do not depend on the requests
+# before them), but tokens and seconds then count only the new calls (calls/q counts all).
+REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_short.yaml
+        recipes/variants/cxtint_notes.yaml)
 K_SWEEP=(recipes/ablations/k1.yaml recipes/ablations/k2.yaml recipes/ablations/k3.yaml
          recipes/ablations/k4.yaml recipes/ablations/k5.yaml)
 for what in ${targets[@]}; do
@@ -121,6 +126,8 @@ for what in ${targets[@]}; do
       --no-report
   elif [[ $what == long-variants ]]; then
     for dataset in musique 2wiki hotpotqa; do
+      run "${REPLAY[@]}" --dataset "long:$dataset" --limit $N --out $OUT --cache-mode use \
+        --no-report
       run "${BEAT[@]}" --dataset "long:$dataset" --limit $N --out $OUT --cache-mode refresh \
         --no-report
     done

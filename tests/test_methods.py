@@ -413,6 +413,51 @@ def test_cxtint_passages_shows_the_same_sentences_as_titled_passages(
     assert first == sorted(first)
 
 
+def _context(request: LLMRequest) -> str:
+    return request.messages[-1].content.split("Context:\n")[1].split("\n\n")[0]
+
+
+def _ansint_like(recipe_path: Path, question: QAExample, tmp_path: Path) -> list[LLMRequest]:
+    """The requests of an AnsInt + CxtInt recipe on ``question`` with a scripted LLM."""
+    llm = ScriptedLLM({
+        "decompose": ['["Who directed The Serpent\'s Egg?", "Where did he die?"]'],
+        "sufficiency": lambda r: "Yes",
+        "answer_sub": ["Ingmar Bergman", "unanswerable"],
+        "summarize": ["Nothing about his death."],
+        "rewrite": ["Where did Ingmar Bergman die?"],
+        "ansint": ["Fårö"],
+        "cxtint": ["Fårö"],
+        "cxtint_notes": ["Fårö"],
+    })  # fmt: skip
+    prediction = answer_question(fast(load_recipe(recipe_path)), question, llm,
+                                 cache=IndexCache(tmp_path))  # fmt: skip
+    assert prediction.answer == "Fårö"
+    return llm.requests
+
+
+@pytest.mark.parametrize("variant", ["cxtint_passages", "cxtint_short", "cxtint_notes"])
+def test_cxtint_variants_change_only_cxtints_request(
+    variant: str, bergman: QAExample, tmp_path: Path
+) -> None:
+    """The CxtInt candidates of issue 24 make the paper's ChainRAG's calls, word for word, but
+    the last — so a run of one after ansint.yaml asks the LLM once per question."""
+    paper = _ansint_like(ROOT / "recipes" / "chainrag" / "ansint.yaml", bergman, tmp_path)
+    mine = _ansint_like(ROOT / "recipes" / "variants" / f"{variant}.yaml", bergman, tmp_path)
+    assert paper[:-1] == mine[:-1] and paper[-1].prompt_id == "cxtint"
+    if variant == "cxtint_short":  # the best-ranked sentences within 1,500 words: all, here
+        ranked = _context(paper[-1]).splitlines()
+        assert _context(mine[-1]).splitlines() == ranked[: len(_context(mine[-1]).splitlines())]
+        assert sum(len(line.split("] ", 1)[1].split()) for line in ranked) <= 1500
+    else:
+        assert paper[-1] != mine[-1]
+    if variant == "cxtint_notes":  # the answered sub-question, not the unanswered one
+        assert mine[-1].prompt_id == "cxtint_notes"
+        text = mine[-1].messages[-1].content
+        assert "Notes:\nQ: Who directed The Serpent's Egg?\nA: Ingmar Bergman\n\n" in text
+        assert "unanswerable" not in text
+        assert text.split("Notes:")[0] == paper[-1].messages[-1].content.split("Question:")[0]
+
+
 def test_cxtint_passages_is_refused_over_chunks() -> None:
     passages = load_recipe(ROOT / "recipes" / "variants" / "cxtint_passages.yaml")
     naive = load_recipe(ROOT / "recipes" / "baselines" / "naive.yaml")

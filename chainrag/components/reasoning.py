@@ -244,11 +244,15 @@ class CxtInt:
     one passage together, in the passage's own order, after its title, the passages in the
     order of their best-ranked sentence — so a sentence reads with what names its subject. The
     budget counts the sentences' words, as before; it needs an index of sentences.
+    ``notes: true`` (not the paper's) adds the answered sub-questions and their answers after
+    the context, as notes that may be wrong (prompt ``cxtint_notes``): what AnsInt reads and
+    what CxtInt reads in one request.
     """
 
     reranker: Reranker = attrs.field(factory=NoRerank)
     word_budget: int = attrs.field(default=3000, validator=attrs.validators.ge(1))
     layout: Literal["ranked", "passages"] = "ranked"
+    notes: bool = False
     prompt_version: int = 1
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
@@ -267,8 +271,17 @@ class CxtInt:
         shown = [texts[i] for i in kept]
         if self.layout == "passages":
             shown = as_passages(shown, inputs, ctx)
-        prompt = load_prompt("cxtint", self.prompt_version)
-        reply = llm.complete(prompt.request(question=inputs.question, evidence=numbered(shown)))
+        evidence = numbered(shown)
+        if self.notes:
+            pairs = history_text([a for a in inputs.sub_answers if a.answered])
+            request = load_prompt("cxtint_notes", self.prompt_version).request(
+                question=inputs.question, evidence=evidence, pairs=pairs
+            )
+        else:
+            request = load_prompt("cxtint", self.prompt_version).request(
+                question=inputs.question, evidence=evidence
+            )
+        reply = llm.complete(request)
         return Answer(clean_answer(reply.text), reply.text)
 
 
