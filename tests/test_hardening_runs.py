@@ -213,14 +213,12 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     """The mode the local server ran in is in run.json (and each session's), and resuming a run
     whose answers came from another mode, which would mix two experiments' answers, is refused
     (another recipe says so first; a run made before the mode was recorded, with prefix reuse,
-    says this) — but fresh and aligned, whose answers are the same, mix; an LLM chainrag does
-    not start has none."""
+    says this); an LLM chainrag does not start has none."""
     import attrs
 
     from chainrag.data.datasets import dataset_path
-    from chainrag.recipes.recipe import dump_recipe, load_recipe
+    from chainrag.recipes.recipe import load_recipe
     from chainrag.run.jobs import run_into
-    from chainrag.run.meta import answer_recipe, recipe_digest
 
     from .conftest import ROOT
 
@@ -246,6 +244,34 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     aligned = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache="aligned"))
     with pytest.raises(RunError, match="prompt_cache 'aligned'; this run's is 'reuse'"):
         RunDir(tmp_path / "aligned").start(aligned, path, "2wiki", file, prompt_cache="reuse")
+    remote = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, kind="litellm", model="gpt-4o-mini"))
+    run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
+             cache=None)  # fmt: skip
+    assert "prompt_cache" not in json.loads((tmp_path / "remote" / "run.json").read_text())[
+        "models"]["llm"]  # fmt: skip
+
+
+def test_fresh_and_aligned_runs_go_on_in_each_other(tmp_path: Path) -> None:
+    """fresh and aligned give the same answers bit for bit: a run begun in one goes on in the
+    other, each session recording its mode; the unset default (aligned) is the same recipe as
+    an explicit fresh, and so is one with another context window."""
+    import attrs
+
+    from chainrag.data.datasets import dataset_path
+    from chainrag.recipes.recipe import dump_recipe, load_recipe
+    from chainrag.run.jobs import run_into
+    from chainrag.run.meta import answer_recipe, recipe_digest
+
+    from .conftest import ROOT
+
+    path = ROOT / "recipes" / "baselines" / "naive.yaml"
+    recipe = load_recipe(path)
+    aligned = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache="aligned"))
+    for mode in ("fresh", "aligned"):
+        mine = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache=mode))
+        run_into(mine, path, tmp_path / mode, "2wiki", [], ScriptedLLM({}), width=1, slots=1,
+                 cache=None)  # fmt: skip
+    file, _ = dataset_path("2wiki")
     # fresh and aligned give the same answers bit for bit: a run goes on in either, and the
     # unset default (aligned) is the same recipe as an explicit fresh
     assert recipe.llm.prompt_cache is None
@@ -264,8 +290,3 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     RunDir(tmp_path / "aligned").start(wider, path, "2wiki", file, prompt_cache="aligned")
     assert recipe_digest(wider) == recipe_digest(recipe) == recipe_digest(mine_fresh)
     assert "n_ctx" not in dump_recipe(answer_recipe(wider)).replace("n_ctx: null", "")
-    remote = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, kind="litellm", model="gpt-4o-mini"))
-    run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
-             cache=None)  # fmt: skip
-    assert "prompt_cache" not in json.loads((tmp_path / "remote" / "run.json").read_text())[
-        "models"]["llm"]  # fmt: skip

@@ -372,22 +372,9 @@ def test_cxtint_passages_shows_the_same_sentences_as_titled_passages(
     """layout: passages keeps the sentences the paper's CxtInt keeps (the same ranking and
     budget) but shows those of one passage together, in the passage's order, after its title;
     every other request of the run is the ranked layout's, word for word."""
-    requests = {}
-    for name in ("ansint", "cxtint_passages"):
-        folder = "chainrag" if name == "ansint" else "variants"
-        recipe = fast(load_recipe(ROOT / "recipes" / folder / f"{name}.yaml"))
-        llm = ScriptedLLM({
-            "decompose": ['["Who directed The Serpent\'s Egg?", "Where did he die?"]'],
-            "sufficiency": lambda r: "Yes",
-            "answer_sub": lambda r: "Ingmar Bergman",
-            "rewrite": ["Where did Ingmar Bergman die?"],
-            "ansint": ["Fårö"],
-            "cxtint": ["Fårö"],
-        })  # fmt: skip
-        prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
-        assert prediction.answer == "Fårö"
-        requests[name] = llm.requests
-    ranked, passages = requests["ansint"], requests["cxtint_passages"]
+    ranked = _ansint_like(ROOT / "recipes" / "chainrag" / "ansint.yaml", bergman, tmp_path)
+    passages = _ansint_like(ROOT / "recipes" / "variants" / "cxtint_passages.yaml", bergman,
+                            tmp_path)  # fmt: skip
     assert [r.prompt_id for r in ranked] == [r.prompt_id for r in passages]
     assert ranked[:-1] == passages[:-1]  # only CxtInt's request differs
 

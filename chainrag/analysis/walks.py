@@ -103,8 +103,10 @@ def walks_table(folders: Sequence[Path]) -> str:
     for folder in folders:
         s = walks(folder)
         hops = ", ".join(f"{h}: {n}" for h, n in s.hops.items()) or "–"
-        cut = str(s.cut) + (f" ({s.cut_unknown} not recorded)" if s.cut_unknown else "")
-        cut = "not recorded" if s.walks and s.cut_unknown == s.walks else cut
+        if s.walks and s.cut_unknown == s.walks:
+            cut = "not recorded"
+        else:
+            cut = str(s.cut) + (f" ({s.cut_unknown} not recorded)" if s.cut_unknown else "")
         lines.append(f"| {folder} | {s.questions} | {s.sub_questions / s.questions:.1f} "
                      f"| {s.rewritten} ({s.changed}) | {s.checks} | {s.yes} "
                      f"| {s.no} ({s.unread}) "

@@ -66,8 +66,9 @@ def expand_hops(
         max_hops: Most expansion steps (0: the seeds only, no judge).
         judge_seeds: Judge the seeds before the first hop, and stop there on a "yes".
     """
+    unique = tuple(dict.fromkeys(seeds))
     gathered: list[int] = []
-    total, full = take_within(dict.fromkeys(seeds), gathered, 0, length, word_budget)
+    total, full = take_within(unique, gathered, 0, length, word_budget)
     verdicts: list[Verdict] = []
     if judge_seeds and max_hops > 0 and gathered:
         verdicts.append(judge(gathered))
@@ -81,8 +82,7 @@ def expand_hops(
         total, full = take_within(frontier, gathered, total, length, word_budget)
         if not full:  # a hop the budget cut is not judged: the walk ends with it
             verdicts.append(judge(gathered))
-    seeds = tuple(dict.fromkeys(seeds))
-    return Expansion(tuple(gathered), seeds, hops, tuple(verdicts), total, budget_cut=full)
+    return Expansion(tuple(gathered), unique, hops, tuple(verdicts), total, budget_cut=full)
 
 
 @EXPANDERS.register("iterative_hops", example={"max_hops": 0})

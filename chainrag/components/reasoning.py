@@ -271,17 +271,11 @@ class CxtInt:
         shown = [texts[i] for i in kept]
         if self.layout == "passages":
             shown = as_passages(shown, inputs, ctx)
-        evidence = numbered(shown)
+        values = {"question": inputs.question, "evidence": numbered(shown)}
         if self.notes:
-            pairs = history_text([a for a in inputs.sub_answers if a.answered])
-            request = load_prompt("cxtint_notes", self.prompt_version).request(
-                question=inputs.question, evidence=evidence, pairs=pairs
-            )
-        else:
-            request = load_prompt("cxtint", self.prompt_version).request(
-                question=inputs.question, evidence=evidence
-            )
-        reply = llm.complete(request)
+            values["pairs"] = history_text([a for a in inputs.sub_answers if a.answered])
+        prompt = load_prompt("cxtint_notes" if self.notes else "cxtint", self.prompt_version)
+        reply = llm.complete(prompt.request(**values))
         return Answer(clean_answer(reply.text), reply.text)
 
 
