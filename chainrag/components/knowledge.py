@@ -17,8 +17,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -99,46 +99,47 @@ def nli_label(text: str) -> str:
     return {"entails": "entailment", "neural": "neutral"}.get(word, word)
 
 
-@KNOWLEDGE_FILTERS.register("llm_nli")
 @attrs.frozen
-class LLMNLIFilter:
-    """Few-shot LLM NLI judge, one call per item; keeps items judged ``entailment`` (an
-    unreadable reply counts as not entailed). Recipe: ``{kind: llm_nli}``.
-    """
+class PerItemLLMFilter:
+    """A knowledge filter of one LLM call per item with the prompt ``PROMPT`` at
+    ``prompt_version``; keeps the items whose reply :meth:`keeps` accepts, in order."""
 
+    KIND: ClassVar[str]
+    PROMPT: ClassVar[str]
     prompt_version: int = 1
+
+    def keeps(self, reply: str) -> bool:
+        raise NotImplementedError
 
     def __call__(
         self, question: str, items: Sequence[KnowledgeItem], ctx: Context
     ) -> tuple[KnowledgeItem, ...]:
-        return _judge_each(
-            "llm_nli", ("nli", self.prompt_version), question, items, ctx,
-            lambda reply: nli_label(reply) == "entailment",
-        )  # fmt: skip
+        llm = ctx.require_llm(f"{self.KIND} knowledge filter")
+        prompt = load_prompt(self.PROMPT, self.prompt_version)
+        return tuple(
+            item
+            for item in items
+            if self.keeps(llm.complete(prompt.request(question=question, knowledge=item.text)).text)
+        )
 
 
-def _judge_each(
-    who: str,
-    prompt_id: tuple[str, int],
-    question: str,
-    items: Sequence[KnowledgeItem],
-    ctx: Context,
-    keep: Callable[[str], bool],
-) -> tuple[KnowledgeItem, ...]:
-    """One LLM call per item with the prompt (id, version); the items whose reply ``keep``
-    accepts, in order."""
-    llm = ctx.require_llm(f"{who} knowledge filter")
-    prompt = load_prompt(*prompt_id)
-    return tuple(
-        item
-        for item in items
-        if keep(llm.complete(prompt.request(question=question, knowledge=item.text)).text)
-    )
+@KNOWLEDGE_FILTERS.register("llm_nli")
+@attrs.frozen
+class LLMNLIFilter(PerItemLLMFilter):
+    """Few-shot LLM NLI judge, one call per item; keeps items judged ``entailment`` (an
+    unreadable reply counts as not entailed). Recipe: ``{kind: llm_nli}``.
+    """
+
+    KIND = "llm_nli"
+    PROMPT = "nli"
+
+    def keeps(self, reply: str) -> bool:
+        return nli_label(reply) == "entailment"
 
 
 @KNOWLEDGE_FILTERS.register("llm_helps")
 @attrs.frozen
-class LLMHelpsFilter:
+class LLMHelpsFilter(PerItemLLMFilter):
     """Not seed 004's: a yes/no LLM judge per item (does it state the answer, or a fact about
     something the question asks about?); keeps "yes" (an unreadable reply counts as "no").
     For small models that label everything "neutral" under ``llm_nli``'s NLI framing.
@@ -148,15 +149,11 @@ class LLMHelpsFilter:
     ``{kind: llm_helps, prompt_version: 1}``.
     """
 
-    prompt_version: int = 1
+    KIND = "llm_helps"
+    PROMPT = "helps"
 
-    def __call__(
-        self, question: str, items: Sequence[KnowledgeItem], ctx: Context
-    ) -> tuple[KnowledgeItem, ...]:
-        return _judge_each(
-            "llm_helps", ("helps", self.prompt_version), question, items, ctx,
-            lambda reply: parse_yes_no(reply) is True,
-        )  # fmt: skip
+    def keeps(self, reply: str) -> bool:
+        return parse_yes_no(reply) is True
 
 
 def _nli_example() -> dict[str, str]:
