@@ -115,46 +115,47 @@ def _minilm_example() -> dict[str, str]:
     return {"model_path": offline_minilm_path()}
 
 
+@attrs.frozen
+class LocalModelReranker:
+    """A reranker model in the local folder ``model_path`` that scores (query, text) pairs
+    ``batch_size`` at a time; a subclass says how in :meth:`scores`."""
+
+    model_path: str
+    batch_size: int = attrs.field(default=32, validator=attrs.validators.ge(1))
+
+    def scores(self, pairs: list[list[str]], ctx: Context) -> Any:
+        """The model's scores of ``pairs`` (the model loaded through ``ctx.models``)."""
+        raise NotImplementedError
+
+    def __call__(
+        self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
+    ) -> tuple[Hit, ...]:
+        return rerank_with(lambda pairs: self.scores(pairs, ctx), query, hits, texts)
+
+
 @RERANKERS.register("flag_reranker", example=_minilm_example)
 @attrs.frozen
-class FlagRerankerComponent:
+class FlagRerankerComponent(LocalModelReranker):
     """FlagEmbedding's FlagReranker (the paper's bge-reranker) from a local folder, on the CPU.
 
     Recipe: ``{kind: flag_reranker, model_path: /models/bge-reranker-base}``.
     """
 
-    model_path: str
-    batch_size: int = attrs.field(default=32, validator=attrs.validators.ge(1))
     max_length: int = attrs.field(default=512, validator=attrs.validators.ge(8))
 
-    def __call__(
-        self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
-    ) -> tuple[Hit, ...]:
-        def score(pairs: list[list[str]]) -> Any:
-            model = flag_reranker(self.model_path, ctx)
-            return model.compute_score(
-                pairs, batch_size=self.batch_size, max_length=self.max_length
-            )
-
-        return rerank_with(score, query, hits, texts)
+    def scores(self, pairs: list[list[str]], ctx: Context) -> Any:
+        model = flag_reranker(self.model_path, ctx)
+        return model.compute_score(pairs, batch_size=self.batch_size, max_length=self.max_length)
 
 
 @RERANKERS.register("cross_encoder", example=_minilm_example)
 @attrs.frozen
-class CrossEncoderReranker:
+class CrossEncoderReranker(LocalModelReranker):
     """A sentence-transformers CrossEncoder from a local folder, on the CPU.
 
     Recipe: ``{kind: cross_encoder, model_path: /models/my-distilled-reranker}``.
     """
 
-    model_path: str
-    batch_size: int = attrs.field(default=32, validator=attrs.validators.ge(1))
-
-    def __call__(
-        self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
-    ) -> tuple[Hit, ...]:
-        def score(pairs: list[list[str]]) -> Any:
-            model = cross_encoder("cross_encoder", self.model_path, ctx)
-            return model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
-
-        return rerank_with(score, query, hits, texts)
+    def scores(self, pairs: list[list[str]], ctx: Context) -> Any:
+        model = cross_encoder("cross_encoder", self.model_path, ctx)
+        return model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
