@@ -88,16 +88,23 @@ def _cxtint() -> Answerer:
     return LLMShortAnswer(prompt="cxtint")
 
 
+@attrs.frozen
+class FollowUpMethod:
+    """Seed 002's methods' shared parts: the follow-up question writer and the answerer (the
+    CxtInt prompt over the passages gathered)."""
+
+    follow_up: FollowUpWriter = attrs.field(factory=LLMFollowUp)
+    answerer: Answerer = attrs.field(factory=_cxtint)
+
+
 @METHODS.register("naive_iteration")
 @attrs.frozen
-class NaiveIteration:
+class NaiveIteration(FollowUpMethod):
     """Seed 002's naive iteration: a follow-up question from the top passage, a second
     retrieval, an answer from ``keep`` passages of each round.
     Recipe: ``{kind: naive_iteration, first: 4, keep: 2}``.
     """
 
-    follow_up: FollowUpWriter = attrs.field(factory=LLMFollowUp)
-    answerer: Answerer = attrs.field(factory=_cxtint)
     keep: int = attrs.field(default=2, validator=attrs.validators.ge(1))
     guide_with: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 
@@ -119,7 +126,7 @@ class NaiveIteration:
 
 @METHODS.register("guided_iteration")
 @attrs.frozen
-class GuidedIteration:
+class GuidedIteration(FollowUpMethod):
     """Seed 002's guided iteration: answer from the first retrieval; if the LLM says the top
     ``check_with`` passages do not support that answer, do naive iteration's follow-up round
     and answer again. A reply without a verdict keeps the answer (``unreadable: iterate``
@@ -127,8 +134,6 @@ class GuidedIteration:
     Recipe: ``{kind: guided_iteration, keep: 2, check_with: 2}``.
     """
 
-    follow_up: FollowUpWriter = attrs.field(factory=LLMFollowUp)
-    answerer: Answerer = attrs.field(factory=_cxtint)
     keep: int = attrs.field(default=2, validator=attrs.validators.ge(1))
     check_with: int = attrs.field(default=2, validator=attrs.validators.ge(1))
     unreadable: Literal["keep", "iterate"] = "keep"
@@ -161,14 +166,12 @@ class GuidedIteration:
 
 @METHODS.register("tree")
 @attrs.frozen
-class TreeRetrieval:
+class TreeRetrieval(FollowUpMethod):
     """Seed 002's tree retrieval: for each of the top ``branches`` passages a one-hop
     follow-up question and ``per_branch`` new passages; the answer reads the branches.
     Recipe: ``{kind: tree, branches: 3, per_branch: 2}``.
     """
 
-    follow_up: FollowUpWriter = attrs.field(factory=LLMFollowUp)
-    answerer: Answerer = attrs.field(factory=_cxtint)
     branches: int = attrs.field(default=3, validator=attrs.validators.ge(1))
     per_branch: int = attrs.field(default=2, validator=attrs.validators.ge(1))
 
