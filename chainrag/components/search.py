@@ -416,6 +416,10 @@ class FaissHNSW:
         return FaissIndex(index, "hnsw", self.ef_search, vectors)
 
 
+_NONE_OR_POSITIVE = attrs.validators.optional(attrs.validators.ge(1))
+"""An IVF index's optional counts (``nlist``, ``train_size``): None (derived from n) or ≥ 1."""
+
+
 def default_nlist(n: int, per_sqrt_n: float) -> int:
     """IVF lists for n vectors: ``per_sqrt_n``·√n, at least 1 and at most n."""
     return max(1, min(n, round(per_sqrt_n * math.sqrt(n))))
@@ -454,14 +458,10 @@ class FaissIVF:
     Recipe: ``{kind: faiss_ivf, lists_per_sqrt_n: 1, nprobe: 24}``.
     """
 
-    nlist: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
-    )
+    nlist: int | None = attrs.field(default=None, validator=_NONE_OR_POSITIVE)
     lists_per_sqrt_n: float = attrs.field(default=1.0, validator=attrs.validators.gt(0))
     nprobe: int = attrs.field(default=24, validator=attrs.validators.ge(1))
-    train_size: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
-    )
+    train_size: int | None = attrs.field(default=None, validator=_NONE_OR_POSITIVE)
     seed: int = 0
 
     def __call__(self, vectors: FloatArray) -> FaissIndex:
@@ -806,14 +806,10 @@ class BlockedIVF:
     sentence vectors and 0.964 at 1M (README, Benchmarks). Recipe: ``{kind: blocked_ivf}``.
     """
 
-    nlist: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
-    )
+    nlist: int | None = attrs.field(default=None, validator=_NONE_OR_POSITIVE)
     lists_per_sqrt_n: float = attrs.field(default=4.0, validator=attrs.validators.gt(0))
     nprobe: int = attrs.field(default=32, validator=attrs.validators.ge(1))
-    train_size: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
-    )
+    train_size: int | None = attrs.field(default=None, validator=_NONE_OR_POSITIVE)
     iterations: int = attrs.field(default=20, validator=attrs.validators.ge(0))
     seed: int = 0
     query_block: int = attrs.field(default=65536, validator=attrs.validators.ge(1))
