@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from chainrag.report.paper import ABLATION_LABELS, ablations, table_1
-from chainrag.report.runs import (
-    Against,
-    Comparison,
-    Row,
-    Run,
-    against,
-    check_baselines,
-    comparisons,
-    rows_of,
-)
+from chainrag.report.runs import against, check_baselines, comparisons, rows_of
 from chainrag.report.stats import RESAMPLES, SEED, Interval
+
+if TYPE_CHECKING:
+    from chainrag.report.runs import Against, Comparison, Row, Run
 
 
 def _labels(rows: Sequence[Row]) -> list[str]:
