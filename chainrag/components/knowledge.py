@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import abc
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -100,7 +101,7 @@ def nli_label(text: str) -> str:
 
 
 @attrs.frozen
-class PerItemLLMFilter:
+class PerItemLLMFilter(abc.ABC):
     """A knowledge filter of one LLM call per item with the prompt ``PROMPT`` at
     ``prompt_version``; keeps the items whose reply :meth:`keeps` accepts, in order."""
 
@@ -108,8 +109,9 @@ class PerItemLLMFilter:
     PROMPT: ClassVar[str]
     prompt_version: int = 1
 
+    @abc.abstractmethod
     def keeps(self, reply: str) -> bool:
-        raise NotImplementedError
+        """Whether the LLM's ``reply`` about an item keeps it."""
 
     def __call__(
         self, question: str, items: Sequence[KnowledgeItem], ctx: Context

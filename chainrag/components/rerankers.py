@@ -11,6 +11,7 @@ offline stand-in where the paper reranks with a cross-encoder and none is at han
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -116,16 +117,16 @@ def _minilm_example() -> dict[str, str]:
 
 
 @attrs.frozen
-class LocalModelReranker:
+class LocalModelReranker(abc.ABC):
     """A reranker model in the local folder ``model_path`` that scores (query, text) pairs
     ``batch_size`` at a time; a subclass says how in :meth:`scores`."""
 
     model_path: str
     batch_size: int = attrs.field(default=32, validator=attrs.validators.ge(1))
 
+    @abc.abstractmethod
     def scores(self, pairs: list[list[str]], ctx: Context) -> Any:
         """The model's scores of ``pairs`` (the model loaded through ``ctx.models``)."""
-        raise NotImplementedError
 
     def __call__(
         self, query: str, hits: Sequence[Hit], texts: Sequence[str], ctx: Context
