@@ -400,6 +400,11 @@ def test_cxtint_passages_shows_the_same_sentences_as_titled_passages(
     assert first == sorted(first)
 
 
+def _items(request: LLMRequest) -> list[str]:
+    """The numbered items of a CxtInt request's context, without their numbers, in order."""
+    return [line.split("] ", 1)[1] for line in _context(request).splitlines()]
+
+
 def _context(request: LLMRequest) -> str:
     return request.messages[-1].content.split("Context:\n")[1].split("\n\n")[0]
 
@@ -422,7 +427,11 @@ def _ansint_like(recipe_path: Path, question: QAExample, tmp_path: Path) -> list
     return llm.requests
 
 
-@pytest.mark.parametrize("variant", ["cxtint_passages", "cxtint_short", "cxtint_notes"])
+@pytest.mark.parametrize(
+    "variant",
+    ["cxtint_passages", "cxtint_short", "cxtint_notes", "cxtint_best_last",
+     "cxtint_passages_best_last"],
+)  # fmt: skip
 def test_cxtint_variants_change_only_cxtints_request(
     variant: str, bergman: QAExample, tmp_path: Path
 ) -> None:
@@ -437,6 +446,13 @@ def test_cxtint_variants_change_only_cxtints_request(
         assert sum(len(line.split("] ", 1)[1].split()) for line in ranked) <= 1500
     else:
         assert paper[-1] != mine[-1]
+    if variant == "cxtint_best_last":  # the same sentences, the best-ranked last
+        assert _items(mine[-1]) == _items(paper[-1])[::-1] and len(_items(mine[-1])) > 1
+    if variant == "cxtint_passages_best_last":  # cxtint_passages' passages, the best last
+        passages = _ansint_like(ROOT / "recipes" / "variants" / "cxtint_passages.yaml", bergman,
+                                tmp_path)  # fmt: skip
+        assert _items(mine[-1]) == _items(passages[-1])[::-1]
+        assert len(_items(mine[-1])) > 1
     if variant == "cxtint_notes":  # the answered sub-question, not the unanswered one
         assert mine[-1].prompt_id == "cxtint_notes"
         text = mine[-1].messages[-1].content

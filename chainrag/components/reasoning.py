@@ -247,11 +247,15 @@ class CxtInt:
     ``notes: true`` (not the paper's) adds the answered sub-questions and their answers after
     the context, as notes that may be wrong (prompt ``cxtint_notes``): what AnsInt reads and
     what CxtInt reads in one request.
+    ``order: best_last`` (not the paper's) shows the same items in reverse, the best-ranked
+    sentence or passage last, next to the question that follows the context — for readers
+    that weigh what they read last (the paper shows the best first).
     """
 
     reranker: Reranker = attrs.field(factory=NoRerank)
     word_budget: int = attrs.field(default=3000, validator=attrs.validators.ge(1))
     layout: Literal["ranked", "passages"] = "ranked"
+    order: Literal["best_first", "best_last"] = "best_first"
     notes: bool = False
     prompt_version: int = 1
 
@@ -271,6 +275,8 @@ class CxtInt:
         shown = [texts[i] for i in kept]
         if self.layout == "passages":
             shown = as_passages(shown, inputs, ctx)
+        if self.order == "best_last":
+            shown.reverse()
         values = {"question": inputs.question, "evidence": numbered(shown)}
         if self.notes:
             values["pairs"] = history_text([a for a in inputs.sub_answers if a.answered])
