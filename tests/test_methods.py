@@ -378,11 +378,7 @@ def test_cxtint_passages_shows_the_same_sentences_as_titled_passages(
     assert [r.prompt_id for r in ranked] == [r.prompt_id for r in passages]
     assert ranked[:-1] == passages[:-1]  # only CxtInt's request differs
 
-    def items(request: LLMRequest) -> list[str]:
-        context = request.messages[-1].content.split("Context:\n")[1].split("\n\nQuestion:")[0]
-        return [line.split("] ", 1)[1] for line in context.splitlines()]
-
-    sentences, shown = items(ranked[-1]), items(passages[-1])
+    sentences, shown = _items(ranked[-1]), _items(passages[-1])
     titles = {p.title for p in bergman.passages}
     assert len(shown) < len(sentences)  # grouped
     assert len(shown) == len({item.split(": ", 1)[0] for item in shown})  # one item a passage
@@ -443,7 +439,7 @@ def test_cxtint_variants_change_only_cxtints_request(
     if variant == "cxtint_short":  # the best-ranked sentences within 1,500 words: all, here
         ranked = _context(paper[-1]).splitlines()
         assert _context(mine[-1]).splitlines() == ranked[: len(_context(mine[-1]).splitlines())]
-        assert sum(len(line.split("] ", 1)[1].split()) for line in ranked) <= 1500
+        assert sum(len(item.split()) for item in _items(paper[-1])) <= 1500
     else:
         assert paper[-1] != mine[-1]
     if variant == "cxtint_best_last":  # the same sentences, the best-ranked last
