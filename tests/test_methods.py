@@ -426,7 +426,7 @@ def _ansint_like(recipe_path: Path, question: QAExample, tmp_path: Path) -> list
 @pytest.mark.parametrize(
     "variant",
     ["cxtint_passages", "cxtint_short", "cxtint_notes", "cxtint_best_last",
-     "cxtint_passages_best_last"],
+     "cxtint_passages_best_last", "cxtint_passages_form"],
 )  # fmt: skip
 def test_cxtint_variants_change_only_cxtints_request(
     variant: str, bergman: QAExample, tmp_path: Path
@@ -444,11 +444,16 @@ def test_cxtint_variants_change_only_cxtints_request(
         assert paper[-1] != mine[-1]
     if variant == "cxtint_best_last":  # the same sentences, the best-ranked last
         assert _items(mine[-1]) == _items(paper[-1])[::-1] and len(_items(mine[-1])) > 1
-    if variant == "cxtint_passages_best_last":  # cxtint_passages' passages, the best last
+    if variant in ("cxtint_passages_best_last", "cxtint_passages_form"):
         passages = _ansint_like(ROOT / "recipes" / "variants" / "cxtint_passages.yaml", bergman,
                                 tmp_path)  # fmt: skip
+    if variant == "cxtint_passages_best_last":  # cxtint_passages' passages, the best last
         assert _items(mine[-1]) == _items(passages[-1])[::-1]
         assert len(_items(mine[-1])) > 1
+    if variant == "cxtint_passages_form":  # cxtint_passages' request but the answer form
+        assert mine[-1].messages[1:] == passages[-1].messages[1:]
+        assert (mine[-1].prompt_version, passages[-1].prompt_version) == (2, 1)
+        assert "Reply yes or no only if the question" in mine[-1].messages[0].content
     if variant == "cxtint_notes":  # the answered sub-question, not the unanswered one
         assert mine[-1].prompt_id == "cxtint_notes"
         text = mine[-1].messages[-1].content
