@@ -114,7 +114,8 @@ BEAT=(recipes/variants/judge_answers.yaml recipes/variants/seeds_first.yaml
 # answers are those a new call gets (the managed server's answers do not depend on the requests
 # before them), but tokens and seconds then count only the new calls (calls/q counts all).
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_short.yaml
-        recipes/variants/cxtint_notes.yaml recipes/variants/cxtint_passages_form.yaml)
+        recipes/variants/cxtint_notes.yaml recipes/variants/cxtint_passages_form.yaml
+        recipes/variants/cxtint_passages_reason.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
 # are chosen: it is replayed there only.
 REPLAY_MUSIQUE=(recipes/variants/cxtint_best_last.yaml

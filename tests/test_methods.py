@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.reasoning import clean_answer, is_unanswerable
+from chainrag.components.reasoning import CxtInt, clean_answer, is_unanswerable
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import LLMRequest, QAExample
 from chainrag.data.datasets import load_dataset
@@ -416,17 +416,18 @@ def _ansint_like(recipe_path: Path, question: QAExample, tmp_path: Path) -> list
         "ansint": ["Fårö"],
         "cxtint": ["Fårö"],
         "cxtint_notes": ["Fårö"],
+        "cxtint_reason": ["He died on Fårö, the context says.\nSo the answer is: Fårö."],
     })  # fmt: skip
     prediction = answer_question(fast(load_recipe(recipe_path)), question, llm,
                                  cache=IndexCache(tmp_path))  # fmt: skip
-    assert prediction.answer == "Fårö"
+    assert [named.answer.text for named in prediction.answers] == ["Fårö", "Fårö"]
     return llm.requests
 
 
 @pytest.mark.parametrize(
     "variant",
     ["cxtint_passages", "cxtint_short", "cxtint_notes", "cxtint_best_last",
-     "cxtint_passages_best_last", "cxtint_passages_form"],
+     "cxtint_passages_best_last", "cxtint_passages_form", "cxtint_passages_reason"],
 )  # fmt: skip
 def test_cxtint_variants_change_only_cxtints_request(
     variant: str, bergman: QAExample, tmp_path: Path
@@ -444,7 +445,7 @@ def test_cxtint_variants_change_only_cxtints_request(
         assert paper[-1] != mine[-1]
     if variant == "cxtint_best_last":  # the same sentences, the best-ranked last
         assert _items(mine[-1]) == _items(paper[-1])[::-1] and len(_items(mine[-1])) > 1
-    if variant in ("cxtint_passages_best_last", "cxtint_passages_form"):
+    if variant in ("cxtint_passages_best_last", "cxtint_passages_form", "cxtint_passages_reason"):
         passages = _ansint_like(ROOT / "recipes" / "variants" / "cxtint_passages.yaml", bergman,
                                 tmp_path)  # fmt: skip
     if variant == "cxtint_passages_best_last":  # cxtint_passages' passages, the best last
@@ -454,12 +455,24 @@ def test_cxtint_variants_change_only_cxtints_request(
         assert mine[-1].messages[1:] == passages[-1].messages[1:]
         assert (mine[-1].prompt_version, passages[-1].prompt_version) == (2, 1)
         assert "Reply yes or no only if the question" in mine[-1].messages[0].content
+    if variant == "cxtint_passages_reason":  # the same passages, then a short reasoning
+        assert mine[-1].prompt_id == "cxtint_reason"
+        assert _context(mine[-1]) == _context(passages[-1])
+        ask = mine[-1].messages[-1].content.rstrip()
+        assert ask.endswith(
+            'a last line "So the answer is: " followed by the shortest possible answer.'
+        )
     if variant == "cxtint_notes":  # the answered sub-question, not the unanswered one
         assert mine[-1].prompt_id == "cxtint_notes"
         text = mine[-1].messages[-1].content
         assert "Notes:\nQ: Who directed The Serpent's Egg?\nA: Ingmar Bergman\n\n" in text
         assert "unanswerable" not in text
         assert text.split("Notes:")[0] == paper[-1].messages[-1].content.split("Question:")[0]
+
+
+def test_cxtint_takes_one_prompt_of_notes_and_reason() -> None:
+    with pytest.raises(ValueError, match=r"notes: true and reason: true .* choose one"):
+        CxtInt(notes=True, reason=True)
 
 
 def test_cxtint_passages_is_refused_over_chunks() -> None:

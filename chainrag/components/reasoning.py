@@ -44,6 +44,25 @@ def clean_answer(text: str) -> str:
     return line.strip().strip('"').strip("'").rstrip(".").strip()
 
 
+_SO_THE_ANSWER = re.compile(r"so the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
+
+
+def stated_answer(generation: str) -> str | None:
+    """What follows a chain-of-thought generation's last "So the answer is", cleaned (first
+    line, no quotes or final period); None when it states no answer."""
+    marks = list(_SO_THE_ANSWER.finditer(generation))
+    return clean_answer(generation[marks[-1].end() :]) if marks else None
+
+
+def final_answer(generation: str) -> str:
+    """The answer of a chain-of-thought generation: its stated answer, else its last line."""
+    stated = stated_answer(generation)
+    if stated is not None:
+        return stated
+    lines = [ln for ln in generation.strip().splitlines() if ln.strip()]
+    return clean_answer(lines[-1]) if lines else ""
+
+
 def is_unanswerable(answer: str) -> bool:
     """True for "unanswerable" and its usual variants, or an empty answer."""
     lowered = answer.lower()
@@ -250,6 +269,9 @@ class CxtInt:
     ``order: best_last`` (not the paper's) shows the same items in reverse, the best-ranked
     sentence or passage last, next to the question that follows the context — for readers
     that weigh what they read last (the paper shows the best first).
+    ``reason: true`` (not the paper's) lets the reader name the facts that answer the question
+    in at most three short sentences before its answer (prompt ``cxtint_reason``, the answer
+    read after its last "So the answer is"): one call, as before, with more completion tokens.
     """
 
     reranker: Reranker = attrs.field(factory=NoRerank)
@@ -257,7 +279,16 @@ class CxtInt:
     layout: Literal["ranked", "passages"] = "ranked"
     order: Literal["best_first", "best_last"] = "best_first"
     notes: bool = False
+    reason: bool = attrs.field(default=False)
     prompt_version: int = 1
+
+    @reason.validator
+    def _one_prompt(self, _: attrs.Attribute[bool], reason: bool) -> None:
+        if reason and self.notes:
+            raise ValueError(
+                "cxt_int: notes: true and reason: true are two different prompts "
+                "(cxtint_notes, cxtint_reason); choose one"
+            )
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         llm = ctx.require_llm("cxt_int integrator")
@@ -280,9 +311,10 @@ class CxtInt:
         values = {"question": inputs.question, "evidence": numbered(shown)}
         if self.notes:
             values["pairs"] = history_text([a for a in inputs.sub_answers if a.answered])
-        prompt = load_prompt("cxtint_notes" if self.notes else "cxtint", self.prompt_version)
-        reply = llm.complete(prompt.request(**values))
-        return Answer(clean_answer(reply.text), reply.text)
+        name = "cxtint_notes" if self.notes else "cxtint_reason" if self.reason else "cxtint"
+        reply = llm.complete(load_prompt(name, self.prompt_version).request(**values))
+        read = final_answer if self.reason else clean_answer
+        return Answer(read(reply.text), reply.text)
 
 
 def as_passages(kept: Sequence[str], inputs: IntegrationInput, ctx: Context) -> list[str]:

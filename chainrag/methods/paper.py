@@ -8,7 +8,6 @@ the index built for the question) and reads the LLM usage there (``ctx.usage``);
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import attrs
@@ -21,9 +20,10 @@ from chainrag.components.reasoning import (
     LLMRewriter,
     LLMShortAnswer,
     LLMSummarizer,
-    clean_answer,
+    final_answer,
     history_text,
     is_unanswerable,
+    stated_answer,
 )
 from chainrag.components.rewrite_triggers import PronounWords
 from chainrag.core.context import Context
@@ -244,22 +244,3 @@ class IterRetGen:
                                    ctx.usage() - before))  # fmt: skip
         return Prediction((NamedAnswer("iter_retgen", Answer(answer_text, generation)),),
                           tuple(steps))  # fmt: skip
-
-
-_SO_THE_ANSWER = re.compile(r"so the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
-
-
-def stated_answer(generation: str) -> str | None:
-    """What follows a chain-of-thought generation's last "So the answer is", cleaned (first
-    line, no quotes or final period); None when it states no answer."""
-    marks = list(_SO_THE_ANSWER.finditer(generation))
-    return clean_answer(generation[marks[-1].end() :]) if marks else None
-
-
-def final_answer(generation: str) -> str:
-    """The answer of a chain-of-thought generation: its stated answer, else its last line."""
-    stated = stated_answer(generation)
-    if stated is not None:
-        return stated
-    lines = [ln for ln in generation.strip().splitlines() if ln.strip()]
-    return clean_answer(lines[-1]) if lines else ""
