@@ -460,7 +460,8 @@ def test_cxtint_variants_change_only_cxtints_request(
         assert _context(mine[-1]) == _context(passages[-1])
         ask = mine[-1].messages[-1].content.rstrip()
         assert ask.endswith(
-            'a last line "So the answer is: " followed by the shortest possible answer.'
+            '"So the answer is: " followed by the shortest possible answer '
+            "(a name, a date, a number, yes or no)."
         )
     if variant == "cxtint_notes":  # the answered sub-question, not the unanswered one
         assert mine[-1].prompt_id == "cxtint_notes"
