@@ -114,12 +114,12 @@ BEAT=(recipes/variants/judge_answers.yaml recipes/variants/seeds_first.yaml
 # answers are those a new call gets (the managed server's answers do not depend on the requests
 # before them), but tokens and seconds then count only the new calls (calls/q counts all).
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_short.yaml
-        recipes/variants/cxtint_notes.yaml recipes/variants/cxtint_passages_form.yaml
-        recipes/variants/cxtint_passages_reason.yaml)
+        recipes/variants/cxtint_notes.yaml recipes/variants/cxtint_passages_reason.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
-# are chosen: it is replayed there only.
+# are chosen, and the explicit answer form lost there: they are replayed there only.
 REPLAY_MUSIQUE=(recipes/variants/cxtint_best_last.yaml
-                recipes/variants/cxtint_passages_best_last.yaml)
+                recipes/variants/cxtint_passages_best_last.yaml
+                recipes/variants/cxtint_passages_form.yaml)
 # Figure 7's k sweep. k = 3 is ansint.yaml but for its name (the paper's k): long-k replays it
 # from ansint's cached answers (no new call: the same answers, its seconds and tokens not a
 # measure of cost) and makes the other four anew.
