@@ -114,12 +114,15 @@ BEAT=(recipes/variants/judge_answers.yaml recipes/variants/seeds_first.yaml
 # answers are those a new call gets (the managed server's answers do not depend on the requests
 # before them), but tokens and seconds then count only the new calls (calls/q counts all).
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_short.yaml
-        recipes/variants/cxtint_notes.yaml recipes/variants/cxtint_passages_reason.yaml)
+        recipes/variants/cxtint_notes.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
 # are chosen, and the explicit answer form lost there: they are replayed there only.
 REPLAY_MUSIQUE=(recipes/variants/cxtint_best_last.yaml
                 recipes/variants/cxtint_passages_best_last.yaml
                 recipes/variants/cxtint_passages_form.yaml)
+# A short reasoning before CxtInt's answer was made for long:2wiki's comparison questions and
+# lost there and on long:musique: it is replayed on those two.
+REPLAY_NOT_HOTPOTQA=(recipes/variants/cxtint_passages_reason.yaml)
 # Figure 7's k sweep. k = 3 is ansint.yaml but for its name (the paper's k): long-k replays it
 # from ansint's cached answers (no new call: the same answers, its seconds and tokens not a
 # measure of cost) and makes the other four anew.
@@ -138,6 +141,7 @@ for what in ${targets[@]}; do
     for dataset in musique 2wiki hotpotqa; do
       replay=("${REPLAY[@]}")
       [[ $dataset == musique ]] && replay+=("${REPLAY_MUSIQUE[@]}")
+      [[ $dataset != hotpotqa ]] && replay+=("${REPLAY_NOT_HOTPOTQA[@]}")
       run "${replay[@]}" --dataset "long:$dataset" --limit $N --out $OUT --cache-mode use \
         --no-report
       run "${BEAT[@]}" --dataset "long:$dataset" --limit $N --out $OUT --cache-mode refresh \
