@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chainrag.core.errors import ServerError
-from chainrag.llm.server import LocalServer, server_command
+from chainrag.llm.server import LocalServer, crowding, running_servers, server_command
 from chainrag.recipes.models import get_model
 
 STANDIN = Path(__file__).with_name("standin_server.py")
@@ -50,6 +50,33 @@ def test_command_line_binds_loopback_only() -> None:
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--port") + 1] == "8123"
     assert cmd[cmd.index("--model_alias") + 1] == "qwen"
+
+
+def _process(proc: Path, pid: str, *words: str) -> None:
+    (proc / pid).mkdir()
+    (proc / pid / "cmdline").write_bytes("\0".join(words).encode() + b"\0")
+
+
+def test_running_servers_reads_our_servers_from_proc(tmp_path: Path) -> None:
+    """Our two entry points count, with their threads (one when not given); other Python
+    processes, a truncated command line and non-process entries do not."""
+    py = sys.executable
+    _process(tmp_path, "41", py, "-m", "chainrag.llm.fresh_server", "--aligned", "--n_threads", "2")
+    _process(tmp_path, "7", py, "-m", "llama_cpp.server", "--model", "m.gguf")
+    _process(tmp_path, "9", py, "-m", "chainrag.llm.fresh_server", "--n_threads", "many")
+    _process(tmp_path, "12", py, "-m", "pytest", "--n_threads", "2")
+    _process(tmp_path, "13", py, "-m")
+    (tmp_path / "self").mkdir()
+    assert running_servers(tmp_path) == [(7, 1), (9, 1), (41, 2)]
+    assert running_servers(tmp_path / "absent") == []
+
+
+def test_crowding_warns_only_when_the_threads_exceed_the_cores() -> None:
+    assert crowding([], cores=2) == ""
+    assert crowding([(41, 2)], cores=4) == ""  # 2 + 2 threads on 4 cores fit
+    warning = crowding([(41, 2)], cores=2)
+    assert "1 local LLM server(s) already run here (pid 41: 2 threads)" in warning
+    assert "4 threads share 2 cores" in warning and "one job at a time" in warning
 
 
 def test_starts_answers_and_stops(tmp_path: Path) -> None:

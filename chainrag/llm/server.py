@@ -52,7 +52,47 @@ ENTRY_POINTS: dict[PromptCache, list[str]] = {
     "reuse": ["llama_cpp.server"],
 }
 """The module the server runs as (``python -m MODULE [ARG]``), by prompt cache mode."""
+DEFAULT_N_THREADS = 2
 _LIVE: set[LocalServer] = set()
+
+
+def running_servers(proc: Path = Path("/proc")) -> list[tuple[int, int]]:
+    """(pid, CPU threads) of each local LLM server of ours running on this machine, read from
+    Linux's ``/proc`` (none where there is no ``/proc``); a server started without
+    ``--n_threads`` counts as one thread."""
+    modules = {entry[0] for entry in ENTRY_POINTS.values()}
+    found = []
+    for cmdline in proc.glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # the process ended, or is not ours to read
+            continue
+        if "-m" not in words or words.index("-m") + 1 >= len(words):
+            continue
+        if words[words.index("-m") + 1] not in modules:
+            continue
+        threads = 1
+        if "--n_threads" in words and words.index("--n_threads") + 1 < len(words):
+            with contextlib.suppress(ValueError):
+                threads = int(words[words.index("--n_threads") + 1])
+        found.append((int(cmdline.parent.name), threads))
+    return sorted(found)
+
+
+def crowding(servers: list[tuple[int, int]], cores: int, threads: int = DEFAULT_N_THREADS) -> str:
+    """A warning when a new server's ``threads`` and those of the ``servers`` already running
+    exceed the ``cores``; empty when they fit. llama.cpp's threads spin while they wait for
+    each other, so two servers on the same cores each run several times slower than alone."""
+    busy = sum(n for _, n in servers)
+    if not servers or busy + threads <= cores:
+        return ""
+    pids = ", ".join(f"pid {pid}: {n} threads" for pid, n in servers)
+    return (
+        f"note: {len(servers)} local LLM server(s) already run here ({pids}); with this one "
+        f"{busy + threads} threads share {cores} cores, and llama.cpp's threads spin while "
+        "they wait, so each job runs several times slower than alone (a call of ~50 s took "
+        "200-350 s with two on 2 cores). Run one job at a time when seconds matter."
+    )
 
 
 def free_port() -> int:
@@ -110,7 +150,7 @@ class LocalServer:
         model_file: Path,
         *,
         n_ctx: int = DEFAULT_N_CTX,
-        n_threads: int = 2,
+        n_threads: int = DEFAULT_N_THREADS,
         prompt_cache: PromptCache = "aligned",
         log_dir: Path | None = None,
         ready_timeout_s: float = 300.0,

@@ -244,7 +244,12 @@ def open_job_llm(
     from chainrag.llm import open_llm
 
     if spec.kind == "local_gguf":
+        from chainrag.components.search import cores
+        from chainrag.llm.server import crowding, running_servers
+
         say(f"starting the local {spec.model} server…")
+        if warning := crowding(running_servers(), cores()):
+            say(warning)
     with open_llm(spec, cache_path=llm_cache_path(),
                   cache_mode=job.cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
         yield (llm, *in_flight(spec, job.concurrency))
