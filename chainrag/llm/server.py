@@ -67,16 +67,17 @@ def running_servers(proc: Path = Path("/proc")) -> list[tuple[int, int]]:
             words = cmdline.read_bytes().decode(errors="replace").split("\0")
         except OSError:  # the process ended, or is not ours to read
             continue
-        if "-m" not in words or words.index("-m") + 1 >= len(words):
+        if _after(words, "-m") not in modules:
             continue
-        if words[words.index("-m") + 1] not in modules:
-            continue
-        threads = 1
-        if "--n_threads" in words and words.index("--n_threads") + 1 < len(words):
-            with contextlib.suppress(ValueError):
-                threads = int(words[words.index("--n_threads") + 1])
-        found.append((int(cmdline.parent.name), threads))
+        threads = _after(words, "--n_threads")
+        found.append((int(cmdline.parent.name), int(threads) if threads.isdigit() else 1))
     return sorted(found)
+
+
+def _after(words: list[str], flag: str) -> str:
+    """The word after the first ``flag`` in a command line; empty when there is none."""
+    at = words.index(flag) + 1 if flag in words else len(words)
+    return words[at] if at < len(words) else ""
 
 
 def crowding(servers: list[tuple[int, int]], cores: int, threads: int = DEFAULT_N_THREADS) -> str:

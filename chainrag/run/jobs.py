@@ -241,13 +241,14 @@ def open_job_llm(
     questions in flight (``--concurrency``, else the recipe's) and the LLM requests in flight
     (1 for the managed local server, which answers one at a time)."""
     from chainrag.core.paths import llm_cache_path
-    from chainrag.llm import open_llm
+    from chainrag.llm import managed_prompt_cache, open_llm
 
     if spec.kind == "local_gguf":
+        say(f"starting the local {spec.model} server…")
+    if managed_prompt_cache(spec) is not None:  # chainrag starts a server: are cores free?
         from chainrag.components.search import cores
         from chainrag.llm.server import crowding, running_servers
 
-        say(f"starting the local {spec.model} server…")
         if warning := crowding(running_servers(), cores()):
             say(warning)
     with open_llm(spec, cache_path=llm_cache_path(),
