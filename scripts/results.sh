@@ -113,8 +113,10 @@ BEAT=(recipes/variants/judge_answers.yaml recipes/variants/seeds_first.yaml
 # with the response cache (--cache-mode use), each costs one new call a question; the cached
 # answers are those a new call gets (the managed server's answers do not depend on the requests
 # before them), but tokens and seconds then count only the new calls (calls/q counts all).
-REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_short.yaml
-        recipes/variants/cxtint_notes.yaml)
+# cxtint_passages_checked, after cxtint_passages, makes no new call: its CxtInt request is
+# cxtint_passages', its AnsInt request (only where CxtInt's answer does not fit) ansint's.
+REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_passages_checked.yaml
+        recipes/variants/cxtint_short.yaml recipes/variants/cxtint_notes.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
 # are chosen, and the explicit answer form lost there: they are replayed there only.
 REPLAY_MUSIQUE=(recipes/variants/cxtint_best_last.yaml

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.reasoning import CxtInt, clean_answer, is_unanswerable
+from chainrag.components.reasoning import CxtInt, clean_answer, is_unanswerable, misfit
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import LLMRequest, QAExample
 from chainrag.data.datasets import load_dataset
@@ -481,3 +481,75 @@ def test_cxtint_passages_is_refused_over_chunks() -> None:
     naive = load_recipe(ROOT / "recipes" / "baselines" / "naive.yaml")
     with pytest.raises(ValueError, match=r"layout: passages .*index is chunks"):
         attrs.evolve(passages, index=naive.index, retrieval=naive.retrieval)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "why"),
+    [
+        ("Who died first, Thomas Cooper or John Roosevelt?", "Thomas Cooper", None),
+        ("Who died first, Thomas Cooper or John Roosevelt?", "Yes", "yes or no"),
+        ("Who died first, Thomas Cooper or John Roosevelt?", "Theodore Roosevelt", "choices"),
+        ("Which film came out first, Vertigo, or Psycho?", "Psycho.", None),
+        ("Are Vertigo and Psycho both films?", "Yes", None),
+        ("Did Hitchcock direct Vertigo?", "no", None),
+        ("Where did the director of Vertigo die?", "No", "yes or no"),
+        ("Where did the director of Vertigo die?", "unanswerable", "no answer"),
+        ("Where did the director of Vertigo die?", "Not mentioned in the context", "no answer"),
+        ("Where did the director of Vertigo die?", "The context does not say", "no answer"),
+        ("Where did the director of Vertigo die?", "", "no answer"),
+        ("Which album came first?", "Unknown Pleasures", None),  # a title, not "unknown"
+        ("Who is older, Ann or Bo?", "Bo", None),
+    ],
+)  # fmt: skip
+def test_misfit_names_what_the_answer_form_misses(
+    question: str, answer: str, why: str | None
+) -> None:
+    found = misfit(question, answer)
+    assert (found is None) if why is None else (found is not None and why in found)
+
+
+def test_form_checked_takes_the_fallback_only_when_the_answer_does_not_fit(
+    bergman: QAExample, tmp_path: Path
+) -> None:
+    """cxtint_passages_checked: CxtInt's passage-layout answer unless it does not fit the
+    question ("Where did … die?" answered "Yes"); then AnsInt is asked, and only then — every
+    other request is ansint.yaml's, word for word."""
+    paper = _ansint_like(ROOT / "recipes" / "chainrag" / "ansint.yaml", bergman, tmp_path)
+    passages = _ansint_like(ROOT / "recipes" / "variants" / "cxtint_passages.yaml", bergman,
+                            tmp_path)  # fmt: skip
+    recipe = fast(load_recipe(ROOT / "recipes" / "variants" / "cxtint_passages_checked.yaml"))
+    for reader, expected, asked in (("Fårö", "Fårö", ["cxtint"]),
+                                    ("Yes", "Stockholm", ["cxtint", "ansint"])):  # fmt: skip
+        llm = ScriptedLLM({
+            "decompose": ['["Who directed The Serpent\'s Egg?", "Where did he die?"]'],
+            "sufficiency": lambda r: "Yes",
+            "answer_sub": ["Ingmar Bergman", "unanswerable"],
+            "summarize": ["Nothing about his death."],
+            "rewrite": ["Where did Ingmar Bergman die?"],
+            "ansint": ["Stockholm"],
+            "cxtint": [reader],
+        })  # fmt: skip
+        prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+        [named] = prediction.answers
+        assert (named.name, named.answer.text) == ("formchecked", expected)
+        made = llm.requests
+        assert [r.prompt_id for r in made[len(paper) - 2 :]] == asked
+        assert made[: len(paper) - 2] == paper[:-2]  # the walk's requests are the paper's
+        assert made[len(paper) - 2] == passages[-1]  # CxtInt's is the passage layout's
+        if len(asked) == 2:
+            assert made[-1] == paper[-2]  # AnsInt's request is the paper's
+            assert "is yes or no to a question that does not ask" in named.answer.raw
+
+
+def test_a_passage_layout_inside_form_checked_is_checked_against_the_index(
+    tmp_path: Path,
+) -> None:
+    recipe = tmp_path / "x.yaml"
+    recipe.write_text(
+        f"base: {ROOT / 'recipes' / 'ablations' / 'no_graph.yaml'}\n"
+        "method:\n  integrators:\n    - kind: form_checked\n"
+        "      integrator: {kind: cxt_int, layout: passages}\n"
+        "      fallback: {kind: ans_int}\n"
+    )
+    with pytest.raises(RecipeError, match="layout: passages"):
+        load_recipe(recipe)

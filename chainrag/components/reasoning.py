@@ -21,8 +21,10 @@ from chainrag.core.types import (
     SubAnswer,
     Verdict,
 )
+from chainrag.data.metrics import normalize_answer
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import complete_json
+from chainrag.protocols.reasoning import Integrator
 from chainrag.protocols.retrieval import Reranker, Sentenced
 from chainrag.recipes.registry import (
     ANSWERERS,
@@ -337,3 +339,71 @@ def as_passages(kept: Sequence[str], inputs: IntegrationInput, ctx: Context) -> 
         f"{group[0].title}: " + " ".join(s.text for s in sorted(group, key=lambda s: s.position))
         for group in groups.values()
     ]
+
+
+_ASKS_YES_NO = re.compile(
+    r"^\W*(?:is|are|was|were|am|do|does|did|can|could|has|have|had|will|would|shall|should"
+    r"|may|might|must)\b",
+    re.IGNORECASE,
+)
+_NAMES_CHOICES = re.compile(r"^\W*(?:which|who|whom|whose)\b.*,.*\bor\b", re.IGNORECASE | re.DOTALL)
+_NO_ANSWER = re.compile(
+    r"^\W*(?:unknown\W*$|none\W*$|n/?a\W*$|not (?:mentioned|provided|specified|stated|given"
+    r"|found|known|enough)|no (?:information|answer)|(?:it )?cannot|can ?not|insufficient"
+    r"|(?:the )?(?:context|text|passages?|information) (?:does|do) not|there is no)",
+    re.IGNORECASE,
+)
+
+
+def misfit(question: str, answer: str) -> str | None:
+    """Why ``answer`` does not fit the form ``question`` asks for, or None when it fits.
+
+    Three forms are checked, each by rule: an answer at all (not empty, "unanswerable", "not
+    mentioned", "the context does not …"); yes or no only to a question that asks yes or no
+    (one that opens with an auxiliary verb: "Is …", "Did …"); and, for a which/who question
+    that names its choices ("Who died first, A or B?"), one of them: the answer's words must
+    be in the question's.
+    """
+    if is_unanswerable(answer) or _NO_ANSWER.match(answer):
+        return "no answer"
+    said = normalize_answer(answer)
+    if said in ("yes", "no") and not _ASKS_YES_NO.match(question):
+        return "yes or no to a question that does not ask yes or no"
+    if _NAMES_CHOICES.match(question) and f" {said} " not in f" {normalize_answer(question)} ":
+        return "none of the choices the question names"
+    return None
+
+
+@INTEGRATORS.register("form_checked")
+@attrs.frozen
+class FormChecked:
+    """``integrator``'s answer unless it does not fit the form the question asks for
+    (:func:`misfit`): then ``fallback``'s, if that one fits (not the paper's).
+
+    The fallback is asked only for those questions, so it adds a call only to them; when the
+    recipe's list also holds the fallback, its request is that one's word for word (a cache
+    hit in the default cache mode). Made for issue 24: with the passage layout the 1.5B reader
+    answered "Yes" to 5 of 60 which/who questions, where AnsInt named an answer.
+    The answer's ``raw`` starts with a line that says which integrator answered and why.
+    Recipe: ``{kind: form_checked, integrator: {kind: cxt_int, …}, fallback: {kind: ans_int}}``.
+    """
+
+    integrator: Integrator
+    fallback: Integrator
+
+    @property
+    def parts(self) -> tuple[Integrator, Integrator]:
+        """The integrators it chooses between (what a recipe check looks inside)."""
+        return self.integrator, self.fallback
+
+    def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
+        first = self.integrator(inputs, ctx)
+        why = misfit(inputs.question, first.text)
+        if why is None:
+            return Answer(first.text, f"[first: fits]\n{first.raw}")
+        other = self.fallback(inputs, ctx)
+        if misfit(inputs.question, other.text) is not None:
+            note = f"[first: {why}; the fallback's {other.text!r} does not fit either]"
+            return Answer(first.text, f"{note}\n{first.raw}")
+        return Answer(other.text, f"[fallback: the first answer, {first.text!r}, is {why}]\n"
+                                  f"{other.raw}")  # fmt: skip

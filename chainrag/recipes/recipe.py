@@ -162,7 +162,7 @@ class Recipe:
                     "retrieval.edge_weights names edge layers the index does not build: "
                     f"{', '.join(missing)} (index.edges has: {built})"
                 )
-        layouts = [getattr(i, "layout", None) for i in getattr(self.method, "integrators", ())]
+        layouts = [getattr(i, "layout", None) for i in _integrators(self.method)]
         if "passages" in layouts and self.index is not None and self.index.chunker is not None:
             raise ValueError(
                 "cxt_int's layout: passages shows each sentence with its passage's other kept "
@@ -178,6 +178,17 @@ class Recipe:
                     "judge, which must be one that answers (retrieval.expander.judge: {kind: "
                     f"llm_answerable}}); this recipe's is {type(judge).__name__}"
                 )
+
+
+def _integrators(method: object) -> list[object]:
+    """A method's integrators, those inside one that chooses between others (``parts``) too."""
+    found: list[object] = []
+    todo = list(getattr(method, "integrators", ()))
+    while todo:
+        item = todo.pop(0)
+        found.append(item)
+        todo.extend(getattr(item, "parts", ()))
+    return found
 
 
 # --------------------------------------------------------------------------- YAML

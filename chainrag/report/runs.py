@@ -21,6 +21,7 @@ from chainrag.run.record import RunRecord
 PRETTY = {
     "ansint": "ChainRAG (AnsInt)",
     "cxtint": "ChainRAG (CxtInt)",
+    "formchecked": "ChainRAG (form-checked)",
     "naive": "NaiveRAG",
     "naive_qd": "NaiveRAG w/ QD",
     "iter_retgen": "Iter-RetGen",

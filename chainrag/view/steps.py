@@ -158,6 +158,7 @@ def integration(answered: Answered) -> str:
     assert notes is not None
     trace = answered.record.trace
     answers = {n.name: n.answer.text for n in trace.answers}
+    raws = {n.name: n.answer.raw for n in trace.answers}
     parts = []
     for integrator in notes.integrators:
         name = integrator.kind.replace("_", "")
@@ -199,6 +200,17 @@ def integration(answered: Answered) -> str:
                     f"<b>CxtInt</b> read the {len(units)} distinct sentences the "
                     f"steps retrieved{words}, reranked against the question (reranker: "
                     f"{esc(rerank)}) and cut at {budget}, and answered {answer}.",
+                    class_="integrator",
+                )
+            )
+        elif integrator.kind == "form_checked":
+            raw = raws.get(name, "")
+            why = raw.splitlines()[0] if raw.startswith("[") else ""
+            parts.append(
+                el(
+                    "div",
+                    f"<b>form_checked</b> (an answer checked against the question's form) "
+                    f"answered {answer} {esc(why)}.",
                     class_="integrator",
                 )
             )
