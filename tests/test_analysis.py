@@ -154,6 +154,37 @@ def test_compare_runs_as_a_library_function(tmp_path: Path) -> None:
         compare_runs(str(base), [str(lonely)])
 
 
+def test_compare_against_the_bases_better_answer_on_each_dataset(tmp_path: Path) -> None:
+    """--base-answer best takes, on each dataset folder, the base's variant with the higher
+    mean F1 (cxtint on musique, ansint on 2wiki here) and compares the run's chosen answer."""
+
+    scores = dict[str, dict[str, float]]
+
+    def two(v1: str, v2: str, q1: tuple[float, float], q2: tuple[float, float]) -> scores:
+        return {"q1": {v1: q1[0], v2: q1[1]}, "q2": {v1: q2[0], v2: q2[1]}}
+
+    base = {"musique": two("ansint", "cxtint", (0, 1), (0, 0)),
+            "2wiki": two("ansint", "cxtint", (1, 0), (1, 1))}  # fmt: skip
+    mine = {"musique": two("checked", "ansint", (1, 0), (1, 0)),
+            "2wiki": two("checked", "ansint", (0, 1), (1, 1))}  # fmt: skip
+    for dataset in base:
+        _run(tmp_path / dataset / "paper", base[dataset])
+        _run(tmp_path / dataset / "mine", mine[dataset])
+    over = [tmp_path / "musique", tmp_path / "2wiki"]
+    found = compare_runs("paper", ["mine"], over=over, base_answer="best", resamples=100)
+    assert found.chosen == (("musique", "cxtint"), ("2wiki", "ansint"))
+    [(name, label, p)] = found.rows
+    assert (name, label, p.n, p.base, p.other) == ("mine", "best vs primary", 4, 75.0, 75.0)
+    assert (p.better, p.worse, p.same) == (1, 1, 2)
+    assert "cxtint on musique, ansint on 2wiki" in found.markdown()
+    [(_, label, p)] = compare_runs("paper", ["mine"], over=over, base_answer="cxtint",
+                                   answer="ansint", resamples=100).rows  # fmt: skip
+    assert (label, p.base, p.other) == ("cxtint vs ansint", 50.0, 50.0)
+    with pytest.raises(ChainragError, match=r"mine against paper: the run has no answer "
+                                            r"'nope' \(it has: checked, ansint\)"):  # fmt: skip
+        compare_runs("paper", ["mine"], over=over, answer="nope")
+
+
 FOLDER_PROBLEMS = [
     (None, r"no predictions.jsonl — no such file \(not a run directory\?\)"),
     ("", r"predictions.jsonl: no predictions yet"),

@@ -42,13 +42,27 @@ def scores(records: Records) -> dict[str, dict[str, float]]:
 
 
 def compare(
-    base: Records, other: Records, *, resamples: int = RESAMPLES, seed: int = SEED
+    base: Records,
+    other: Records,
+    *,
+    base_answer: str | None = None,
+    answer: str | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
 ) -> dict[str, Paired]:
     """Answer label -> the paired comparison, on the questions both runs answered: each
     variant both runs hold; when they share none, each of the base's variants against the
-    other run's primary answer (``cxtint vs primary``)."""
+    other run's primary answer (``cxtint vs primary``). ``base_answer`` and/or ``answer``
+    name the one pair to compare instead (the other side's primary when only one is named);
+    a RunError names a variant a run does not hold."""
     a, b = scores(base), scores(other)
     pairs = [(v, v) for v in a if v in b and v != "primary"]
+    if base_answer is not None or answer is not None:
+        pairs = [(base_answer or "primary", answer or "primary")]
+        for side, held, v in (("the base", a, pairs[0][0]), ("the run", b, pairs[0][1])):
+            if v not in held:
+                known = ", ".join(k for k in held if k != "primary")
+                raise RunError(f"{side} has no answer {v!r} (it has: {known})")
     if not pairs:
         pairs = [(v, "primary") for v in a if v != "primary"] or [("primary", "primary")]
     out = {}
@@ -78,15 +92,29 @@ def pooled(folders: Sequence[Path], name: str) -> tuple[str, list[RunRecord]]:
     return name, records
 
 
+BEST = "best"
+"""``base_answer`` for the base's better answer variant on each dataset."""
+
+
+def best_of(records: Records) -> tuple[str, list[RunRecord]]:
+    """The answer variant with the highest mean F1 over ``records`` (the first of a tie), and
+    the records with that answer alone, named :data:`BEST`."""
+    means = {v: sum(f1.values()) / len(f1) for v, f1 in scores(records).items() if v != "primary"}
+    chosen = max(means, key=lambda v: means[v])
+    return chosen, [attrs.evolve(r, answers={BEST: r.answers[chosen]}) for r in records]
+
+
 @attrs.frozen
 class Comparison:
-    """Runs against a base: one row (run name, answer label, comparison) per answer."""
+    """Runs against a base: one row (run name, answer label, comparison) per answer.
+    ``chosen``: with ``base_answer`` ``best``, the base variant taken on each dataset."""
 
     base: str
     over: tuple[Path, ...]
     resamples: int
     seed: int
     rows: tuple[tuple[str, str, Paired], ...]
+    chosen: tuple[tuple[str, str], ...] = ()
 
     def markdown(self) -> str:
         """What the method was, then one table row per run and answer."""
@@ -94,7 +122,14 @@ class Comparison:
         lines = [
             f"F1 in %, against {self.base}{where} on the questions both answered; 95% interval "
             f"of the difference from {self.resamples:,} paired bootstrap resamples (seed "
-            f"{self.seed}); p = two-sided exact sign test over the questions that changed.\n",
+            f"{self.seed}); p = two-sided exact sign test over the questions that changed."
+            + (
+                "\nbest = the base's answer with the higher mean F1 on each dataset, chosen "
+                "after the fact: " + ", ".join(f"{v} on {where}" for where, v in self.chosen)
+                if self.chosen
+                else ""
+            )
+            + "\n",
             "| run | answer | n | F1 base | F1 run | Δ F1 | 95% interval | "
             "run better / worse / same | sign test p |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -111,17 +146,43 @@ def compare_runs(
     runs: Sequence[str],
     *,
     over: Sequence[Path] = (),
+    base_answer: str | None = None,
+    answer: str | None = None,
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> Comparison:
     """Each of ``runs`` against ``base`` (run folders; with ``over``, run names inside each of
-    those dataset folders, their questions pooled). A RunError names a folder that is not a
-    run, or a run with no question in common with the base."""
+    those dataset folders, their questions pooled). ``base_answer`` and ``answer`` choose the
+    answers compared (:func:`compare`); ``base_answer="best"`` takes, on each dataset, the
+    base's variant with the higher mean F1 over its questions. A RunError names a folder that
+    is not a run, a run with no question in common with the base, or a variant it lacks."""
     loaded = [pooled(over, n) if over else load(Path(n)) for n in (base, *runs)]
+    chosen: list[tuple[str, str]] = []
+    if base_answer == BEST:
+        best: list[RunRecord] = []
+        for where, group in _by_dataset(loaded[0][1], over, base):
+            variant, records = best_of(group)
+            chosen.append((where, variant))
+            best += records
+        loaded[0] = (loaded[0][0], best)
     rows: list[tuple[str, str, Paired]] = []
     for given, (name, records) in zip(runs, loaded[1:], strict=True):
-        found = compare(loaded[0][1], records, resamples=resamples, seed=seed)
+        try:
+            found = compare(loaded[0][1], records, base_answer=base_answer, answer=answer,
+                            resamples=resamples, seed=seed)  # fmt: skip
+        except RunError as exc:
+            raise RunError(f"{given} against {base}: {exc}") from None
         if not found:
             raise RunError(f"{given}: no question in common with {base}")
         rows += [(name, label, p) for label, p in found.items()]
-    return Comparison(base, tuple(over), resamples, seed, tuple(rows))
+    return Comparison(base, tuple(over), resamples, seed, tuple(rows), tuple(chosen))
+
+
+def _by_dataset(
+    records: Records, over: Sequence[Path], base: str
+) -> list[tuple[str, list[RunRecord]]]:
+    """The base's records by dataset folder (pooled ids start with the folder's name)."""
+    if not over:
+        return [(base, list(records))]
+    return [(folder.name, [r for r in records if r.id.startswith(f"{folder.name}/")])
+            for folder in over]  # fmt: skip

@@ -26,6 +26,18 @@ def compare(
     over: Annotated[
         list[Path] | None, typer.Option("--over", metavar="DATASET_DIR", help=OVER_HELP)
     ] = None,
+    base_answer: Annotated[
+        str | None,
+        typer.Option(
+            help="Compare with this one of BASE's answers (ansint, cxtint, …), or 'best': on "
+            "each dataset the one with the higher mean F1 over BASE's questions (chosen after "
+            "the fact: the harder baseline). RUNS are compared on --answer."
+        ),
+    ] = None,
+    answer: Annotated[
+        str | None,
+        typer.Option(help="Which answer of each RUN to compare (default: its primary answer)."),
+    ] = None,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
@@ -34,13 +46,15 @@ def compare(
     interval, questions better / worse / same, and the exact sign test.
 
     Every answer variant both runs hold is compared (ChainRAG's ansint and cxtint); a run with
-    other variants is compared on its primary answer ("cxtint vs primary"). With 30 questions
+    other variants is compared on its primary answer ("cxtint vs primary"); --base-answer and
+    --answer choose one pair instead. With 30 questions
     one question is 3.3 points of EM: an interval that spans 0 says the runs are not told
     apart.
     """
     from chainrag.analysis import compare_runs
 
-    found = compare_runs(base, runs, over=over or (), resamples=resamples, seed=seed)
+    found = compare_runs(base, runs, over=over or (), base_answer=base_answer, answer=answer,
+                         resamples=resamples, seed=seed)  # fmt: skip
     typer.echo(found.markdown())
 
 
