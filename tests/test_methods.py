@@ -13,7 +13,13 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.reasoning import CxtInt, clean_answer, is_unanswerable, misfit
+from chainrag.components.reasoning import (
+    CxtInt,
+    clean_answer,
+    final_answer,
+    is_unanswerable,
+    misfit,
+)
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import LLMRequest, QAExample
 from chainrag.data.datasets import load_dataset
@@ -200,8 +206,6 @@ def test_iter_retgen_retrieves_with_the_whole_generation(bergman: QAExample) -> 
      ("No marker here.\nParis", "Paris"), ("", "")],
 )  # fmt: skip
 def test_final_answer_of_a_chain_of_thought(generation: str, answer: str) -> None:
-    from chainrag.methods.paper import final_answer
-
     assert final_answer(generation) == answer
 
 
@@ -405,9 +409,10 @@ def _context(request: LLMRequest) -> str:
     return request.messages[-1].content.split("Context:\n")[1].split("\n\n")[0]
 
 
-def _ansint_like(recipe_path: Path, question: QAExample, tmp_path: Path) -> list[LLMRequest]:
-    """The requests of an AnsInt + CxtInt recipe on ``question`` with a scripted LLM."""
-    llm = ScriptedLLM({
+def _bergman_script(**replies: list[str]) -> ScriptedLLM:
+    """A scripted LLM for ChainRAG on ``bergman``: two sub-questions, the second unanswered
+    (summarised, rewritten); every integration answers "Fårö" unless ``replies`` says."""
+    return ScriptedLLM({
         "decompose": ['["Who directed The Serpent\'s Egg?", "Where did he die?"]'],
         "sufficiency": lambda r: "Yes",
         "answer_sub": ["Ingmar Bergman", "unanswerable"],
@@ -417,7 +422,13 @@ def _ansint_like(recipe_path: Path, question: QAExample, tmp_path: Path) -> list
         "cxtint": ["Fårö"],
         "cxtint_notes": ["Fårö"],
         "cxtint_reason": ["He died on Fårö, the context says.\nSo the answer is: Fårö."],
+        **replies,
     })  # fmt: skip
+
+
+def _ansint_like(recipe_path: Path, question: QAExample, tmp_path: Path) -> list[LLMRequest]:
+    """The requests of an AnsInt + CxtInt recipe on ``question`` with a scripted LLM."""
+    llm = _bergman_script()
     prediction = answer_question(fast(load_recipe(recipe_path)), question, llm,
                                  cache=IndexCache(tmp_path))  # fmt: skip
     assert [named.answer.text for named in prediction.answers] == ["Fårö", "Fårö"]
@@ -520,15 +531,7 @@ def test_form_checked_takes_the_fallback_only_when_the_answer_does_not_fit(
     recipe = fast(load_recipe(ROOT / "recipes" / "variants" / "cxtint_passages_checked.yaml"))
     for reader, expected, asked in (("Fårö", "Fårö", ["cxtint"]),
                                     ("Yes", "Stockholm", ["cxtint", "ansint"])):  # fmt: skip
-        llm = ScriptedLLM({
-            "decompose": ['["Who directed The Serpent\'s Egg?", "Where did he die?"]'],
-            "sufficiency": lambda r: "Yes",
-            "answer_sub": ["Ingmar Bergman", "unanswerable"],
-            "summarize": ["Nothing about his death."],
-            "rewrite": ["Where did Ingmar Bergman die?"],
-            "ansint": ["Stockholm"],
-            "cxtint": [reader],
-        })  # fmt: skip
+        llm = _bergman_script(ansint=["Stockholm"], cxtint=[reader])
         prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
         [named] = prediction.answers
         assert (named.name, named.answer.text) == ("formchecked", expected)
