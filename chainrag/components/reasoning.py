@@ -374,7 +374,9 @@ def misfit(question: str, answer: str) -> str | None:
     return None
 
 
-@INTEGRATORS.register("form_checked")
+@INTEGRATORS.register(
+    "form_checked", example={"integrator": {"kind": "cxt_int"}, "fallback": {"kind": "ans_int"}}
+)
 @attrs.frozen
 class FormChecked:
     """``integrator``'s answer unless it does not fit the form the question asks for
