@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -162,7 +162,8 @@ class Recipe:
                     "retrieval.edge_weights names edge layers the index does not build: "
                     f"{', '.join(missing)} (index.edges has: {built})"
                 )
-        layouts = [getattr(i, "layout", None) for i in _integrators(self.method)]
+        integrators = _with_parts(getattr(self.method, "integrators", ()))
+        layouts = [getattr(i, "layout", None) for i in integrators]
         if "passages" in layouts and self.index is not None and self.index.chunker is not None:
             raise ValueError(
                 "cxt_int's layout: passages shows each sentence with its passage's other kept "
@@ -180,15 +181,12 @@ class Recipe:
                 )
 
 
-def _integrators(method: object) -> list[object]:
-    """A method's integrators, those inside one that chooses between others (``parts``) too."""
-    found: list[object] = []
-    todo = list(getattr(method, "integrators", ()))
-    while todo:
-        item = todo.pop(0)
-        found.append(item)
-        todo.extend(getattr(item, "parts", ()))
-    return found
+def _with_parts(items: Iterable[object]) -> Iterator[object]:
+    """Each item, then the items inside it (an integrator that chooses between others holds
+    them in ``parts``)."""
+    for item in items:
+        yield item
+        yield from _with_parts(getattr(item, "parts", ()))
 
 
 # --------------------------------------------------------------------------- YAML

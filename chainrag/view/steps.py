@@ -15,6 +15,7 @@ from chainrag.view.answered import (
 )
 from chainrag.view.evidence import (
     ChainNotes,
+    Integrator,
     retrieved,
     rewrite_reason,
 )
@@ -156,69 +157,55 @@ def chain_steps(answered: Answered, gold: Gold | None) -> str:
 def integration(answered: Answered) -> str:
     notes = answered.chain
     assert notes is not None
-    trace = answered.record.trace
-    answers = {n.name: n.answer.text for n in trace.answers}
-    raws = {n.name: n.answer.raw for n in trace.answers}
+    named = {n.name: n.answer for n in answered.record.trace.answers}
     parts = []
     for integrator in notes.integrators:
-        name = integrator.kind.replace("_", "")
-        answer = el("b", esc(answers.get(name, "(not in the trace)")))
+        found = named.get(integrator.kind.replace("_", ""))
+        answer = el("b", esc(found.text if found else "(not in the trace)"))
         if integrator.kind == "ans_int":
-            which = "as decomposed" if integrator.original_sub_questions else "as rewritten"
-            pairs = "".join(
-                el(
-                    "li",
-                    esc(
-                        step.question
-                        if integrator.original_sub_questions
-                        else step.rewritten or step.question
-                    )
-                    + " → "
-                    + el("b", esc(step.answer.answer if step.answer else "–")),
-                )
-                for step in trace.steps
-            )
-            parts.append(
-                el(
-                    "div",
-                    f"<b>AnsInt</b> read the sub-questions ({which}) with their "
-                    f"sub-answers:" + el("ol", pairs) + f"and answered {answer}.",
-                    class_="integrator",
-                )
-            )
+            text = ans_int_text(integrator, answered, answer)
         elif integrator.kind == "cxt_int":
-            units = retrieved(trace.steps)
-            words = ""
-            if isinstance(answered.units, Units):
-                count = sum(len(unit_text(answered.units, u).split()) for u in units)
-                words = f", {count} words"
-            budget = f"{integrator.word_budget} words" if integrator.word_budget else "its budget"
-            rerank = integrator.reranker or "none"
-            parts.append(
-                el(
-                    "div",
-                    f"<b>CxtInt</b> read the {len(units)} distinct sentences the "
-                    f"steps retrieved{words}, reranked against the question (reranker: "
-                    f"{esc(rerank)}) and cut at {budget}, and answered {answer}.",
-                    class_="integrator",
-                )
-            )
+            text = cxt_int_text(integrator, answered, answer)
         elif integrator.kind == "form_checked":
-            raw = raws.get(name, "")
+            raw = found.raw if found else ""
             why = raw.splitlines()[0] if raw.startswith("[") else ""
-            parts.append(
-                el(
-                    "div",
-                    f"<b>form_checked</b> (an answer checked against the question's form) "
-                    f"answered {answer} {esc(why)}.",
-                    class_="integrator",
-                )
-            )
+            text = (f"<b>form_checked</b> (an answer checked against the question's form) "
+                    f"answered {answer} {esc(why)}.")  # fmt: skip
         else:
-            parts.append(
-                el("div", f"<b>{esc(integrator.kind)}</b> answered {answer}.", class_="integrator")
-            )
+            text = f"<b>{esc(integrator.kind)}</b> answered {answer}."
+        parts.append(el("div", text, class_="integrator"))
     return el("div", el("h4", "Integration") + "".join(parts), class_="integration")
+
+
+def ans_int_text(integrator: Integrator, answered: Answered, answer: str) -> str:
+    """What AnsInt read (each sub-question, as decomposed or rewritten, with its answer)."""
+    original = integrator.original_sub_questions
+    which = "as decomposed" if original else "as rewritten"
+    pairs = "".join(
+        el(
+            "li",
+            esc(step.question if original else step.rewritten or step.question)
+            + " → "
+            + el("b", esc(step.answer.answer if step.answer else "–")),
+        )
+        for step in answered.record.trace.steps
+    )
+    return (f"<b>AnsInt</b> read the sub-questions ({which}) with their sub-answers:"
+            + el("ol", pairs) + f"and answered {answer}.")  # fmt: skip
+
+
+def cxt_int_text(integrator: Integrator, answered: Answered, answer: str) -> str:
+    """What CxtInt read: the distinct sentences retrieved, reranked, cut at its budget."""
+    units = retrieved(answered.record.trace.steps)
+    words = ""
+    if isinstance(answered.units, Units):
+        count = sum(len(unit_text(answered.units, u).split()) for u in units)
+        words = f", {count} words"
+    budget = f"{integrator.word_budget} words" if integrator.word_budget else "its budget"
+    rerank = integrator.reranker or "none"
+    return (f"<b>CxtInt</b> read the {len(units)} distinct sentences the steps retrieved"
+            f"{words}, reranked against the question (reranker: {esc(rerank)}) and cut at "
+            f"{budget}, and answered {answer}.")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- other methods
