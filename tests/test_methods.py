@@ -26,6 +26,7 @@ from chainrag.data.datasets import load_dataset
 from chainrag.index.build import IndexCache
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.llm.prompts import available
+from chainrag.methods.paper import ChainRAG
 from chainrag.recipes.recipe import Recipe, load_recipe, recipe_files
 from chainrag.run.question import RecipeIncompleteError, answer_question
 
@@ -163,6 +164,14 @@ def test_every_method_recipe_is_covered() -> None:
         f"ablations/{a}.yaml" for a in ["no_rewrite", "no_ec", "no_ss", "no_sa", "no_graph",
                                          "k1", "k2", "k3", "k4", "k5"]}  # fmt: skip
     assert expected <= names
+
+
+def test_the_authors_code_recipe_drops_what_its_base_names() -> None:
+    # `summarizer: null` over ansint.yaml's summarizer once brought the default one back
+    method = load_recipe(ROOT / "recipes" / "reproduce" / "authors_code.yaml").method
+    assert isinstance(method, ChainRAG)
+    assert method.summarizer is None
+    assert method.confirm_rewrite and method.multi_hop_judge is not None
 
 
 @pytest.mark.parametrize(

@@ -187,10 +187,37 @@ def test_base_merges_mappings_and_replaces_lists(tmp_path: Path) -> None:
     }
 
 
-def test_name_is_not_inherited_and_null_removes(tmp_path: Path) -> None:
+def test_name_is_not_inherited_and_null_replaces(tmp_path: Path) -> None:
     write(tmp_path, "base.yaml", "name: base\ndescription: x\n")
     child = write(tmp_path, "child.yaml", "base: base.yaml\ndescription: null\n")
-    assert resolve(child) == {"name": "child"}
+    assert resolve(child) == {"name": "child", "description": None}
+    with pytest.raises(RecipeError) as exc:
+        load_recipe(child)
+    assert messages(exc) == [f"expected a string, got null @ {child}.description"]
+
+
+def test_null_means_none_with_or_without_a_base(tmp_path: Path) -> None:
+    """A component set to null is none even where the base names one: deleting the key
+    would bring back the field's default (the authors'-code recipe summarized so)."""
+    write(tmp_path, "base.yaml", "method: {kind: chainrag, summarizer: {kind: llm}}\n")
+    child = write(tmp_path, "child.yaml", "base: base.yaml\nmethod: {summarizer: null}\n")
+    flat = write(tmp_path, "flat.yaml", "method: {kind: chainrag, summarizer: null}\n")
+    for path in (child, flat):
+        assert load_recipe(path).method.summarizer is None  # type: ignore[attr-defined]
+    assert load_recipe(tmp_path / "base.yaml").method.summarizer is not None  # type: ignore[attr-defined]
+
+
+def test_a_null_entry_drops_a_layer_and_a_null_mapping_is_empty(tmp_path: Path) -> None:
+    base = "base: " + str(Path("recipes/chainrag/ansint.yaml").resolve()) + "\n"
+    no_ec = write(tmp_path, "no_ec.yaml", base + "index: {edges: {ec: null}}\n"
+                  "retrieval: {edge_weights: {ec: null}}\n")  # fmt: skip
+    recipe = load_recipe(no_ec)
+    assert sorted(recipe.index.edges) == ["sa", "ss"]
+    assert sorted(recipe.retrieval.edge_weights) == ["sa", "ss"]
+    none = write(tmp_path, "none.yaml", base + "index: {edges: null}\n"
+                 "retrieval: {edge_weights: null, expander: null}\n")  # fmt: skip
+    recipe = load_recipe(none)
+    assert recipe.index.edges == {} and recipe.retrieval.edge_weights == {}
 
 
 def test_a_new_kind_replaces_the_component_whole() -> None:

@@ -313,10 +313,12 @@ def test_an_unknown_key_set_to_null_is_an_error(tmp_path: Path) -> None:
     ]
 
 
-def test_null_still_removes_an_inherited_key(tmp_path: Path) -> None:
+def test_null_over_an_inherited_key_is_the_same_null(tmp_path: Path) -> None:
+    # the key is not deleted (that brought back its default: seed 0, a default summarizer)
     write(tmp_path, "base.yaml", "llm: {seed: 5}\nindex: {edges: {}}\n")
     path = write(tmp_path, "x.yaml", "base: base.yaml\nllm: {seed: null}\nindex: null\n")
-    assert resolve(path) == {"name": "x", "llm": {}}
+    assert resolve(path) == {"name": "x", "llm": {"seed": None}, "index": None}
+    assert load_recipe(path).llm.seed is None
 
 
 def test_null_with_nothing_to_remove_is_checked_as_a_value(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ Loading is strict (see :mod:`chainrag.recipes.structure`) and reports every prob
 at once; whatever is wrong with a file (not UTF-8, bad YAML, nested too deep, an integer too
 long, an unusable ``base:`` path, a plugin failing on import) is a :class:`RecipeError`, never a
 traceback. A recipe may extend others with ``base:`` (a path or list of paths, relative to the
-file): mappings merge key by key, lists and scalars replace, ``null`` removes an inherited key (a
-``null`` with nothing to remove stays, and is checked like any value), and a component whose
-``kind`` changes is replaced whole rather than merged. ``name`` is never inherited: it defaults
+file): mappings merge key by key, lists, scalars and ``null`` replace (a ``null`` means what it
+means without ``base:``: a component set to null is none, a mapping entry set to null is no
+entry, a key that cannot be null is an error), and a component whose ``kind`` changes is
+replaced whole rather than merged. ``name`` is never inherited: it defaults
 to the file's stem. Each file of a chain is read once; ``base:`` files must lie inside the
 recipe's tree or another allowed root (:func:`recipe_roots`).
 
@@ -338,19 +339,19 @@ MAX_BASE_DEPTH = 32
 
 
 def merge(base: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``child`` over ``base``: mappings merge, anything else replaces, null removes.
+    """Merge ``child`` over ``base``: mappings merge, anything else replaces.
 
-    ``null`` removes a key ``base`` has; a ``null`` for a key ``base`` lacks is kept, so that
-    structuring then checks it (an unknown key is an error; a known one must accept null).
+    A ``null`` replaces too, so it means what it means in a recipe without ``base:``
+    (structuring reads it: a component set to null is none, a mapping entry set to null is
+    no entry; a key that cannot be null is an error). Deleting the key instead would bring
+    back its default — ``summarizer: null`` over a base that names one would summarize.
     Two mappings whose ``kind`` differ are different components: the child's replaces the
     base's whole, so parameters of the old kind do not leak into the new one.
     """
     out = dict(base)
     for key, value in child.items():
         old = out.get(key)
-        if value is None and key in out:
-            del out[key]
-        elif (
+        if (
             isinstance(old, Mapping)
             and isinstance(value, Mapping)
             and not _kind_changes(old, value)

@@ -132,12 +132,19 @@ def _sequence_hook(conv: cattrs.Converter) -> Callable[[object, Any], object]:
 
 
 def _mapping_hook(conv: cattrs.Converter) -> Callable[[object, Any], object]:
+    """A mapping's structure hook: a null mapping is empty and a null entry is no entry
+    (``edges: {ec: null}``: no EC layer), so a recipe can drop what its base sets."""
+
     def hook(value: object, t: Any) -> object:
+        if value is None:
+            value = {}
         if not isinstance(value, Mapping):
             raise InvalidValueError(f"expected a mapping, got {describe(value)}")
         key_type, value_type = get_args(t) or (str, Any)
         out, errors = {}, []
         for k, v in value.items():
+            if v is None:
+                continue
             try:
                 out[conv.structure(k, key_type)] = conv.structure(v, value_type)
             except Exception as exc:
