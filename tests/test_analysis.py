@@ -16,6 +16,7 @@ from chainrag.analysis import compare, compare_runs, integration_gap, paired, si
 from chainrag.analysis.walks import read_verdict, walks_table
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import (
+    NOT_CHECKED,
     Answer,
     Expansion,
     NamedAnswer,
@@ -54,6 +55,12 @@ def test_walks_counts_verdicts_hops_and_words() -> None:
     assert (s["walks"], s["hops"], s["words"]) == (3, {1: 1, 2: 1, 3: 1}, 800.0)
     assert s["unanswered"] == 1
     assert (s["cut"], s["cut_unknown"]) == (1, 1)  # one walk's record does not say
+
+
+def test_walks_do_not_count_the_none_judge_as_checks() -> None:
+    unchecked = Expansion((1, 2), (1,), 1, (Verdict(True, NOT_CHECKED),), 300, budget_cut=False)
+    s = summary([*RECORDS, record("d", steps=[StepTrace("q", expansion=unchecked)])])
+    assert (s.checks, s.yes, s.walks, s.hops[1]) == (6, 2, 4, 2)
 
 
 def test_walks_command(tmp_path: Path) -> None:

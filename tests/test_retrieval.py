@@ -14,13 +14,21 @@ from chainrag.components.chunkers import WordChunks
 from chainrag.components.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
 from chainrag.components.embedders import HashedBagOfWords
 from chainrag.components.expanders import IterativeHops, OneStepRerank, expand_hops, words
-from chainrag.components.judges import LLMYesNo, parse_yes_no
+from chainrag.components.judges import LLMYesNo, NoCheck, parse_yes_no
 from chainrag.components.key_entities import BM25KeyEntities
 from chainrag.components.rerankers import NoRerank, rescored
 from chainrag.components.retrievers import DenseRerank, reciprocal_rank_fusion, top_k_hits
 from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
 from chainrag.core.context import Context, ModelPathError
-from chainrag.core.types import Hit, Passage, QAExample, Sentence, SupportingSentence, Verdict
+from chainrag.core.types import (
+    NOT_CHECKED,
+    Hit,
+    Passage,
+    QAExample,
+    Sentence,
+    SupportingSentence,
+    Verdict,
+)
 from chainrag.data.datasets import load_dataset
 from chainrag.data.metrics import retrieval_scores
 from chainrag.index.build import IndexCache, build_index
@@ -254,6 +262,20 @@ def test_one_step_rerank(real: tuple[QAExample, SentenceGraph]) -> None:
     assert 0 < len(added) <= 5 and no.hops == 1
     near = set(graph.view().neighbours([h.index for h in seeds[:3]]))
     assert set(added) <= near
+
+
+def test_no_check_takes_one_hop_without_a_call(real: tuple[QAExample, SentenceGraph]) -> None:
+    q, graph = real
+    seeds = DenseRerank(k=3)(q.question, graph, Context())
+    ctx = Context(llm=ScriptedLLM({}))  # any request would fail: no reply is scripted
+    out = IterativeHops(judge=NoCheck(), word_budget=3000)(q.question, seeds, graph.view(), ctx)
+    asked = IterativeHops(word_budget=3000)(  # the paper's judge, saying "yes" after hop 1
+        q.question, seeds, graph.view(), Context(llm=ScriptedLLM({"sufficiency": ["yes"]}))
+    )
+    assert out.hops == 1 and out.units == asked.units and out.words == asked.words
+    assert [(v.ok, v.raw) for v in out.verdicts] == [(True, NOT_CHECKED)]
+    kept = OneStepRerank(judge=NoCheck())(q.question, seeds, graph.view(), ctx)
+    assert kept.units == tuple(h.index for h in seeds) and kept.hops == 0
 
 
 @pytest.mark.parametrize(

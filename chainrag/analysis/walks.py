@@ -7,7 +7,8 @@ stopped.
 
 A walk is one sub-question's expansion (seeds, then hops until the judge says "yes", the word
 budget is spent or nothing new is reachable). A verdict is one sufficiency check; "unread"
-counts replies that were neither yes nor no (read as "no": the walk goes on), within "no".
+counts replies that were neither yes nor no (read as "no": the walk goes on), within "no";
+the ``none`` judge's verdicts are no check and not counted.
 "Cut by budget" counts walks where a unit did not fit the word budget (records written before
 it was kept do not say: they are counted apart as "not recorded").
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 import attrs
 
 from chainrag.analysis.records import predictions
-from chainrag.core.types import StepTrace
+from chainrag.core.types import NOT_CHECKED, StepTrace
 from chainrag.run.record import RunRecord
 
 # The first standalone yes/no of a judge's reply, as the judges read it
@@ -67,7 +68,7 @@ def summary(records: Sequence[RunRecord]) -> WalkSummary:
     """Counts over the records' trace steps."""
     steps = [s for r in records for s in r.trace.steps]
     walks = [s.expansion for s in steps if s.expansion is not None]
-    verdicts = [v for w in walks for v in w.verdicts]
+    verdicts = [v for w in walks for v in w.verdicts if v.raw != NOT_CHECKED]
     yes = sum(1 for v in verdicts if v.ok)
     return WalkSummary(
         questions=len(records),

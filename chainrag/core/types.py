@@ -199,6 +199,11 @@ class Verdict:
     raw: str = ""
 
 
+NOT_CHECKED = "not checked (judge: none)"
+"""The raw text of a sufficiency verdict given without a check (the ``none`` judge), so a
+trace and ``chainrag walks`` tell it from an LLM's "yes"."""
+
+
 @attrs.frozen
 class Expansion:
     """What an expander gathered for one (sub-)question.
