@@ -14,9 +14,9 @@ traceback. A recipe may extend others with ``base:`` (a path or list of paths, r
 file): mappings merge key by key, lists, scalars and ``null`` replace (a ``null`` means what it
 means without ``base:``: a component set to null is none, a mapping entry set to null is no
 entry, a key that cannot be null is an error), and a component whose ``kind`` changes is
-replaced whole rather than merged. ``name`` is never inherited: it defaults
-to the file's stem. Each file of a chain is read once; ``base:`` files must lie inside the
-recipe's tree or another allowed root (:func:`recipe_roots`).
+replaced whole rather than merged. ``name`` is never inherited: it defaults to the file's
+stem. Each file of a chain is read once; ``base:`` files must lie inside the recipe's tree
+or another allowed root (:func:`recipe_roots`).
 
 Loading a recipe to run it imports its ``plugins:``; validating it need not
 (:func:`check_recipe`), since importing a module runs its code.
