@@ -153,6 +153,18 @@ def line_graph(n: int) -> dict[int, list[int]]:
     return {i: [j for j in (i - 1, i + 1) if 0 <= j < n] for i in range(n)}
 
 
+def seeds_within(seeds: Sequence[int], lengths: Sequence[int], budget: int) -> list[int]:
+    """The distinct seeds, in order, that fit the word budget: where a walk starts from."""
+    kept: list[int] = []
+    total = 0
+    for s in dict.fromkeys(seeds):
+        if total + lengths[s] > budget:
+            break
+        kept.append(s)
+        total += lengths[s]
+    return kept
+
+
 @given(
     st.integers(1, 25),
     st.lists(st.integers(0, 24), min_size=1, max_size=3),
@@ -191,13 +203,7 @@ def test_expansion_invariants(
     # inside the hop ball: each unit is within `hops` steps of a seed on the line
     for u in out.units:
         assert min(abs(u - s) for s in seeds) <= out.hops
-    kept: list[int] = []  # the seeds that fit the budget, as the walk starts from them
-    total = 0
-    for s in dict.fromkeys(seeds):
-        if total + lengths[s] > budget:
-            break
-        kept.append(s)
-        total += lengths[s]
+    kept = seeds_within(seeds, lengths, budget)
     if max_hops == 0:
         assert out.units == tuple(kept) and calls == []
     if out.verdicts and out.verdicts[-1].ok:

@@ -5,7 +5,7 @@ their rounds, follow-up queries, filtered knowledge and reservoir hits; LLM use 
 
 from __future__ import annotations
 
-from chainrag.core.types import Sentence, StepTrace, SubAnswer, Usage
+from chainrag.core.types import Decomposition, Sentence, StepTrace, SubAnswer, Usage
 from chainrag.run.record import RunRecord
 from chainrag.view.answered import (
     Answered,
@@ -102,21 +102,7 @@ def chain_steps(answered: Answered, gold: Gold | None) -> str:
     notes = answered.chain
     assert notes is not None
     trace = answered.record.trace
-    parts = []
-    if trace.decomposition is not None:
-        d = trace.decomposition
-        fallback = " (fallback: the decomposer's output was unusable, the question itself "
-        fallback += "was used)" if d.fallback else ""
-        raw = el("details", el("summary", "the decomposer's reply") + el("pre", esc(d.raw)))
-        parts.append(
-            el(
-                "p",
-                f"Decomposed into {len(d.sub_questions)} sub-question"
-                f"{'s' if len(d.sub_questions) != 1 else ''}{esc(fallback if d.fallback else '')}:",
-            )
-            + el("ol", "".join(el("li", esc(q)) for q in d.sub_questions))
-            + raw
-        )
+    parts = [] if trace.decomposition is None else [_decomposition(trace.decomposition)]
     for i, step in enumerate(trace.steps):
         body = [el("h4", f"Step {i + 1}: {esc(step.question)}")]
         if step.rewritten is not None:
@@ -125,33 +111,42 @@ def chain_steps(answered: Answered, gold: Gold | None) -> str:
         body.append(_walk_units(step, answered, gold))
         body.append(_verdicts(step, notes))
         if step.answer is not None:
-            state = answered_note(step.answer)
-            body.append(
-                el("p", f"Sub-answer: <b>{esc(step.answer.answer)}</b>{state}", class_="sub-answer")
-            )
-            if step.summary is not None:
-                body.append(
-                    el(
-                        "p",
-                        f"Summary of this step's sentences, which step {i + 2}'s "
-                        f"answerer read: <q>{esc(step.summary)}</q>",
-                        class_="summary",
-                    )
-                )
-            elif not step.answer.answered and notes.summarizer and i + 1 < len(trace.steps):
-                body.append(
-                    el(
-                        "p",
-                        "Unanswered: the summarizer condensed this step's sentences "
-                        f"into a summary that step {i + 2}'s answerer read (its text is "
-                        "not in this trace, written before traces kept it).",
-                        class_="note",
-                    )
-                )
+            body.append(_sub_answer(step, i, len(trace.steps), notes))
         body.append(el("p", "LLM: " + esc(usage_text(step.usage)), class_="usage"))
         parts.append(el("div", "".join(body), class_="step"))
     parts.append(integration(answered))
     return "".join(parts)
+
+
+def _decomposition(d: Decomposition) -> str:
+    """The sub-questions the decomposer gave, and its raw reply."""
+    n = len(d.sub_questions)
+    fallback = (
+        " (fallback: the decomposer's output was unusable, the question itself was used)"
+        if d.fallback
+        else ""
+    )
+    raw = el("details", el("summary", "the decomposer's reply") + el("pre", esc(d.raw)))
+    return (
+        el("p", f"Decomposed into {n} sub-question{'s' if n != 1 else ''}{esc(fallback)}:")
+        + el("ol", "".join(el("li", esc(q)) for q in d.sub_questions))
+        + raw
+    )
+
+
+def _sub_answer(step: StepTrace, i: int, steps: int, notes: ChainNotes) -> str:
+    """Step ``i``'s sub-answer, and the summary the next step read when it went unanswered."""
+    assert step.answer is not None
+    state = answered_note(step.answer)
+    out = el("p", f"Sub-answer: <b>{esc(step.answer.answer)}</b>{state}", class_="sub-answer")
+    if step.summary is not None:
+        out += el("p", f"Summary of this step's sentences, which step {i + 2}'s answerer read: "
+                  f"<q>{esc(step.summary)}</q>", class_="summary")  # fmt: skip
+    elif not step.answer.answered and notes.summarizer and i + 1 < steps:
+        out += el("p", "Unanswered: the summarizer condensed this step's sentences into a "
+                  f"summary that step {i + 2}'s answerer read (its text is not in this trace, "
+                  "written before traces kept it).", class_="note")  # fmt: skip
+    return out
 
 
 def integration(answered: Answered) -> str:
