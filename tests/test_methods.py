@@ -18,7 +18,9 @@ from chainrag.components.reasoning import (
     clean_answer,
     final_answer,
     is_unanswerable,
+    mentions,
     misfit,
+    naming_evidence,
 )
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import LLMRequest, QAExample
@@ -551,6 +553,77 @@ def test_form_checked_takes_the_fallback_only_when_the_answer_does_not_fit(
         if len(asked) == 2:
             assert made[-1] == paper[-2]  # AnsInt's request is the paper's
             assert "is yes or no to a question that does not ask" in named.answer.raw
+
+
+@pytest.mark.parametrize(
+    ("ansint", "cxtint", "choices", "expected", "asked"),
+    [
+        ("Stockholm", "Fårö", ["B", "A"], "Stockholm", 2),  # AnsInt's both ways round
+        ("Stockholm", "Fårö", ["A", "A"], "Fårö", 2),  # "A" whatever comes first: no change
+        ("Stockholm", "Fårö", ["B", "B"], "Fårö", 2),
+        ("Stockholm", "Fårö", ["The answer is B", "Neither"], "Fårö", 2),  # unreadable: no
+        ("Fårö", "Fårö.", [], "Fårö", 0),  # they agree: no call
+        ("Stockholm", "Yes", [], "Stockholm", 0),  # CxtInt's does not fit "Where …?"
+        ("unanswerable", "Fårö", [], "Fårö", 0),
+    ],
+)  # fmt: skip
+def test_choose_takes_the_second_answer_only_when_chosen_both_ways_round(
+    ansint: str, cxtint: str, choices: list[str], expected: str, asked: int,
+    bergman: QAExample, tmp_path: Path,
+) -> None:  # fmt: skip
+    """one_hop_choose: one_hop's requests word for word (so it replays from one_hop's cache),
+    then at most two choices, where AnsInt and CxtInt differ and both fit the question."""
+    one_hop = fast(load_recipe(ROOT / "recipes" / "variants" / "one_hop.yaml"))
+    base = answer_question(one_hop, bergman, _bergman_script(), cache=IndexCache(tmp_path))
+    recipe = fast(load_recipe(ROOT / "recipes" / "variants" / "one_hop_choose.yaml"))
+    llm = _bergman_script(ansint=[ansint], cxtint=[cxtint], choose=choices)
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    [named] = prediction.answers
+    assert (named.name, named.answer.text) == ("choose", expected)
+    made = [r for r in llm.requests if r.prompt_id != "choose"]
+    assert len(llm.requests) - len(made) == asked
+    assert llm.requests[: len(made)] == made  # the choices come last
+    again = _bergman_script()
+    answer_question(one_hop, bergman, again, cache=IndexCache(tmp_path))
+    assert sorted(map(repr, made)) == sorted(map(repr, again.requests))
+    assert base.answers[0].answer.text == "Fårö"
+    if asked:
+        first, second = (r.messages[-1].content for r in llm.requests[len(made) :])
+        assert "A: Fårö\nB: Stockholm\n" in first and "A: Stockholm\nB: Fårö\n" in second
+        shown = first.split("Sentences:\n")[1].split("\n\nNotes:")[0].splitlines()
+        assert shown and all(mentions(s, "Fårö") or mentions(s, "Stockholm") for s in shown)
+        assert "Notes:\nQ: Who directed The Serpent's Egg?\nA: Ingmar Bergman\n" in first
+        assert named.answer.raw.startswith("[second: chosen" if expected == ansint else "[first")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "answer", "named"),
+    [
+        ("Bergman died on Fårö in 2007.", "Fårö", True),
+        ("Richland County borders the city.", "Richland County, South Carolina", True),
+        ("It lies in Franklin.", "Franklin County", True),  # half the words
+        ("The Battle of the Bulge began.", "The Battle of Midway", True),  # "battle": half
+        ("He was born in 1931.", "1930", False),
+        ("Anything at all.", "of the", False),  # no word but common ones
+    ],
+)  # fmt: skip
+def test_mentions_takes_half_the_answers_uncommon_words(
+    sentence: str, answer: str, named: bool
+) -> None:
+    assert mentions(sentence, answer) is named
+
+
+def test_naming_evidence_takes_each_answers_sentences_in_turn_within_the_budget() -> None:
+    evidence = ["Ann was born in Oslo.", "Bo was born in Rome.", "Ann lived in Oslo and Rome.",
+                "Cy was born in Rome.", "Nothing here.", "Oslo is a city."]  # fmt: skip
+    assert naming_evidence(evidence, ["Oslo", "Rome"], 100) == [
+        evidence[i] for i in (0, 1, 2, 3, 5)
+    ]
+    assert naming_evidence(evidence, ["Oslo", "Rome"], 11) == evidence[:2]
+    assert naming_evidence(evidence, ["Paris", "Yes"], 100) == []
+    assert naming_evidence(evidence + evidence, ["Rome", "Oslo"], 100) == [
+        evidence[i] for i in (1, 0, 2, 5, 3)
+    ]
 
 
 def test_a_passage_layout_inside_form_checked_is_checked_against_the_index(

@@ -149,6 +149,13 @@ def _sub_answer(step: StepTrace, i: int, steps: int, notes: ChainNotes) -> str:
     return out
 
 
+_CHOOSERS = {
+    "form_checked": "an answer checked against the question's form",
+    "choose": "one of two integrations' answers, chosen by the LLM where they differ",
+}
+"""Integrators that pick one of their parts' answers; their raw answer's first line says why."""
+
+
 def integration(answered: Answered) -> str:
     notes = answered.chain
     assert notes is not None
@@ -161,10 +168,10 @@ def integration(answered: Answered) -> str:
             text = ans_int_text(integrator, answered, answer)
         elif integrator.kind == "cxt_int":
             text = cxt_int_text(integrator, answered, answer)
-        elif integrator.kind == "form_checked":
+        elif integrator.kind in _CHOOSERS:
             raw = found.raw if found else ""
             why = raw.splitlines()[0] if raw.startswith("[") else ""
-            text = (f"<b>form_checked</b> (an answer checked against the question's form) "
+            text = (f"<b>{integrator.kind}</b> ({_CHOOSERS[integrator.kind]}) "
                     f"answered {answer} {esc(why)}.")  # fmt: skip
         else:
             text = f"<b>{esc(integrator.kind)}</b> answered {answer}."
