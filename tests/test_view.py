@@ -127,6 +127,22 @@ def test_every_run_folder_in_docs_runs_is_shown() -> None:
     assert corpus
 
 
+def test_a_chooser_says_which_answer_it_took_and_why() -> None:
+    """``choose`` and ``form_checked`` answers show the first line of their raw answer."""
+    run = RUNS / "long-hotpotqa" / "one_hop_choose"
+    records = [json.loads(line) for line in (run / "predictions.jsonl").open()]
+    why = {r["question"]: r["trace"]["answers"][0]["answer"]["raw"].splitlines()[0]
+           for r in records}  # fmt: skip
+    page, _ = page_of([run])
+    shown = 0
+    for section in page.find_all("section", class_="question"):
+        [said] = [d.text() for d in section.find_all("div", class_="integrator")]
+        assert said.startswith("choose (one of two integrations' answers, chosen by the LLM")
+        assert why[section.one("h2").text()] in said
+        shown += 1
+    assert shown == len(records) == 30
+
+
 def test_a_run_of_another_format_is_left_out_with_a_note(tmp_path: Path) -> None:
     for name in ("ansint", "naive"):
         (tmp_path / name).mkdir()
