@@ -2,8 +2,9 @@
 
 Each POST to /v1/chat/completions takes the next behaviour from a script: ``ok``, an HTTP
 status (``429``, ``500``, ``400``...), ``timeout`` (answers after the client gave up),
-``malformed`` (a body that is not JSON), ``empty`` (JSON without choices). The request bodies
-are kept for inspection.
+``malformed`` (a body that is not JSON), ``empty`` (JSON without choices). A request that asks
+for ``logprobs`` gets ``top`` as its first token's top log-probabilities, where ``top`` is
+given. The request bodies are kept for inspection.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-def completion_body(text: str = "ok") -> dict[str, Any]:
-    return {
+def completion_body(text: str = "ok", top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
@@ -28,16 +29,28 @@ def completion_body(text: str = "ok") -> dict[str, Any]:
         ],
         "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9},
     }
+    if top is not None:
+        tops = [{"token": t, "logprob": p, "bytes": list(t.encode())} for t, p in top]
+        first = {**tops[0], "top_logprobs": tops}
+        body["choices"][0]["logprobs"] = {"content": [first]}
+    return body
 
 
 class FakeOpenAI:
     def __init__(
-        self, script: list[str], *, reply: str = "ok", hang_s: float = 3.0, delay_s: float = 0.0
+        self,
+        script: list[str],
+        *,
+        reply: str = "ok",
+        hang_s: float = 3.0,
+        delay_s: float = 0.0,
+        top: list[tuple[str, float]] | None = None,
     ) -> None:
         self.script = list(script)
         self.delay_s = delay_s
         self.reply = reply
         self.hang_s = hang_s
+        self.top = top
         self.bodies: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
@@ -63,7 +76,8 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 time.sleep(fake.hang_s)
                 behaviour = "ok"
             if behaviour == "ok":
-                self._send(200, json.dumps(completion_body(fake.reply)))
+                top = fake.top if fake.bodies[-1].get("logprobs") else None
+                self._send(200, json.dumps(completion_body(fake.reply, top)))
             elif behaviour == "malformed":
                 self._send(200, '{"id": "x", "choices": [ this is not json')
             elif behaviour == "empty":

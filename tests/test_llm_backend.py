@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+import attrs
 import pytest
 
 from chainrag.core.errors import (
@@ -61,6 +62,26 @@ def test_plain_completion_and_usage(slept: list[float]) -> None:
     assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.0, 16, 3)
     assert "response_format" not in body
     assert slept == []
+
+
+def test_log_probabilities_are_asked_for_and_read(slept: list[float]) -> None:
+    top = [("A", -0.25), ("B", -1.5), (" A", -4.0)]
+    fake = FakeOpenAI([], reply="A", top=top)
+    with serve(fake) as api_base:
+        llm = backend(api_base, slept, retries=0)
+        plain = llm.complete(request())
+        asked = llm.complete(attrs.evolve(request(), top_logprobs=3))
+    assert plain.top_logprobs == () and "logprobs" not in fake.bodies[0]
+    assert (fake.bodies[1]["logprobs"], fake.bodies[1]["top_logprobs"]) == (True, 3)
+    assert (asked.text, asked.top_logprobs) == ("A", tuple(top))
+
+
+def test_an_endpoint_without_log_probabilities_is_named(slept: list[float]) -> None:
+    asked = attrs.evolve(request(), top_logprobs=3)
+    with serve(FakeOpenAI([])) as api_base:
+        llm = backend(api_base, slept, retries=0)
+        with pytest.raises(LLMResponseError, match=r"top 3 log-probabilities, the response has"):
+            llm.complete(asked)
 
 
 @pytest.mark.parametrize(

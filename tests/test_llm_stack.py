@@ -52,10 +52,36 @@ def test_cache_key_covers_the_whole_request() -> None:
         attrs.evolve(base, prompt_version=2),
         attrs.evolve(base, json_schema="{}"),
         attrs.evolve(base, messages=(Message("system", "hi"),)),
+        attrs.evolve(base, top_logprobs=5),
     ]
     keys = {request_key(r) for r in [base, *variants]}
     assert len(keys) == len(variants) + 1
     assert request_key(base) == request_key(req())
+
+
+def test_cache_keys_made_before_top_logprobs_existed_still_hold() -> None:
+    """The keys of requests without log-probabilities are those of 95bf185, before the field
+    came, so the responses cached by every earlier run are still served."""
+    assert request_key(req()) == (
+        "5a1410d0297590de4cab25b55db37bca4ad782e9edd328b21ecec3dc20294726"
+    )
+    assert request_key(req(), "gguf:abc") == (
+        "2fad1b50f67022a27e83af241c7f342f6af0f2d2ebae3f69c12dcab18360fc47"
+    )
+
+
+def test_a_cached_response_keeps_its_log_probabilities(tmp_path: Path) -> None:
+    asked = attrs.evolve(req(), top_logprobs=2)
+    top = (("A", -0.1), ("B", -2.4))
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put(asked, LLMResponse("A", "m", Usage(1, 0, 3, 1), top_logprobs=top))
+    cache.put(req(), LLMResponse("A", "m", Usage(1, 0, 3, 1)))
+    assert ResponseCache(tmp_path / "c.sqlite").get(asked) == LLMResponse(
+        "A", "m", Usage(cache_hits=1), cached=True, top_logprobs=top
+    )
+    assert cache.get(req()) == LLMResponse("A", "m", Usage(cache_hits=1), cached=True)
+    scripted = ScriptedLLM({"p": [LLMResponse("B", "", top_logprobs=top)]})
+    assert scripted.complete(asked).top_logprobs == top
 
 
 def test_cache_modes(tmp_path: Path) -> None:

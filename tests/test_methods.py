@@ -23,7 +23,7 @@ from chainrag.components.reasoning import (
     naming_evidence,
 )
 from chainrag.core.errors import RecipeError
-from chainrag.core.types import LLMRequest, QAExample
+from chainrag.core.types import LLMRequest, LLMResponse, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import IndexCache
 from chainrag.llm.fake import ScriptedLLM
@@ -594,6 +594,35 @@ def test_choose_takes_the_second_answer_only_when_chosen_both_ways_round(
         assert shown and all(mentions(s, "Fårö") or mentions(s, "Stockholm") for s in shown)
         assert "Notes:\nQ: Who directed The Serpent's Egg?\nA: Ingmar Bergman\n" in first
         assert named.answer.raw.startswith("[second: chosen" if expected == ansint else "[first")
+
+
+@pytest.mark.parametrize(
+    ("tops", "expected", "why"),
+    [
+        ([[("A", -0.1), ("B", -2.4)], [("A", -0.1), ("B", -2.4)]], "Fårö", "P(second) 0.50"),
+        ([[("A", -0.5), ("B", -1.0)], [("A", -0.1), (" B", -3.0)]], "Stockholm", "0.38 with"),
+        ([[(" B", -0.2)], [("Yes", -0.1)]], "Stockholm", "P(second) 0.75"),  # 1.0 and 0.5
+        ([[("B", -0.69)], [("B", -0.1)]], "Fårö", "P(second) 0.50"),
+    ],
+)  # fmt: skip
+def test_choose_by_probabilities_averages_the_second_answers_share_over_both_orders(
+    tops: list[list[tuple[str, float]]], expected: str, why: str,
+    bergman: QAExample, tmp_path: Path,
+) -> None:  # fmt: skip
+    """A reader leaning to "A" by the same amount in both orders chooses nothing; the
+    probability above that lean decides. Its asks are one_hop_choose's with top_logprobs."""
+    recipe = fast(load_recipe(ROOT / "recipes" / "variants" / "one_hop_choose_probabilities.yaml"))
+    replies = [LLMResponse(t[0][0].strip(), "", top_logprobs=tuple(t)) for t in tops]
+    llm = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], choose=replies)
+    [named] = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path)).answers
+    assert named.answer.text == expected
+    assert why in named.answer.raw.splitlines()[0]
+    letters = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], choose=["A", "A"])
+    answer_question(fast(load_recipe(ROOT / "recipes" / "variants" / "one_hop_choose.yaml")),
+                    bergman, letters, cache=IndexCache(tmp_path))  # fmt: skip
+    asked = [r for r in llm.requests if r.prompt_id == "choose"]
+    assert [r.top_logprobs for r in asked] == [5, 5]
+    assert [attrs.evolve(r, top_logprobs=None) for r in asked] == letters.requests[-2:]
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
@@ -17,6 +18,7 @@ from chainrag.core.types import (
     Decomposition,
     Hit,
     IntegrationInput,
+    LLMResponse,
     Sentence,
     SubAnswer,
     Verdict,
@@ -448,6 +450,17 @@ def naming_evidence(evidence: Sequence[str], answers: Sequence[str], budget: int
     return chosen
 
 
+def letter_share(response: LLMResponse, letter: str) -> float:
+    """``letter``'s share of the probability the response's first token gives "A" and "B"
+    (its top log-probabilities, tokens read without spaces); 0.5 when neither is among them."""
+    mass = {"A": 0.0, "B": 0.0}
+    for token, logprob in response.top_logprobs:
+        if token.strip() in mass:
+            mass[token.strip()] += math.exp(logprob)
+    total = mass["A"] + mass["B"]
+    return 0.5 if total == 0 else mass[letter] / total
+
+
 @INTEGRATORS.register(
     "choose", example={"first": {"kind": "cxt_int"}, "second": {"kind": "ans_int"}}
 )
@@ -461,8 +474,12 @@ class Choose:
     the other is the answer, with no call. Otherwise the LLM reads the evidence that names
     either answer (:func:`naming_evidence`, within ``word_budget`` words), the answered
     sub-questions as notes, and the two answers, and is asked which one the evidence
-    supports — twice, once as A/B and once as B/A; ``second``'s answer replaces ``first``'s
-    only if both replies choose it, so a reader that always says "A" (or "B") changes nothing.
+    supports — twice, once as A/B and once as B/A. ``by: letters``: ``second``'s answer
+    replaces ``first``'s only if both replies choose it, so a reader that always says "A" (or
+    "B") changes nothing. ``by: probabilities``: each ask returns the first token's top 5
+    log-probabilities; the second's share of the two letters' probability (0.5 where neither
+    letter is among the 5) is averaged over the two orders, which cancels a constant lean to
+    one position, and ``second``'s answer is taken where the mean is above 0.5.
     At most two calls a question beyond the two integrators', and none where they agree.
     Made for issue 24, where AnsInt and CxtInt disagree on 52 of 90 questions and the better
     of the two per question scores 7 F1 above the better integration per set.
@@ -473,6 +490,7 @@ class Choose:
     first: Integrator
     second: Integrator
     word_budget: int = attrs.field(default=600, validator=attrs.validators.ge(1))
+    by: Literal["letters", "probabilities"] = "letters"
     prompt_version: int = 1
 
     @property
@@ -500,14 +518,22 @@ class Choose:
             "evidence": numbered(shown) or "(none of the sentences names either answer)",
             "pairs": history_text([a for a in inputs.sub_answers if a.answered]),
         }
-        letters, chose_second = [], []
-        for a, b, second_is in ((first, second, "B"), (second, first, "A")):
-            reply = llm.complete(prompt.request(**values, a=a.text, b=b.text)).text
-            found = _A_OR_B.search(reply)
-            letters.append(found.group(1) if found else "?")
-            chose_second.append(letters[-1] == second_is)
+        top = 5 if self.by == "probabilities" else None
+        replies = []
+        for a, b in ((first, second), (second, first)):
+            request = attrs.evolve(prompt.request(**values, a=a.text, b=b.text), top_logprobs=top)
+            replies.append(llm.complete(request))
+        if self.by == "probabilities":
+            shares = [letter_share(replies[0], "B"), letter_share(replies[1], "A")]
+            mean = sum(shares) / 2
+            said = (f"P(second) {mean:.2f}, the mean of {shares[0]:.2f} with the first as A "
+                    f"and {shares[1]:.2f} with it as B")  # fmt: skip
+            if mean > 0.5:
+                return Answer(second.text, f"[second: {said}]\n{second.raw}")
+            return Answer(first.text, f"[first: {said}]\n{first.raw}")
+        letters = [found.group(1) if (found := _A_OR_B.search(r.text)) else "?" for r in replies]
         said = f"replied {letters[0]} with the first as A, {letters[1]} with it as B"
-        if all(chose_second):
+        if letters == ["B", "A"]:
             return Answer(second.text, f"[second: chosen both ways; {said}]\n{second.raw}")
         return Answer(first.text, f"[first: the second not chosen both ways; {said}]"
                                   f"\n{first.raw}")  # fmt: skip

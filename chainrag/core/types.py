@@ -344,6 +344,9 @@ class LLMRequest:
         max_tokens: Completion token limit; None = the recipe's.
         seed: Sampling seed, where the backend honours one; None = the recipe's.
         json_schema: A JSON schema (as JSON text) the answer must follow, or None for free text.
+        top_logprobs: How many of the first answer token's likeliest tokens to return with
+            their log-probabilities (:attr:`LLMResponse.top_logprobs`); None = none. Left out
+            of the cache key while None, so keys made before it existed stay valid.
     """
 
     messages: tuple[Message, ...]
@@ -354,6 +357,7 @@ class LLMRequest:
     max_tokens: int | None = None
     seed: int | None = None
     json_schema: str | None = None
+    top_logprobs: int | None = None
 
 
 @attrs.frozen
@@ -399,12 +403,17 @@ class Usage:
 
 @attrs.frozen
 class LLMResponse:
-    """The text an LLM returned for a request, with the usage it cost."""
+    """The text an LLM returned for a request, with the usage it cost.
+
+    ``top_logprobs``: the first answer token's likeliest tokens and their natural-log
+    probabilities, likeliest first, where the request asked for them; else empty.
+    """
 
     text: str
     model: str
     usage: Usage = Usage()
     cached: bool = False
+    top_logprobs: tuple[tuple[str, float], ...] = ()
 
 
 # --------------------------------------------------------------------------- traces

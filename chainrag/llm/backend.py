@@ -181,6 +181,8 @@ class LiteLLMBackend:
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "seed": request.seed,
+            "top_logprobs": request.top_logprobs,
+            "logprobs": True if request.top_logprobs is not None else None,
             "api_base": self.api_base,
             "api_key": self.api_key,
         }
@@ -222,9 +224,10 @@ class LiteLLMBackend:
         if not isinstance(text, str):
             raise LLMResponseError("response has no text content", prompt_id=request.prompt_id)
         text = LONE_SURROGATE.sub("\ufffd", text)
+        top = _top_logprobs(request, raw) if request.top_logprobs is not None else ()
         cost = 0.0 if self.free else _cost(raw, litellm)
         used = Usage(1, 0, prompt_tokens, completion_tokens, latency, cost)
-        return LLMResponse(text=text, model=request.model, usage=used)
+        return LLMResponse(text=text, model=request.model, usage=used, top_logprobs=top)
 
     def _error(self, request: LLMRequest, exc: Exception, attempt: int) -> LLMError:
         if isinstance(exc, LLMError):
@@ -233,6 +236,19 @@ class LiteLLMBackend:
             kind = classify(exc)
         message = redact(f"{type(exc).__name__}: {exc}")
         return kind(message, prompt_id=request.prompt_id, model=request.model, attempts=attempt + 1)
+
+
+def _top_logprobs(request: LLMRequest, raw: Any) -> tuple[tuple[str, float], ...]:
+    """The first token's likeliest tokens and log-probabilities, as the response gives them."""
+    try:
+        first = raw.choices[0].logprobs.content[0]
+        return tuple((str(t.token), float(t.logprob)) for t in first.top_logprobs)
+    except (AttributeError, IndexError, TypeError, ValueError) as exc:
+        raise LLMResponseError(
+            f"asked for the first token's top {request.top_logprobs} log-probabilities, the "
+            f"response has none ({type(exc).__name__}: {exc}); does the endpoint give them?",
+            prompt_id=request.prompt_id,
+        ) from exc
 
 
 def _cost(raw: Any, litellm: Any) -> float | None:

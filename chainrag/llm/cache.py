@@ -46,7 +46,10 @@ KEY_VERSION = 2
 
 def request_key(request: LLMRequest, endpoint: str = "") -> str:
     """The cache key of ``request`` sent to ``endpoint``: sha256 of their canonical JSON."""
-    keyed = {"v": KEY_VERSION, "endpoint": endpoint, "request": unstructure(request)}
+    fields = unstructure(request)
+    if fields.get("top_logprobs") is None:  # added after KEY_VERSION 2: keys stay as they were
+        fields.pop("top_logprobs", None)
+    keyed = {"v": KEY_VERSION, "endpoint": endpoint, "request": fields}
     canonical = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -66,8 +69,13 @@ class ResponseCache(SQLiteFile):
         if row is None:
             return None
         value = json.loads(row[0])
+        top = tuple((str(token), float(logprob)) for token, logprob in value.get("top", ()))
         return LLMResponse(
-            text=value["text"], model=value["model"], usage=Usage(cache_hits=1), cached=True
+            text=value["text"],
+            model=value["model"],
+            usage=Usage(cache_hits=1),
+            cached=True,
+            top_logprobs=top,
         )
 
     def put(self, request: LLMRequest, response: LLMResponse, endpoint: str = "") -> None:
@@ -77,6 +85,8 @@ class ResponseCache(SQLiteFile):
             "prompt_tokens": response.usage.prompt_tokens,
             "completion_tokens": response.usage.completion_tokens,
         }
+        if response.top_logprobs:
+            value["top"] = [list(pair) for pair in response.top_logprobs]
         self._connect().execute(
             "INSERT OR REPLACE INTO responses (key, prompt_id, model, value, created) "
             "VALUES (?, ?, ?, ?, ?)",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import LLMRequest, LLMResponse, Usage
 
-Reply = str | Callable[[LLMRequest], str]
+Reply = str | LLMResponse | Callable[[LLMRequest], str | LLMResponse]
 
 
 class FakeLLMError(ChainragError):
@@ -25,14 +25,15 @@ class ScriptedLLM:
     """Replies from a script: per prompt id, a list of replies used in turn, or one function.
 
     Args:
-        script: prompt id → a sequence of replies (each a string or a function of the request)
+        script: prompt id → a sequence of replies (each a string, a response whose text and
+            ``top_logprobs`` are the reply's, or a function of the request returning either)
             consumed in order, or a single function answering every request with that id.
         model: The model name reported in responses.
     """
 
     def __init__(
         self,
-        script: Mapping[str, Sequence[Reply] | Callable[[LLMRequest], str]],
+        script: Mapping[str, Sequence[Reply] | Callable[[LLMRequest], str | LLMResponse]],
         model: str = "fake",
     ) -> None:
         self.script = dict(script)
@@ -59,9 +60,11 @@ class ScriptedLLM:
             self._turn[request.prompt_id] = turn + 1
             reply = entry[turn]
             text = reply(request) if callable(reply) else reply
+        top = text.top_logprobs if isinstance(text, LLMResponse) else ()
+        text = text.text if isinstance(text, LLMResponse) else text
         prompt_words = sum(len(m.content.split()) for m in request.messages)
         usage = Usage(calls=1, prompt_tokens=prompt_words, completion_tokens=len(text.split()))
-        return LLMResponse(text=text, model=request.model or self.model, usage=usage)
+        return LLMResponse(text, request.model or self.model, usage, top_logprobs=top)
 
     def calls(self, prompt_id: str | None = None) -> int:
         """How many requests were made (for one prompt id, or all)."""
