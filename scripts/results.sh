@@ -117,10 +117,12 @@ BEAT=(recipes/variants/judge_answers.yaml recipes/variants/seeds_first.yaml
 # cxtint_passages', its AnsInt request (only where CxtInt's answer does not fit) ansint's.
 # one_hop makes ansint.yaml's requests but the sufficiency checks wherever ansint's judge said
 # "yes" after the first hop: new calls only for the few walks that went on. one_hop_choose,
-# after one_hop, makes its requests and new calls only to choose where AnsInt and CxtInt differ.
+# after one_hop, makes its requests and new calls only to choose where AnsInt and CxtInt differ
+# (one_hop_choose_probabilities too: its asks carry top_logprobs, so they are not the same).
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_passages_checked.yaml
         recipes/variants/cxtint_short.yaml recipes/variants/cxtint_notes.yaml
-        recipes/variants/one_hop.yaml recipes/variants/one_hop_choose.yaml)
+        recipes/variants/one_hop.yaml recipes/variants/one_hop_choose.yaml
+        recipes/variants/one_hop_choose_probabilities.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
 # are chosen, and the explicit answer form lost there: they are replayed there only.
 REPLAY_MUSIQUE=(recipes/variants/cxtint_best_last.yaml
