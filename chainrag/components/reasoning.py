@@ -523,17 +523,21 @@ class Choose:
         for a, b in ((first, second), (second, first)):
             request = attrs.evolve(prompt.request(**values, a=a.text, b=b.text), top_logprobs=top)
             replies.append(llm.complete(request))
+        takes_second, said = self._read(replies)
+        if takes_second:
+            return Answer(second.text, f"[second: {said}]\n{second.raw}")
+        return Answer(first.text, f"[first: {said}]\n{first.raw}")
+
+    def _read(self, replies: Sequence[LLMResponse]) -> tuple[bool, str]:
+        """Whether the replies to the two asks (first answer as A, then as B) choose the
+        second answer, and what they said."""
         if self.by == "probabilities":
             shares = [letter_share(replies[0], "B"), letter_share(replies[1], "A")]
             mean = sum(shares) / 2
-            said = (f"P(second) {mean:.2f}, the mean of {shares[0]:.2f} with the first as A "
-                    f"and {shares[1]:.2f} with it as B")  # fmt: skip
-            if mean > 0.5:
-                return Answer(second.text, f"[second: {said}]\n{second.raw}")
-            return Answer(first.text, f"[first: {said}]\n{first.raw}")
+            return mean > 0.5, (f"P(second) {mean:.2f}, the mean of {shares[0]:.2f} with the "
+                                f"first as A and {shares[1]:.2f} with it as B")  # fmt: skip
         letters = [found.group(1) if (found := _A_OR_B.search(r.text)) else "?" for r in replies]
         said = f"replied {letters[0]} with the first as A, {letters[1]} with it as B"
         if letters == ["B", "A"]:
-            return Answer(second.text, f"[second: chosen both ways; {said}]\n{second.raw}")
-        return Answer(first.text, f"[first: the second not chosen both ways; {said}]"
-                                  f"\n{first.raw}")  # fmt: skip
+            return True, f"chosen both ways; {said}"
+        return False, f"the second not chosen both ways; {said}"
