@@ -107,8 +107,11 @@ LONG=("${MAIN[@]}" recipes/reproduce/authors_code.yaml)
 # Candidates to beat paper-faithful ChainRAG there (issue 24, item 3), each its own run; the
 # answerable judge alone (variants/answerable_judge.yaml) gives judge_answers' answers with one
 # call more per answered sub-question, so it is not run again here.
-BEAT=(recipes/variants/judge_answers.yaml recipes/variants/seeds_first.yaml
-      recipes/variants/hybrid_seeds.yaml)
+BEAT=(recipes/variants/hybrid_seeds.yaml)
+# judge_answers' judge asks the sub-answer's request (answer_sub over the evidence gathered so
+# far), so where ansint's walk stopped after hop 1 its requests are ansint's word for word:
+# replayed after ansint, it makes new calls only where the walk goes on; seeds_first's checks
+# of the seeds alone are new calls, its later ones judge_answers'.
 # The CxtInt candidates make ansint.yaml's requests word for word but CxtInt's: run after it
 # with the response cache (--cache-mode use), each costs one new call a question; the cached
 # answers are those a new call gets (the managed server's answers do not depend on the requests
@@ -122,7 +125,8 @@ BEAT=(recipes/variants/judge_answers.yaml recipes/variants/seeds_first.yaml
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_passages_checked.yaml
         recipes/variants/cxtint_short.yaml recipes/variants/cxtint_notes.yaml
         recipes/variants/one_hop.yaml recipes/variants/one_hop_choose.yaml
-        recipes/variants/one_hop_choose_probabilities.yaml)
+        recipes/variants/one_hop_choose_probabilities.yaml recipes/variants/judge_answers.yaml
+        recipes/variants/seeds_first.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
 # are chosen, and the explicit answer form lost there: they are replayed there only.
 REPLAY_MUSIQUE=(recipes/variants/cxtint_best_last.yaml
