@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
 from chainrag.core.context import Context, ModelPathError
 from chainrag.core.types import (
     NOT_CHECKED,
+    Expansion,
     Hit,
     Passage,
     QAExample,
@@ -165,6 +166,25 @@ def seeds_within(seeds: Sequence[int], lengths: Sequence[int], budget: int) -> l
     return kept
 
 
+def assert_budget_cut_recorded(
+    out: Expansion, seeds: Sequence[int], kept: Sequence[int], judged_first: bool,
+    max_hops: int, neighbours: Callable[[Sequence[int]], list[int]],
+) -> None:  # fmt: skip
+    """The walk records whether the budget stopped it: an unjudged hop is a cut one, so are
+    seeds left out, and a walk the budget did not stop, short of its hops and of a "yes", had
+    nothing new to reach."""
+    if len(out.verdicts) - judged_first == out.hops - 1:
+        assert out.budget_cut is True
+    if len(kept) < len(dict.fromkeys(seeds)):
+        assert out.budget_cut is True
+    if (
+        out.budget_cut is False
+        and out.hops < max_hops
+        and not (out.verdicts and out.verdicts[-1].ok)
+    ):
+        assert not set(neighbours(out.units)) - set(out.units)
+
+
 @given(
     st.integers(1, 25),
     st.lists(st.integers(0, 24), min_size=1, max_size=3),
@@ -211,18 +231,7 @@ def test_expansion_invariants(
     # one verdict per hop taken (none for a hop the budget cut), one more for the seeds first
     judged_first = judge_seeds and max_hops > 0 and bool(kept)
     assert len(out.verdicts) - judged_first in (out.hops, out.hops - 1)
-    # the walk records whether the budget stopped it: an unjudged hop is a cut one, and a walk
-    # the budget did not stop, short of its hops and of a "yes", had nothing new to reach
-    if len(out.verdicts) - judged_first == out.hops - 1:
-        assert out.budget_cut is True
-    if len(kept) < len(dict.fromkeys(seeds)):
-        assert out.budget_cut is True
-    if (
-        out.budget_cut is False
-        and out.hops < max_hops
-        and not (out.verdicts and out.verdicts[-1].ok)
-    ):
-        assert not set(neighbours(out.units)) - set(out.units)
+    assert_budget_cut_recorded(out, seeds, kept, judged_first, max_hops, neighbours)
     if judged_first:
         assert calls[0] == len(kept)
         if yes_after == 0:  # the seeds suffice: no hop is taken
