@@ -15,6 +15,7 @@
 #                                           # paragraphs padded to LongBench's length
 #                                           # (long:NAME), main table + authors' code
 #   bash scripts/results.sh long-ablations long-k   # MuSiQue's ablations, Figure 7's k sweep there
+#   bash scripts/results.sh long-ablations@15 long-k@15   # ... on the first 15 questions
 #   bash scripts/results.sh long-variants   # our candidates to beat ChainRAG there, 3 dev sets
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
@@ -135,20 +136,19 @@ REPLAY_MUSIQUE=(recipes/variants/cxtint_best_last.yaml
 # A short reasoning before CxtInt's answer was made for long:2wiki's comparison questions and
 # lost there and on long:musique: it is replayed on those two.
 REPLAY_NOT_HOTPOTQA=(recipes/variants/cxtint_passages_reason.yaml)
-# Figure 7's k sweep. k = 3 is ansint.yaml but for its name (the paper's k): long-k replays it
-# from ansint's cached answers (no new call: the same answers, its seconds and tokens not a
-# measure of cost) and makes the other four anew.
+# Figure 7's k sweep. k = 3 is ansint.yaml but for its name (the paper's k; k3.yaml): its run is
+# long-DATASET/ansint itself, so long-k makes the other four anew.
 K_SWEEP=(recipes/ablations/k1.yaml recipes/ablations/k2.yaml recipes/ablations/k4.yaml
          recipes/ablations/k5.yaml)
 for what in ${targets[@]}; do
-  if [[ $what == long-ablations ]]; then
-    run "${ABLATIONS[@]}" --dataset long:musique --limit $N --out $OUT --cache-mode refresh \
-      --no-report
-  elif [[ $what == long-k ]]; then
-    run recipes/ablations/k3.yaml --dataset long:musique --limit $N --out $OUT --cache-mode use \
-      --no-report
-    run "${K_SWEEP[@]}" --dataset long:musique --limit $N --out $OUT --cache-mode refresh \
-      --no-report
+  if [[ $what == long-ablations* || $what == long-k* ]]; then
+    # long-ablations@15: the first 15 questions (the runs go on to N with long-ablations)
+    limit=$N
+    [[ $what == *@* ]] && limit=${what#*@}
+    recipes=("${ABLATIONS[@]}")
+    [[ $what == long-k* ]] && recipes=("${K_SWEEP[@]}")
+    run "${recipes[@]}" --dataset long:musique --limit "$limit" --out $OUT \
+      --cache-mode refresh --no-report
   elif [[ $what == long-variants ]]; then
     for dataset in musique 2wiki hotpotqa; do
       replay=("${REPLAY[@]}")
