@@ -15,6 +15,7 @@ from chainrag.core.errors import (
     LLMResponseError,
     LLMServerError,
     LLMTimeoutError,
+    LLMUnsupportedError,
 )
 from chainrag.core.types import LLMRequest, Message
 from chainrag.llm.backend import LiteLLMBackend, RetryPolicy, redact
@@ -76,12 +77,16 @@ def test_log_probabilities_are_asked_for_and_read(slept: list[float]) -> None:
     assert (asked.text, asked.top_logprobs) == ("A", tuple(top))
 
 
-def test_an_endpoint_without_log_probabilities_is_named(slept: list[float]) -> None:
+def test_an_endpoint_without_log_probabilities_is_named_and_not_retried(
+    slept: list[float],
+) -> None:
     asked = attrs.evolve(request(), top_logprobs=3)
-    with serve(FakeOpenAI([])) as api_base:
-        llm = backend(api_base, slept, retries=0)
-        with pytest.raises(LLMResponseError, match=r"top 3 log-probabilities, the response has"):
+    fake = FakeOpenAI([])
+    with serve(fake) as api_base:
+        llm = backend(api_base, slept, retries=3)
+        with pytest.raises(LLMUnsupportedError, match=r"top 3 log-probabilities, the response has"):
             llm.complete(asked)
+    assert len(fake.bodies) == 1 and slept == []
 
 
 @pytest.mark.parametrize(

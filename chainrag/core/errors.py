@@ -131,6 +131,11 @@ class LLMRequestError(LLMError):
     """The request was refused (4xx other than 429: bad request, authentication, not found)."""
 
 
+class LLMUnsupportedError(LLMRequestError):
+    """The endpoint answered without what the request asked for (the first token's
+    log-probabilities): not retried, since asking again cannot change what it gives."""
+
+
 class LLMOutputError(LLMError):
     """The model's text could not be read as the structure asked for, even after one repair."""
 

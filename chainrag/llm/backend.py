@@ -29,6 +29,7 @@ from chainrag.core.errors import (
     LLMResponseError,
     LLMServerError,
     LLMTimeoutError,
+    LLMUnsupportedError,
 )
 from chainrag.core.types import LLMRequest, LLMResponse, Usage
 
@@ -244,7 +245,7 @@ def _top_logprobs(request: LLMRequest, raw: Any) -> tuple[tuple[str, float], ...
         first = raw.choices[0].logprobs.content[0]
         return tuple((str(t.token), float(t.logprob)) for t in first.top_logprobs)
     except (AttributeError, IndexError, TypeError, ValueError) as exc:
-        raise LLMResponseError(
+        raise LLMUnsupportedError(
             f"asked for the first token's top {request.top_logprobs} log-probabilities, the "
             f"response has none ({type(exc).__name__}: {exc}); does the endpoint give them?",
             prompt_id=request.prompt_id,
