@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,19 @@ class InterruptingLLM(SlowLLM):
         return super().complete(request)
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt, as at a terminal, for the test's length. A process
+    started from a background job (``make test &``, ``nohup``) inherits SIGINT ignored, and
+    Python then leaves it ignored: without this the test's Ctrl-C would never arrive."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_an_interrupt_cancels_the_questions_not_started(tmp_path: Path) -> None:
     """Ctrl-C while 2 of 10 questions are in flight: those 2 finish and are written, the rest
     never start, and the session ends as interrupted; the next session does the rest."""
