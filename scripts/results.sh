@@ -108,7 +108,7 @@ LONG=("${MAIN[@]}" recipes/reproduce/authors_code.yaml)
 # Candidates to beat paper-faithful ChainRAG there (issue 24, item 3), each its own run; the
 # answerable judge alone (variants/answerable_judge.yaml) gives judge_answers' answers with one
 # call more per answered sub-question, so it is not run again here.
-BEAT=(recipes/variants/hybrid_seeds.yaml)
+BEAT=(recipes/variants/hybrid_seeds.yaml recipes/variants/numbered_refs.yaml)
 # judge_answers' judge asks the sub-answer's request (answer_sub over the evidence gathered so
 # far), so where ansint's walk stopped after hop 1 its requests are ansint's word for word:
 # replayed after ansint, it makes new calls only where the walk goes on; seeds_first's checks

@@ -13,8 +13,15 @@ from scipy import sparse
 from chainrag.components.cache_triggers import Popularity
 from chainrag.components.chunkers import WordChunks, word_windows
 from chainrag.components.edges import StructuralAdjacency, adjacency_band
-from chainrag.components.rewrite_triggers import PronounWords, Substring
-from chainrag.core.types import GraphInputs, Passage, ReservoirMatch, Sentence
+from chainrag.components.rewrite_triggers import (
+    NumberedReferences,
+    PronounWords,
+    Substring,
+    resolve_numbered,
+)
+from chainrag.core.context import Context
+from chainrag.core.types import GraphInputs, Passage, ReservoirMatch, Sentence, SubAnswer
+from chainrag.llm.fake import ScriptedLLM
 
 # --------------------------------------------------------------------------- rewrite triggers
 
@@ -44,6 +51,42 @@ def test_trigger_words_are_configurable_and_validated() -> None:
     assert PronounWords(words=("former",))("Who is the former?")
     with pytest.raises(ValueError, match="non-empty list"):
         PronounWords(words=())
+
+
+def test_a_numbered_reference_fires_only_when_asked_for() -> None:
+    assert not PronounWords()("Where was #1 born?")  # the paper's rule: no pronoun here
+    assert PronounWords(numbered=True)("Where was #1 born?")
+    assert PronounWords(numbered=True)("Where was this director born?")  # pronouns still fire
+    assert not PronounWords(numbered=True)("Who wrote #Hamlet, #one?")
+
+
+HISTORY = (SubAnswer("Who directed Blind Shaft?", "Li Yang", True),
+           SubAnswer("Where was Li Yang born?", "unanswerable", False))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sub_question", "resolved"),
+    [
+        ("Where was #1 born?", "Where was Li Yang born?"),
+        ("In which county is #2?", "In which county is (the answer to: Where was Li Yang born)?"),
+        ("Is #1 older than #3?", "Is Li Yang older than #3?"),  # no step 3 yet: left as it is
+        ("Was #0 or #12 first?", "Was #0 or #12 first?"),
+        ("Who directed Blind Shaft?", "Who directed Blind Shaft?"),
+    ],
+)
+def test_numbered_references_are_filled_from_the_steps(sub_question: str, resolved: str) -> None:
+    assert resolve_numbered(sub_question, HISTORY) == resolved
+
+
+def test_the_numbered_rewriter_asks_the_llm_only_without_a_numbered_reference() -> None:
+    llm = ScriptedLLM({"rewrite": ["Where was Li Yang born?"]})
+    rewriter, ctx = NumberedReferences(), Context(llm=llm)
+    assert rewriter("Where was #1 born?", HISTORY[:1], ctx) == "Where was Li Yang born?"
+    assert llm.requests == []  # filled by substitution
+    assert rewriter("Where was this director born?", HISTORY[:1], ctx) == "Where was Li Yang born?"
+    assert [r.prompt_id for r in llm.requests] == ["rewrite"]  # the paper's LLM rewriter
+    unchanged = NumberedReferences(fallback=None)("Where was he born?", HISTORY[:1], ctx)
+    assert unchanged == "Where was he born?" and len(llm.requests) == 1
 
 
 # --------------------------------------------------------------------------- SA edges

@@ -97,6 +97,28 @@ def test_chainrag_flow_with_rewriting(bergman: QAExample, tmp_path: Path) -> Non
             )
 
 
+def test_numbered_references_are_filled_without_the_llm(bergman: QAExample, tmp_path: Path) -> None:
+    """recipes/variants/numbered_refs.yaml: decompose@v3 numbers the reference, the numbered
+    rewriter fills it in, and the rewrite call the paper's recipe makes is not made."""
+    recipe = fast(load_recipe(ROOT / "recipes" / "variants" / "numbered_refs.yaml"))
+    answers = iter(["Ingmar Bergman", "Fårö"])
+    llm = ScriptedLLM({
+        "decompose": ['["Who directed The Serpent\'s Egg?", "Where did #1 die?"]'],
+        "sufficiency": lambda r: "Yes",
+        "answer_sub": lambda r: next(answers),
+        "ansint": ["Fårö"],
+        "cxtint": ["Fårö"],
+    })  # fmt: skip
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    assert "#1, #2" in llm.requests[0].messages[0].content  # the prompt asks for numbers
+    first, second = prediction.steps
+    assert (first.rewritten, second.question) == (None, "Where did #1 die?")
+    assert second.rewritten == "Where did Ingmar Bergman die?"
+    assert "rewrite" not in counts(prediction) and prediction.usage.calls == 7
+    ansint = next(r for r in llm.requests if r.prompt_id == "ansint")
+    assert "Q: Where did Ingmar Bergman die?" in ansint.messages[-1].content
+
+
 def test_unanswered_step_is_summarised_not_rewritten(bergman: QAExample, tmp_path: Path) -> None:
     recipe = fast(load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml"))
     llm = ScriptedLLM({

@@ -114,7 +114,9 @@ def ask_json(
 class LLMDecomposer:
     """Sub-questions as a JSON array from the LLM: ``decompose@v2`` is appendix D's prompt
     (Figure 8) with a worked example for each kind; ``prompt_version: 1`` is our earlier, shorter
-    prompt, which also told the model to refer to earlier answers with a pronoun.
+    prompt, which also told the model to refer to earlier answers with a pronoun;
+    ``prompt_version: 3`` (not the paper's) is v2 with numbered references (``Where was #1
+    born?``) for the ``numbered`` rewriter.
 
     Unusable output (after one repair) falls back to the question itself, marked ``fallback``
     in the trace. Recipe: ``{kind: llm_json, max_sub_questions: 4}``.
