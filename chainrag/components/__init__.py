@@ -2,7 +2,8 @@
 
 One module per stage family: chunkers, the NER and key-entity scorers, edge builders,
 embedders and searches, rerankers and retrievers, expanders, judges, rewrite and cache
-triggers, knowledge filters, and the reasoning steps (decompose, answer, integrate).
+triggers, knowledge filters, the reasoning steps (decompose, answer, integrate), and
+comparisons decided by rule.
 
 Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols`, :mod:`chainrag.recipes`
 (to register) and :mod:`chainrag.llm` (prompts, structured replies); never the index, methods,
@@ -12,6 +13,7 @@ runs, reports or the CLI.
 from chainrag.components import (
     cache_triggers,
     chunkers,
+    comparisons,
     edges,
     embedders,
     expanders,
@@ -30,6 +32,7 @@ from chainrag.components import (
 __all__ = [
     "cache_triggers",
     "chunkers",
+    "comparisons",
     "edges",
     "embedders",
     "expanders",
