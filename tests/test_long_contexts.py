@@ -137,3 +137,40 @@ def test_a_run_records_the_setting_and_refuses_another(
     assert plain.start(recipe, path, "musique", file).dataset_setting is None
     assert "dataset_setting" not in (plain.folder / "run.json").read_text()
     assert attrs.fields_dict(type(meta))["dataset_setting"].default is None
+
+
+@needs_data
+def test_a_slice_holds_the_full_datasets_questions_and_contexts() -> None:
+    """``long:2wiki[30:40]`` is a held-out slice: the questions 31–40 of ``long:2wiki``, each
+    with the context it has there (the padding follows the question, not its place)."""
+    whole = load_dataset("long:2wiki", 40, DATA)
+    part = load_dataset("long:2wiki[30:40]", None, DATA)
+    assert [q.qid for q in part] == [q.qid for q in whole[30:40]]
+    assert [q.passages for q in part] == [q.passages for q in whole[30:40]]
+    assert {q.dataset for q in part} == {"long:2wiki[30:40]"}
+    assert [q.qid for q in load_dataset("musique[2:]", 3, DATA)] == [
+        q.qid for q in load_dataset("musique", 5, DATA)[2:5]
+    ]
+    assert dataset_path("long:2wiki[30:40]", DATA) == dataset_path("2wiki", DATA)
+    assert dataset_setting("long:2wiki[30:40]") == dataset_setting("long:2wiki")
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [("long:2wiki[30:60]", "long-2wiki-30-60"), ("musique[:10]", "musique-0-10"),
+     ("pooled:hotpotqa[5:]", "pooled-hotpotqa-5-end")],
+)  # fmt: skip
+def test_a_slice_has_its_own_run_folder(name: str, slug: str) -> None:
+    assert dataset_slug(name) == slug
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("musique[60:30]", r"the slice \[60:30\] holds no question"),
+     ("musique[a:b]", r"a slice of questions is \[START:STOP\] with whole numbers"),
+     ("musique[5000:]", r"the slice holds no question \(musique has fewer\)")],
+)  # fmt: skip
+def test_a_slice_without_questions_is_refused_by_name(name: str, message: str) -> None:
+    with pytest.raises(DatasetError, match=message) as caught:
+        load_dataset(name, None, DATA)
+    assert name in str(caught.value)

@@ -28,6 +28,8 @@ DATASET_HELP = (
     "LongBench jsonl file; or any file's PATH (with a / or ending in .json or .jsonl: "
     "MuSiQue, HotpotQA, 2Wiki, LongBench, HippoRAG or FlashRAG records, JSON array or JSON "
     "Lines, the format detected and said on stderr; runs go to OUT/<file stem>/). "
+    "Any of them as NAME[START:STOP] for a slice of its questions, counted from 0 "
+    "('long:2wiki[30:60]': questions 31-60, runs in OUT/long-2wiki-30-60/). "
     "Repeat for a grid of recipes x datasets."
 )
 CONCURRENCY_HELP = (

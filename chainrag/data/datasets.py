@@ -591,7 +591,9 @@ def is_file_dataset(name: str) -> bool:
 
 def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
     """The file and record format of a dataset name (``musique``, ``pooled:musique``, …,
-    ``longbench:PATH``, or a file's PATH, whose format is ``detect``: read from its records)."""
+    ``longbench:PATH``, or a file's PATH, whose format is ``detect``: read from its records;
+    any of them with a slice of its questions, ``NAME[30:60]``)."""
+    name, _ = split_slice(name)
     if name.startswith((POOLED, long.PREFIX)):
         return dataset_path(name.split(":", 1)[1], root)
     if name.startswith("longbench:"):
@@ -605,6 +607,28 @@ def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
         )
     spec = DATASETS[name]
     return (root or data_root()) / spec.path, spec.format
+
+
+_SLICE = re.compile(r"^(?P<name>.+)\[(?P<start>\d*):(?P<stop>\d*)\]$")
+
+
+def split_slice(name: str) -> tuple[str, slice | None]:
+    """A dataset name without its slice of questions, and the slice: ``long:2wiki[30:60]`` is
+    questions 31 to 60 of ``long:2wiki`` (Python's slice, counted from 0, the stop excluded;
+    either end may be left out). A DatasetError for a slice that holds no question."""
+    found = _SLICE.match(name)
+    if found is None:
+        if name.endswith("]") and "[" in name:
+            raise DatasetError(
+                f"{name!r}: a slice of questions is [START:STOP] with whole numbers, "
+                "e.g. long:2wiki[30:60]"
+            )
+        return name, None
+    start = int(found["start"]) if found["start"] else None
+    stop = int(found["stop"]) if found["stop"] else None
+    if start is not None and stop is not None and stop <= start:
+        raise DatasetError(f"{name!r}: the slice [{start}:{stop}] holds no question")
+    return found["name"], slice(start, stop)
 
 
 def load_dataset(
@@ -622,8 +646,16 @@ def load_dataset(
     ``pooled:NAME``: the questions of NAME over the pool of all its questions' passages (the
     pool does not depend on ``limit``). ``long:NAME``: each question's passages padded to
     LongBench's context length (:mod:`chainrag.data.long`). A file's PATH: its format detected
-    from its records (:func:`chainrag.data.detect.load_file`), which ``say`` is told.
+    from its records (:func:`chainrag.data.detect.load_file`), which ``say`` is told. Any of
+    them as ``NAME[START:STOP]``: that slice of its questions (:func:`split_slice`), then the
+    first ``limit`` of those — a held-out slice, whose questions are the full dataset's.
     """
+    base, part = split_slice(name)
+    if part is not None:
+        loaded = load_dataset(base, part.stop, root, say=say)[part][:limit]
+        if not loaded:
+            raise DatasetError(f"{name!r}: the slice holds no question ({base} has fewer)")
+        return [attrs.evolve(e, dataset=name) for e in loaded]
     if name.startswith(long.PREFIX):
         return _long(name, limit, root)
     if name.startswith(POOLED):
@@ -675,6 +707,7 @@ def dataset_setting(name: str) -> str | None:
     """What a derived dataset (``long:NAME``) does to its file, and the format a file given by
     its PATH was read in (``read as MuSiQue``), as a run records it; None for a named file as
     it is."""
+    name, _ = split_slice(name)
     said = []
     if name.startswith(long.PREFIX):
         said.append(long.setting(name.removeprefix(long.PREFIX)))
@@ -739,7 +772,11 @@ def load_context_file(path: Path) -> tuple[Passage, ...]:
 
 def dataset_slug(dataset: str) -> str:
     """The run folder name of a dataset: its name, ``pooled-<name>``, ``long-<name>``,
-    ``longbench-<stem>``, or a file's stem (``my/questions.jsonl``: ``questions``)."""
+    ``longbench-<stem>``, or a file's stem (``my/questions.jsonl``: ``questions``); a slice of
+    its questions follows (``long:2wiki[30:60]``: ``long-2wiki-30-60``)."""
+    base, part = split_slice(dataset)
+    if part is not None:
+        return f"{dataset_slug(base)}-{part.start or 0}-{'end' if part.stop is None else part.stop}"
     if dataset.startswith(POOLED):
         return "pooled-" + dataset_slug(dataset.removeprefix(POOLED))
     if dataset.startswith(long.PREFIX):
