@@ -1,0 +1,121 @@
+"""What `by_rule` (recipes/variants/compare_by_rule.yaml) answers on finished ChainRAG runs.
+
+    .venv/bin/python scripts/by_rule_from_traces.py RUN [RUN ...] [--answer cxtint]
+        [--unchanged DATASET ...]
+
+`by_rule` decides a two-choice comparison of dates or counts from the sub-answers, and gives
+every other question to its fallback, paper-faithful CxtInt, whose request is then ansint.yaml's
+word for word (tests/test_comparisons.py). So on a finished ansint.yaml run its answers follow
+from the stored trace alone: the rule applied to each question's stored sub-answers, else the
+run's own `--answer`. This prints, per run and pooled, the questions the rule decided, each one
+it changed, and the paired difference against `--answer` (the 95% paired-bootstrap interval and
+sign test of `chainrag compare`). It is a derivation from stored records, not a run: for a
+run made anew, replay the recipe after ansint.yaml (`chainrag run ... --cache-mode use`).
+
+`--unchanged DATASET` adds a dataset's questions (e.g. `long:musique[30:60]`) that no run of
+this holds, as questions the rule cannot change: each must be no two-choice comparison the rule
+reads (checked: it stops otherwise), so its fallback's answer is the paper's and the difference
+0. For a pooled figure over sets where the rule cannot fire.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from chainrag.analysis.records import predictions
+from chainrag.components.comparisons import parse_comparison, rule_comparison
+from chainrag.data.datasets import load_dataset
+from chainrag.data.metrics import answer_f1
+from chainrag.report.stats import paired
+from chainrag.run.record import RunRecord
+
+
+def rule_f1(record: RunRecord, answer: str) -> tuple[float, float, str | None]:
+    """The run's ``answer`` F1, by_rule's F1, and by_rule's answer where the rule decided."""
+    base = record.answers[answer].f1
+    subs = [step.answer for step in record.trace.steps if step.answer is not None]
+    ruling = rule_comparison(record.question, subs)
+    if ruling is None:
+        return base, base, None
+    return base, max(answer_f1(ruling.answer, gold) for gold in record.gold), ruling.answer
+
+
+def line(name: str, base: list[float], other: list[float], decided: int, means: bool = True) -> str:
+    """A table row; ``means`` False leaves out the two F1 means (questions counted without
+    their scores, ``--unchanged``, count in the difference only)."""
+    p = paired(base, other)
+    shown = f"{p.base:.2f} | {p.other:.2f}" if means else " | "
+    return (f"| {name} | {p.n} | {decided} | {shown} | {p.delta:+.2f} "
+            f"| [{p.low:+.1f}, {p.high:+.1f}] | {p.better} / {p.worse} / {p.same} "
+            f"| {p.p_sign:.3f} |")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 2)[2])  # fmt: skip
+    parser.add_argument("runs", nargs="+", type=Path, help="finished ansint.yaml-like runs")
+    parser.add_argument(
+        "--answer",
+        default="cxtint",
+        help="the run's answer by_rule falls back to (default: cxtint)",
+    )
+    parser.add_argument(
+        "--unchanged",
+        action="append",
+        default=[],
+        metavar="DATASET",
+        help="a dataset's questions the rule cannot change (checked)",
+    )
+    args = parser.parse_args(argv)
+    pooled_base: list[float] = []
+    pooled_rule: list[float] = []
+    decided_all = 0
+    rows = []
+    for run in args.runs:
+        base, rule, decided = [], [], 0
+        for record in predictions(run):
+            if args.answer not in record.answers:
+                sys.exit(f"{run}: a record without the answer {args.answer!r}")
+            b, r, said = rule_f1(record, args.answer)
+            base.append(b)
+            rule.append(r)
+            if said is not None:
+                decided += 1
+                if r != b:
+                    print(f"  {run.parent.name}: {record.question} → {said!r} "
+                          f"(F1 {b:.2f} → {r:.2f}; gold {record.gold[0]!r})")  # fmt: skip
+        rows.append(line(str(run), base, rule, decided))
+        pooled_base += base
+        pooled_rule += rule
+        decided_all += decided
+    for dataset in args.unchanged:
+        questions = load_dataset(dataset)
+        readable = [q.question for q in questions if parse_comparison(q.question) is not None]
+        if readable:
+            sys.exit(f"{dataset}: {len(readable)} question(s) the rule may decide, e.g. "
+                     f"{readable[0]!r}: run them instead")  # fmt: skip
+        rows.append(f"| {dataset} (no comparison the rule reads) | {len(questions)} | 0 | | | "
+                    "+0.00 | | | |")  # fmt: skip
+        pooled_base += [0.0] * len(questions)
+        pooled_rule += [0.0] * len(questions)
+    print(
+        f"\nby_rule against the runs' {args.answer} (F1 in %, paired bootstrap as chainrag "
+        "compare):\n"
+    )
+    print(
+        "| run | n | decided by rule | F1 base | F1 by_rule | Δ F1 | 95% interval "
+        "| better / worse / same | sign test p |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(row)
+    if len(rows) > 1:
+        print(line("pooled", pooled_base, pooled_rule, decided_all, means=not args.unchanged))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
