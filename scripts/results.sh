@@ -17,6 +17,7 @@
 #   bash scripts/results.sh long-ablations long-k   # MuSiQue's ablations, Figure 7's k sweep there
 #   bash scripts/results.sh long-ablations@15 long-k@15   # ... on the first 15 questions
 #   bash scripts/results.sh long-variants   # our candidates to beat ChainRAG there, 3 dev sets
+#   bash scripts/results.sh long-heldout    # compare_by_rule's held-out test (questions 31-60)
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
 # methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
@@ -123,11 +124,12 @@ BEAT=(recipes/variants/hybrid_seeds.yaml recipes/variants/numbered_refs.yaml)
 # "yes" after the first hop: new calls only for the few walks that went on. one_hop_choose,
 # after one_hop, makes its requests and new calls only to choose where AnsInt and CxtInt differ
 # (one_hop_choose_probabilities too: its asks carry top_logprobs, so they are not the same).
+# compare_by_rule makes ansint.yaml's requests but CxtInt's where its rule decides: no new call.
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_passages_checked.yaml
         recipes/variants/cxtint_short.yaml recipes/variants/cxtint_notes.yaml
         recipes/variants/one_hop.yaml recipes/variants/one_hop_choose.yaml
         recipes/variants/one_hop_choose_probabilities.yaml recipes/variants/judge_answers.yaml
-        recipes/variants/seeds_first.yaml)
+        recipes/variants/seeds_first.yaml recipes/variants/compare_by_rule.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
 # are chosen, and the explicit answer form lost there: they are replayed there only.
 REPLAY_MUSIQUE=(recipes/variants/cxtint_best_last.yaml
@@ -158,6 +160,18 @@ for what in ${targets[@]}; do
         --no-report
       run "${BEAT[@]}" --dataset "long:$dataset" --limit $N --out $OUT --cache-mode refresh \
         --no-report
+    done
+  elif [[ $what == long-heldout ]]; then
+    # Item 3's held-out test of compare_by_rule, made from the first 30 questions' answers:
+    # ansint.yaml anew on questions 31-60 of long:2wiki and on the one question of
+    # long:hotpotqa's 31-60 that the rule reads, then compare_by_rule replayed from its cache
+    # (scripts/by_rule_from_traces.py counts long:musique's and the other questions, which the
+    # rule does not read).
+    for dataset in 'long:2wiki[30:60]' 'long:hotpotqa[50:51]'; do
+      run recipes/chainrag/ansint.yaml --dataset "$dataset" --out $OUT --cache-mode refresh \
+        --no-report
+      run recipes/variants/compare_by_rule.yaml --dataset "$dataset" --out $OUT \
+        --cache-mode use --no-report
     done
   elif [[ $what == long-* ]]; then
     run "${LONG[@]}" --dataset "long:${what#long-}" --limit $N --out $OUT --cache-mode refresh \
