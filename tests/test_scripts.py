@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,3 +47,22 @@ def test_site_packages_check_reads_content_not_only_names(tmp_path: Path) -> Non
     assert any("distutils-precedence.pth, line 2" in p for p in found)
     assert any("litellm_init.pth, line 1" in p for p in found)
     assert sum("customize.py" in p for p in found) == 2
+
+
+def test_by_rule_from_traces_derives_the_rule_from_a_runs_stored_sub_answers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """long:2wiki's ChainRAG run: the rule decides 9 comparisons from the stored sub-answers and
+    turns 5 of CxtInt's wrong answers right (docs/results.md, compare_by_rule)."""
+    script = _script("by_rule_from_traces")
+    assert script.main([str(ROOT / "docs" / "runs" / "long-2wiki" / "ansint")]) == 0
+    out = capsys.readouterr().out
+    assert "| 30 | 9 | 40.24 | 56.90 | +16.67 | [+3.3, +30.0] | 5 / 0 / 25 | 0.062 |" in out
+    assert "Kaaka Muttai or En Sømand Går I Land? → 'En Sømand Går I Land'" in out
+
+
+def test_by_rule_from_traces_refuses_unchanged_questions_the_rule_reads() -> None:
+    script = _script("by_rule_from_traces")
+    run = str(ROOT / "docs" / "runs" / "long-2wiki" / "ansint")
+    with pytest.raises(SystemExit, match=r"2wiki\[0:2\]: 1 question\(s\) the rule may decide"):
+        script.main([run, "--unchanged", "2wiki[0:2]"])
