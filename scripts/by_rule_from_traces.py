@@ -52,7 +52,35 @@ def line(name: str, base: list[float], other: list[float], decided: int, means: 
             f"| {p.p_sign:.3f} |")  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
+def from_run(run: Path, answer: str) -> tuple[list[float], list[float], int]:
+    """The run's ``answer`` F1 and by_rule's, a question each, and how many the rule decided;
+    prints each question whose score the rule changed."""
+    base, rule, decided = [], [], 0
+    for record in predictions(run):
+        if answer not in record.answers:
+            sys.exit(f"{run}: a record without the answer {answer!r}")
+        b, r, said = rule_f1(record, answer)
+        base.append(b)
+        rule.append(r)
+        if said is not None:
+            decided += 1
+            if r != b:
+                print(f"  {run.parent.name}: {record.question} → {said!r} "
+                      f"(F1 {b:.2f} → {r:.2f}; gold {record.gold[0]!r})")  # fmt: skip
+    return base, rule, decided
+
+
+def unchanged(dataset: str) -> int:
+    """How many questions ``dataset`` has; exits if the rule reads any of them."""
+    questions = load_dataset(dataset)
+    readable = [q.question for q in questions if parse_comparison(q.question) is not None]
+    if readable:
+        sys.exit(f"{dataset}: {len(readable)} question(s) the rule may decide, e.g. "
+                 f"{readable[0]!r}: run them instead")  # fmt: skip
+    return len(questions)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 2)[2])  # fmt: skip
@@ -62,53 +90,32 @@ def main(argv: list[str] | None = None) -> int:
         default="cxtint",
         help="the run's answer by_rule falls back to (default: cxtint)",
     )
-    parser.add_argument(
-        "--unchanged",
-        action="append",
-        default=[],
-        metavar="DATASET",
-        help="a dataset's questions the rule cannot change (checked)",
-    )
-    args = parser.parse_args(argv)
+    parser.add_argument("--unchanged", action="append", default=[], metavar="DATASET",
+                        help="a dataset's questions the rule cannot change (checked)")  # fmt: skip
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     pooled_base: list[float] = []
     pooled_rule: list[float] = []
     decided_all = 0
     rows = []
     for run in args.runs:
-        base, rule, decided = [], [], 0
-        for record in predictions(run):
-            if args.answer not in record.answers:
-                sys.exit(f"{run}: a record without the answer {args.answer!r}")
-            b, r, said = rule_f1(record, args.answer)
-            base.append(b)
-            rule.append(r)
-            if said is not None:
-                decided += 1
-                if r != b:
-                    print(f"  {run.parent.name}: {record.question} → {said!r} "
-                          f"(F1 {b:.2f} → {r:.2f}; gold {record.gold[0]!r})")  # fmt: skip
+        base, rule, decided = from_run(run, args.answer)
         rows.append(line(str(run), base, rule, decided))
         pooled_base += base
         pooled_rule += rule
         decided_all += decided
     for dataset in args.unchanged:
-        questions = load_dataset(dataset)
-        readable = [q.question for q in questions if parse_comparison(q.question) is not None]
-        if readable:
-            sys.exit(f"{dataset}: {len(readable)} question(s) the rule may decide, e.g. "
-                     f"{readable[0]!r}: run them instead")  # fmt: skip
-        rows.append(f"| {dataset} (no comparison the rule reads) | {len(questions)} | 0 | | | "
-                    "+0.00 | | | |")  # fmt: skip
-        pooled_base += [0.0] * len(questions)
-        pooled_rule += [0.0] * len(questions)
-    print(
-        f"\nby_rule against the runs' {args.answer} (F1 in %, paired bootstrap as chainrag "
-        "compare):\n"
-    )
-    print(
-        "| run | n | decided by rule | F1 base | F1 by_rule | Δ F1 | 95% interval "
-        "| better / worse / same | sign test p |"
-    )
+        n = unchanged(dataset)
+        rows.append(f"| {dataset} (no comparison the rule reads) | {n} | 0 | | | +0.00 | | | |")
+        pooled_base += [0.0] * n
+        pooled_rule += [0.0] * n
+    print(f"\nby_rule against the runs' {args.answer} (F1 in %, paired bootstrap as chainrag "
+          "compare):\n")  # fmt: skip
+    print("| run | n | decided by rule | F1 base | F1 by_rule | Δ F1 | 95% interval "
+          "| better / worse / same | sign test p |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(row)
