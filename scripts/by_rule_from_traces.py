@@ -1,7 +1,7 @@
 """What `by_rule` (recipes/variants/compare_by_rule.yaml) answers on finished ChainRAG runs.
 
     .venv/bin/python scripts/by_rule_from_traces.py RUN [RUN ...] [--answer cxtint]
-        [--unchanged DATASET ...]
+        [--unchanged DATASET ...] [--ran NAME]
 
 `by_rule` decides a two-choice comparison of dates or counts from the sub-answers, and gives
 every other question to its fallback, paper-faithful CxtInt, whose request is then ansint.yaml's
@@ -16,6 +16,12 @@ run made anew, replay the recipe after ansint.yaml (`chainrag run ... --cache-mo
 this holds, as questions the rule cannot change: each must be no two-choice comparison the rule
 reads (checked: it stops otherwise), so its fallback's answer is the paper's and the difference
 0. For a pooled figure over sets where the rule cannot fire.
+
+`--ran NAME` (e.g. compare_roles_by_rule) reads by_rule's answer from the recipe's own run
+beside each RUN (RUN/../NAME) for every question that run holds, and derives the rest. A recipe
+whose decomposer decides some questions by rule (`role_comparison`) asks them other things
+than ansint.yaml did, so its answers there cannot be derived: each such question must be in
+that run (checked: it stops otherwise), and `--unchanged` refuses them too.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import sys
 from pathlib import Path
 
 from chainrag.analysis.records import predictions
-from chainrag.components.comparisons import parse_comparison, rule_comparison
+from chainrag.components.comparisons import parse_comparison, role_sub_questions, rule_comparison
 from chainrag.data.datasets import load_dataset
 from chainrag.data.metrics import answer_f1
 from chainrag.report.stats import paired
@@ -36,7 +42,8 @@ def rule_f1(record: RunRecord, answer: str) -> tuple[float, float, str | None]:
     """The run's ``answer`` F1, by_rule's F1, and by_rule's answer where the rule decided."""
     base = record.answers[answer].f1
     subs = [step.answer for step in record.trace.steps if step.answer is not None]
-    ruling = rule_comparison(record.question, subs)
+    decomposed = record.trace.decomposition
+    ruling = rule_comparison(record.question, subs, decomposed.sub_questions if decomposed else ())
     if ruling is None:
         return base, base, None
     return base, max(answer_f1(ruling.answer, gold) for gold in record.gold), ruling.answer
@@ -52,14 +59,38 @@ def line(name: str, base: list[float], other: list[float], decided: int, means: 
             f"| {p.p_sign:.3f} |")  # fmt: skip
 
 
-def from_run(run: Path, answer: str) -> tuple[list[float], list[float], int]:
+def ruled(record: RunRecord) -> tuple[float, str | None]:
+    """A run of the recipe's: by_rule's F1, and its answer where the rule decided."""
+    made = next(named.answer for named in record.trace.answers if named.name == "byrule")
+    return record.answers["byrule"].f1, made.text if made.raw.startswith("[by rule") else None
+
+
+def ran(run: Path, name: str | None) -> dict[str, RunRecord]:
+    """The records of the recipe's own run beside ``run`` (``run``/../``name``), by question
+    id; none without ``name`` or that folder."""
+    folder = run.parent / name if name else None
+    if folder is None or not (folder / "predictions.jsonl").exists():
+        return {}
+    return {record.id: record for record in predictions(folder)}
+
+
+def from_run(
+    run: Path, answer: str, name: str | None = None
+) -> tuple[list[float], list[float], int]:
     """The run's ``answer`` F1 and by_rule's, a question each, and how many the rule decided;
-    prints each question whose score the rule changed."""
+    prints each question whose score the rule changed. With ``name``, by_rule's answer is read
+    from the recipe's own run where it holds the question (:func:`ran`)."""
     base, rule, decided = [], [], 0
+    own = ran(run, name)
     for record in predictions(run):
         if answer not in record.answers:
             sys.exit(f"{run}: a record without the answer {answer!r}")
         b, r, said = rule_f1(record, answer)
+        if record.id in own:
+            r, said = ruled(own[record.id])
+        elif name and role_sub_questions(record.question) is not None:
+            sys.exit(f"{run}: {record.question!r} is decomposed by rule in {name}, which asks "
+                     f"other sub-questions than this run did: run {name} on it")  # fmt: skip
         base.append(b)
         rule.append(r)
         if said is not None:
@@ -74,6 +105,7 @@ def unchanged(dataset: str) -> int:
     """How many questions ``dataset`` has; exits if the rule reads any of them."""
     questions = load_dataset(dataset)
     readable = [q.question for q in questions if parse_comparison(q.question) is not None]
+    # role_sub_questions reads only comparisons, so this refuses those questions too
     if readable:
         sys.exit(f"{dataset}: {len(readable)} question(s) the rule may decide, e.g. "
                  f"{readable[0]!r}: run them instead")  # fmt: skip
@@ -92,6 +124,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--unchanged", action="append", default=[], metavar="DATASET",
                         help="a dataset's questions the rule cannot change (checked)")  # fmt: skip
+    parser.add_argument("--ran", metavar="NAME",
+                        help="the recipe's own run beside each RUN, read where it holds a "
+                             "question (needed for a decomposer that decides by rule)")  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -102,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     decided_all = 0
     rows = []
     for run in args.runs:
-        base, rule, decided = from_run(run, args.answer)
+        base, rule, decided = from_run(run, args.answer, args.ran)
         rows.append(line(str(run), base, rule, decided))
         pooled_base += base
         pooled_rule += rule

@@ -18,6 +18,7 @@
 #   bash scripts/results.sh long-ablations@15 long-k@15   # ... on the first 15 questions
 #   bash scripts/results.sh long-variants   # our candidates to beat ChainRAG there, 3 dev sets
 #   bash scripts/results.sh long-heldout    # compare_by_rule's held-out test (questions 31-60)
+#   bash scripts/results.sh long-heldout-roles  # compare_roles_by_rule's (questions 61-90)
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
 # methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
@@ -171,6 +172,19 @@ for what in ${targets[@]}; do
       run recipes/chainrag/ansint.yaml --dataset "$dataset" --out $OUT --cache-mode refresh \
         --no-report
       run recipes/variants/compare_by_rule.yaml --dataset "$dataset" --out $OUT \
+        --cache-mode use --no-report
+    done
+  elif [[ $what == long-heldout-roles ]]; then
+    # Item 3's held-out test of compare_roles_by_rule, made after reading long:2wiki's first 60
+    # questions: ansint.yaml anew on long:2wiki's questions 61-82 (it has 82) and on the three
+    # of long:hotpotqa's 61-90 that by_rule reads, then compare_roles_by_rule after it (its
+    # rule-made decompositions anew, the rest replayed from the cache); the other questions are
+    # ones neither rule reads (scripts/by_rule_from_traces.py --unchanged checks it).
+    for dataset in 'long:2wiki[60:82]' 'long:hotpotqa[61:62]' 'long:hotpotqa[67:68]' \
+      'long:hotpotqa[74:75]'; do
+      run recipes/chainrag/ansint.yaml --dataset "$dataset" --out $OUT --cache-mode refresh \
+        --no-report
+      run recipes/variants/compare_roles_by_rule.yaml --dataset "$dataset" --out $OUT \
         --cache-mode use --no-report
     done
   elif [[ $what == long-* ]]; then

@@ -12,6 +12,7 @@ from chainrag.components.comparisons import (
     parse_comparison,
     parse_count,
     parse_date,
+    role_sub_questions,
     rule_comparison,
 )
 from chainrag.core.types import QAExample, SubAnswer
@@ -185,3 +186,114 @@ def test_compare_by_rule_makes_the_papers_requests_and_no_cxtint_where_the_rule_
     expected_requests = base.requests if cxtint_asked else base.requests[:-1]
     assert base.requests[-1].prompt_id == "cxtint"
     assert llm.requests == expected_requests
+
+
+LONE_WOLF = "Which film has the director born first, Lone Wolf Mcquade or Sordid Lives?"
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (LONE_WOLF, ("Who is the director of Lone Wolf Mcquade?", "When was #1 born?",
+                     "Who is the director of Sordid Lives?", "When was #3 born?")),
+        ("Which film has the director who died later, Akhono Onek Raat or Bitter Rice?",
+         ("Who is the director of Akhono Onek Raat?", "When did #1 die?",
+          "Who is the director of Bitter Rice?", "When did #3 die?")),
+        ("Which film whose director was born first, Deported Women Of The Ss Special Section "
+         "or Custodio De Señoras?",
+         ("Who is the director of Deported Women Of The Ss Special Section?", "When was #1 born?",
+          "Who is the director of Custodio De Señoras?", "When was #3 born?")),
+        ("Which film has the producer who is older, Aatma Gowravam or Vitti Dandu?",
+         ("Who is the producer of Aatma Gowravam?", "When was #1 born?",
+          "Who is the producer of Vitti Dandu?", "When was #3 born?")),
+        ("Which film has the director born earlier, The Adventures Of Priscilla, Queen Of The "
+         "Desert or Harvest: 3,000 Years?",
+         ("Who is the director of The Adventures Of Priscilla, Queen Of The Desert?",
+          "When was #1 born?", "Who is the director of Harvest: 3,000 Years?",
+          "When was #3 born?")),
+        ("Who was born first, Ann Lee or Bo Li?", None),  # the choices are the people
+        (KAAKA, None),  # the films' own dates
+        ("Which film has more directors, Vertigo or Psycho?", None),  # a count
+        ("Where did the director of Vertigo die?", None),
+    ],
+)  # fmt: skip
+def test_role_sub_questions_ask_each_choices_person_then_the_compared_date(
+    question: str, expected: tuple[str, ...] | None
+) -> None:
+    assert role_sub_questions(question) == expected
+
+
+def test_the_rule_reads_a_numbered_reference_as_naming_what_it_refers_to() -> None:
+    originals = role_sub_questions(LONE_WOLF)
+    assert originals is not None
+    subs = [sub("Who is the director of Lone Wolf Mcquade?", "Steve Carver"),
+            sub("When was Steve Carver born?", "April 5, 1945"),
+            sub("Who is the director of Sordid Lives?", "Del Shores"),
+            sub("When was Del Shores born?", "December 3, 1957")]  # fmt: skip
+    ruling = rule_comparison(LONE_WOLF, subs, originals)
+    assert ruling is not None and ruling.answer == "Lone Wolf Mcquade"
+    assert rule_comparison(LONE_WOLF, subs) is None  # the rewritten questions name no film
+    # a reference to a later or missing step names nothing
+    broken = ("Who is the director of Lone Wolf Mcquade?", "When was #3 born?",
+              "Who is the director of Sordid Lives?", "When was #9 born?")  # fmt: skip
+    assert rule_comparison(LONE_WOLF, subs, broken) is None
+
+
+def _role_script(answers: list[str]) -> ScriptedLLM:
+    return ScriptedLLM({
+        "sufficiency": lambda r: "Yes",
+        "answer_sub": answers,
+        "summarize": lambda r: "Nothing about it.",
+        "ansint": ["Sordid Lives"],
+        "cxtint": ["Sordid Lives"],
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answers", "expected", "cxtint_asked"),
+    [
+        (["Steve Carver", "April 5, 1945", "Del Shores", "December 3, 1957"],
+         "Lone Wolf Mcquade", False),
+        (["Steve Carver", "April 5, 1945", "unanswerable", "unanswerable"], "Sordid Lives", True),
+    ],
+)  # fmt: skip
+def test_compare_roles_by_rule_decomposes_and_fills_references_without_the_llm(
+    answers: list[str], expected: str, cxtint_asked: bool, lone_wolf: QAExample, tmp_path: Path
+) -> None:
+    """compare_roles_by_rule.yaml on a comparison of two films' directors: no decomposition
+    or rewriting request, the references filled with the directors' names, and no CxtInt
+    request where the two births decide it."""
+    recipe = fast(load_recipe(ROOT / "recipes" / "variants" / "compare_roles_by_rule.yaml"))
+    llm = _role_script(answers)
+    prediction = answer_question(recipe, lone_wolf, llm, cache=IndexCache(tmp_path))
+    asked = [r.prompt_id for r in llm.requests]
+    assert "decompose" not in asked and "rewrite" not in asked
+    assert ("cxtint" in asked) == cxtint_asked
+    third = None if answers[2] == "unanswerable" else f"When was {answers[2]} born?"
+    rewritten = [s.rewritten for s in prediction.steps]
+    assert rewritten == [None, "When was Steve Carver born?", None, third]
+    assert prediction.answers[1].answer.text == expected
+
+
+def test_compare_roles_by_rule_is_compare_by_rule_on_any_other_question(tmp_path: Path) -> None:
+    """Where the rule does not decompose, the requests are compare_by_rule.yaml's word for
+    word (so it replays from that run's cache)."""
+    question = load_dataset("2wiki", limit=1)[0]
+    assert role_sub_questions(question.question) is None
+    script = {
+        "decompose": ['["Who directed The Serpent\'s Egg?", "Where did he die?"]'],
+        "sufficiency": lambda r: "Yes",
+        "answer_sub": ["Ingmar Bergman", "Fårö"],
+        "rewrite": ["Where did Ingmar Bergman die?"],
+        "summarize": ["Nothing."],
+        "ansint": ["Fårö"],
+        "cxtint": ["Fårö"],
+    }
+    requests = []
+    for name in ("compare_by_rule", "compare_roles_by_rule"):
+        recipe = fast(load_recipe(ROOT / "recipes" / "variants" / f"{name}.yaml"))
+        llm = ScriptedLLM(script)
+        answer_question(recipe, question, llm, cache=IndexCache(tmp_path))
+        requests.append(llm.requests)
+    assert "rewrite" in [r.prompt_id for r in requests[0]]
+    assert requests[0] == requests[1]

@@ -66,3 +66,12 @@ def test_by_rule_from_traces_refuses_unchanged_questions_the_rule_reads() -> Non
     run = str(ROOT / "docs" / "runs" / "long-2wiki" / "ansint")
     with pytest.raises(SystemExit, match=r"2wiki\[0:2\]: 1 question\(s\) the rule may decide"):
         script.main([run, "--unchanged", "2wiki[0:2]"])
+
+
+def test_by_rule_from_traces_refuses_to_derive_what_a_rule_decomposer_asks_otherwise() -> None:
+    """compare_roles_by_rule decomposes "Which film has the director born earlier, A or B?" by
+    rule, so its answer there must come from its own run, not ansint's trace."""
+    script = _script("by_rule_from_traces")
+    run = str(ROOT / "docs" / "runs" / "long-2wiki" / "ansint")
+    with pytest.raises(SystemExit, match=r"decomposed by rule in compare_roles_by_rule"):
+        script.main([run, "--ran", "compare_roles_by_rule"])

@@ -8,6 +8,12 @@ the answered sub-question that names that choice and asks about the compared att
 the earlier / later / larger / smaller choice is the answer. Where any part does not apply —
 not a two-choice comparison, a choice without exactly one such value, a tie — another
 integrator answers (``fallback``), so a question costs no more calls than that one.
+
+A comparison of two films' directors ("Which film has the director born earlier, A or B?")
+needs each director's birth, which the LLM's decomposition seldom asks for (it asks who the
+director is, then when the film came out). :class:`RoleComparison` decomposes such a question
+by rule, with numbered references ("Who is the director of A?", "When was #1 born?"), and the
+rule reads a sub-question that says ``#1`` as naming what sub-question 1 names.
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ from typing import Literal
 import attrs
 
 from chainrag.components.reasoning import is_unanswerable
+from chainrag.components.rewrite_triggers import NUMBERED_REFERENCE
 from chainrag.core.context import Context
-from chainrag.core.types import Answer, IntegrationInput, SubAnswer
+from chainrag.core.types import Answer, Decomposition, IntegrationInput, SubAnswer
 from chainrag.data.metrics import normalize_answer
-from chainrag.protocols.reasoning import Integrator
-from chainrag.recipes.registry import INTEGRATORS
+from chainrag.protocols.reasoning import Decomposer, Integrator
+from chainrag.recipes.registry import DECOMPOSERS, INTEGRATORS
 
 Attribute = Literal["birth", "death", "release", "count"]
 Direction = Literal["least", "most"]
@@ -64,6 +71,14 @@ _NUMBER_WORDS = {w: i for i, w in enumerate(
 _YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)")
 _MONTH_NAME = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
 _DAY = re.compile(r"(?<!\d)([0-3]?\d)(?:st|nd|rd|th)?(?!\d)")
+# A person of each choice whose birth or death is compared ("Which film has the director born
+# first", "… whose producer is older"), and how a sub-question asks for it.
+_ROLE = re.compile(
+    r"\b(?:has|have|had|with|whose)\s+(?:the\s+)?(director|producer|composer|screenwriter"
+    r"|writer|performer|creator|author|editor|lyricist|cinematographer)s?\b",
+    re.IGNORECASE,
+)
+_ASK_OF_PERSON: dict[Attribute, str] = {"birth": "When was #{} born?", "death": "When did #{} die?"}
 
 
 @attrs.frozen
@@ -143,19 +158,40 @@ def parse_count(text: str) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def value_of(choice: str, other: str, asked: Comparison,
-             sub_answers: Sequence[SubAnswer]) -> tuple[int, ...] | None:  # fmt: skip
+def named(sub_answers: Sequence[SubAnswer], originals: Sequence[str] = ()) -> list[str]:
+    """What each sub-question names: the question it was asked as, or, where the decomposition
+    wrote it with numbered references (``When was #1 born?``; ``originals`` are the sub-questions
+    before rewriting, aligned with ``sub_answers``), that one with each ``#n`` replaced by what
+    sub-question n names — so "When was #1 born?" after "Who is the director of A?" names A."""
+    aligned = len(originals) == len(sub_answers)
+    texts: list[str] = []
+    for i, sub in enumerate(sub_answers):
+        original = originals[i] if aligned else ""
+        if NUMBERED_REFERENCE.search(original) is None:
+            texts.append(sub.question)
+            continue
+
+        def earlier(match: re.Match[str], done: int = i) -> str:
+            n = int(match[1])
+            return f"({texts[n - 1]})" if 1 <= n <= done else match[0]
+
+        texts.append(NUMBERED_REFERENCE.sub(earlier, original))
+    return texts
+
+
+def value_of(choice: str, other: str, asked: Comparison, sub_answers: Sequence[SubAnswer],
+             originals: Sequence[str] = ()) -> tuple[int, ...] | None:  # fmt: skip
     """The value of the compared attribute for ``choice``: from the answered sub-questions
-    that name it (and not ``other``) and ask about that attribute (for a count, "how many"
-    and the counted word); None unless they give exactly one."""
+    that name it (and not ``other``; :func:`named`) and ask about that attribute (for a count,
+    "how many" and the counted word); None unless they give exactly one."""
     attribute, counted = asked.attribute, normalize_answer(asked.counted)
     name, rival = normalize_answer(choice), normalize_answer(other)
     values: set[tuple[int, ...]] = set()
-    for sub in sub_answers:
-        said = f" {normalize_answer(sub.question)} "
+    for sub, names in zip(sub_answers, named(sub_answers, originals), strict=True):
+        said = f" {normalize_answer(names)} "
         names_it = f" {name} " in said and f" {rival} " not in said
         asks_it = _ASKED_BY[attribute].search(sub.question) and (
-            not counted or f" {counted} " in said
+            not counted or f" {counted} " in f" {normalize_answer(sub.question)} "
         )
         if not sub.answered or is_unanswerable(sub.answer) or not names_it or not asks_it:
             continue
@@ -185,15 +221,17 @@ def before(a: tuple[int, ...], b: tuple[int, ...]) -> bool | None:
     return None
 
 
-def rule_comparison(question: str, sub_answers: Sequence[SubAnswer]) -> Ruling | None:
-    """The answer to a two-choice comparison ``question`` from its ``sub_answers`` by rule, or
-    None when the rule does not apply (see the module's docstring)."""
+def rule_comparison(question: str, sub_answers: Sequence[SubAnswer],
+                    originals: Sequence[str] = ()) -> Ruling | None:  # fmt: skip
+    """The answer to a two-choice comparison ``question`` from its ``sub_answers`` (asked as
+    ``originals`` before rewriting) by rule, or None when the rule does not apply (see the
+    module's docstring)."""
     asked = parse_comparison(question)
     if asked is None:
         return None
     first, second = asked.choices
-    a = value_of(first, second, asked, sub_answers)
-    b = value_of(second, first, asked, sub_answers)
+    a = value_of(first, second, asked, sub_answers, originals)
+    b = value_of(second, first, asked, sub_answers, originals)
     if a is None or b is None:
         return None
     a_first = before(a, b)
@@ -221,8 +259,44 @@ class ComparedByRule:
         return (self.fallback,)
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
-        ruling = rule_comparison(inputs.question, inputs.sub_answers)
+        ruling = rule_comparison(inputs.question, inputs.sub_answers, inputs.original_sub_questions)
         if ruling is not None:
             return Answer(ruling.answer, f"[by rule: {ruling.why}]")
         other = self.fallback(inputs, ctx)
         return Answer(other.text, f"[fallback: no comparison the rule decides]\n{other.raw}")
+
+
+def role_sub_questions(question: str) -> tuple[str, ...] | None:
+    """Sub-questions for a comparison of the two choices' directors (producers, composers, …)
+    by birth or death: "Who is the director of A?", "When was #1 born?", the same for B; None
+    for any other question."""
+    asked = parse_comparison(question)
+    if asked is None or asked.attribute not in _ASK_OF_PERSON:
+        return None
+    role = _ROLE.search(" ".join(question.split()).partition(",")[0])
+    if role is None:
+        return None
+    subs: list[str] = []
+    for choice in asked.choices:
+        subs.append(f"Who is the {role[1].lower()} of {choice}?")
+        subs.append(_ASK_OF_PERSON[asked.attribute].format(len(subs)))
+    return tuple(subs)
+
+
+@DECOMPOSERS.register("role_comparison", example={"fallback": {"kind": "llm_json"}})
+@attrs.frozen
+class RoleComparison:
+    """Decomposes a comparison of the two choices' directors (producers, composers, …) by
+    birth or death by rule (:func:`role_sub_questions`, with numbered references for the
+    ``numbered`` rewriter), with no LLM call; any other question goes to ``fallback``. Not the
+    papers' (ChainRAG §3.3 decomposes with the LLM). Recipe:
+    ``{kind: role_comparison, fallback: {kind: llm_json}}``.
+    """
+
+    fallback: Decomposer
+
+    def __call__(self, question: str, ctx: Context) -> Decomposition:
+        subs = role_sub_questions(question)
+        if subs is None:
+            return self.fallback(question, ctx)
+        return Decomposition(subs, raw="[by rule: each choice's person, then the date compared]")
