@@ -75,3 +75,16 @@ def test_by_rule_from_traces_refuses_to_derive_what_a_rule_decomposer_asks_other
     run = str(ROOT / "docs" / "runs" / "long-2wiki" / "ansint")
     with pytest.raises(SystemExit, match=r"decomposed by rule in compare_roles_by_rule"):
         script.main([run, "--ran", "compare_roles_by_rule"])
+
+
+def test_by_rule_from_traces_reads_a_rule_decomposers_own_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """compare_roles_by_rule's held-out test on long:2wiki[60:82] (docs/results.md): its run's
+    answers where it decomposed by rule, derived from ansint's trace elsewhere."""
+    script = _script("by_rule_from_traces")
+    run = ROOT / "docs" / "runs" / "long-2wiki-60-82" / "ansint"
+    assert script.main([str(run), "--ran", "compare_roles_by_rule"]) == 0
+    out = capsys.readouterr().out
+    assert "| 22 | 9 | 35.23 | 67.05 | +31.82 | [+13.6, +50.0] | 7 / 0 / 15 | 0.016 |" in out
+    assert "Love In A Fallen City (Film) or Mummy'S Boys? → \"Mummy'S Boys\"" in out
