@@ -85,12 +85,14 @@ def from_run(
     for record in predictions(run):
         if answer not in record.answers:
             sys.exit(f"{run}: a record without the answer {answer!r}")
-        b, r, said = rule_f1(record, answer)
-        if record.id in own:
+        if record.id in own:  # read, not derived
+            b = record.answers[answer].f1
             r, said = ruled(own[record.id])
         elif name and role_sub_questions(record.question) is not None:
             sys.exit(f"{run}: {record.question!r} is decomposed by rule in {name}, which asks "
                      f"other sub-questions than this run did: run {name} on it")  # fmt: skip
+        else:
+            b, r, said = rule_f1(record, answer)
         base.append(b)
         rule.append(r)
         if said is not None:
