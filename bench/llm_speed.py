@@ -5,11 +5,16 @@
                                          [--tables speed prefix layers modes]
                                          [--questions 10] [--orders 3] [--cold 5]
                                          [--modes fresh aligned reuse]
+                                         [--builds avx2=WHEEL avx512=WHEEL] [--rounds 3]
 
 Table 1, per local model: prompt processing in tokens/s (a ~400-token prompt, one output token)
 and generation in tokens/s (a short prompt, up to 128 output tokens, prompt time subtracted),
 median of the repeats; each repeat's prompt starts differently so llama.cpp's prompt cache
-cannot help. Table 2, per local model: seconds of ChainRAG's last sufficiency check and the
+cannot help. With ``--builds NAME=WHEEL ...`` it compares llama-cpp-python builds (wheels, such
+as those scripts/llama_build.py keeps in ~/.cache/chainrag/wheels) side by side in one run, the
+builds alternating over ``--rounds`` rounds.
+
+Table 2, per local model: seconds of ChainRAG's last sufficiency check and the
 sub-answer that follows it over the same evidence (about --evidence-words words), with the
 v1 prompts (different system texts) and the v2 prompts (the same text up to the question, so
 llama.cpp's prompt cache serves the second call). Table 3: microseconds per call that each
@@ -297,6 +302,9 @@ def main() -> int:
     parser.add_argument("--cold", type=int, default=5, help="table 4: cold-start comparisons")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES),
                         help="table 4: prompt_cache modes")  # fmt: skip
+    parser.add_argument("--builds", nargs="+", metavar="NAME=WHEEL",
+                        help="table 1: compare llama-cpp-python wheels side by side")  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="table 1 with --builds: rounds")
     args = parser.parse_args()
     if args.orders < 2:
         parser.error("--orders must be at least 2 (ChainRAG's order and a shuffled one)")
@@ -307,11 +315,70 @@ def main() -> int:
 
 
 def speed(args: argparse.Namespace) -> None:
+    if args.builds:
+        build_speeds(args)
+        return
     print("| model | server start (s) | prompt tokens/s | generation tokens/s |")
     print("|---|---|---|---|")
     for model in args.models:
         prompt, gen, start = server_speed(model, args.repeats)
         print(f"| {model} | {start:.1f} | {prompt:.0f} | {gen:.1f} |", flush=True)
+
+
+IN_BUILD = (
+    "import json, sys; sys.path.insert(0, {bench!r}); import llm_speed, llama_cpp; "
+    "p, g, s = llm_speed.server_speed({model!r}, {repeats}); "
+    "info = llama_cpp.llama_print_system_info().decode(); "
+    "print(json.dumps([p, g, s, llama_cpp.__file__, info]))"
+)
+
+
+def build_speeds(args: argparse.Namespace) -> None:
+    """Table 1 for several llama-cpp-python builds (--builds NAME=WHEEL): each wheel unpacked
+    into its own folder and put first on PYTHONPATH of a child that runs
+    :func:`server_speed` (its server inherits it), the builds alternating round by round
+    (--rounds) so that a drift of the machine falls on all of them; per build the median of
+    its rounds, and the spread (min-max) of the rounds."""
+    import json
+    import os
+    import subprocess
+    import zipfile
+
+    builds = dict(b.split("=", 1) for b in args.builds)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for name, wheel in builds.items():
+            paths[name] = Path(tmp) / name
+            zipfile.ZipFile(wheel).extractall(paths[name])
+            for lib in (paths[name] / "llama_cpp" / "lib").iterdir():
+                lib.chmod(0o755)
+        print("| model | build | prompt tokens/s | (rounds) | generation tokens/s | (rounds) "
+              "| CPU features |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|")
+        for model in args.models:
+            got: dict[str, list[list[object]]] = {name: [] for name in builds}
+            for r in range(args.rounds):
+                for name in builds:
+                    code = IN_BUILD.format(bench=str(Path(__file__).parent), model=model,
+                                           repeats=args.repeats)  # fmt: skip
+                    env = {**os.environ, "PYTHONPATH": str(paths[name])}
+                    done = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                          capture_output=True, text=True)  # fmt: skip
+                    row = json.loads(done.stdout.strip().splitlines()[-1])
+                    assert str(paths[name]) in row[3], f"{name}: another llama_cpp was loaded"
+                    got[name].append(row)
+                    print(f"  {model} {name} round {r + 1}/{args.rounds}: {row[0]:.0f} / "
+                          f"{row[1]:.1f} tokens/s", file=sys.stderr)  # fmt: skip
+            for name, rows in got.items():
+                prompt = [float(row[0]) for row in rows]  # type: ignore[arg-type]
+                gen = [float(row[1]) for row in rows]  # type: ignore[arg-type]
+                features = " ".join(
+                    part.split("=")[0].split(":")[-1].strip()
+                    for part in str(rows[0][4]).split("|") if part.strip().endswith("= 1")
+                )  # fmt: skip
+                print(f"| {model} | {name} | {statistics.median(prompt):.0f} | "
+                      f"{min(prompt):.0f}-{max(prompt):.0f} | {statistics.median(gen):.1f} | "
+                      f"{min(gen):.1f}-{max(gen):.1f} | {features} |", flush=True)  # fmt: skip
 
 
 def prefix(args: argparse.Namespace) -> None:

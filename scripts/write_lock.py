@@ -8,6 +8,8 @@ version found on the package indexes pip is configured with and on the public in
 (https://pypi.org/simple), and of the wheels in pip's ``find-links`` folders, so that
 ``pip install --require-hashes`` accepts the release files of that version from any of them and
 nothing else. A pin whose files are found nowhere is an error: the lock would be unusable.
+llama-cpp-python is left out: the set-up compiles it for the CPU from the sdist pinned in
+requirements/llama.txt (scripts/llama_build.py), which is kept by hand.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
 HEADER_LINES = 7
+BUILT_BY_SETUP = {"llama-cpp-python": "requirements/llama.txt"}
+"""Packages the set-up compiles itself, pinned in their own file."""
 PUBLIC_INDEX = "https://pypi.org/simple"
 LINK = re.compile(r'href="([^"]+)"', re.IGNORECASE)
 
@@ -100,6 +104,9 @@ def main() -> int:
     for pin in sorted(frozen, key=str.lower):
         name, _, version = pin.partition("==")
         project = normalise(name)
+        if project in BUILT_BY_SETUP:
+            print(f"{name}=={version}: pinned in {BUILT_BY_SETUP[project]}", file=sys.stderr)
+            continue
         hashes = folder_hashes(links, project, version)
         for index in dict.fromkeys(indexes):
             hashes |= index_hashes(index, project, version)

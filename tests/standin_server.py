@@ -1,22 +1,65 @@
-"""A stand-in for llama_cpp.server: ``python standin_server.py PORT MODE``.
+"""A stand-in for llama_cpp.server: ``python standin_server.py PORT MODE [MARKER]``.
 
-MODE ``ok`` answers GET /v1/models; ``crash`` exits with code 3 at once; ``silent`` never listens;
-``stubborn`` answers like ``ok`` but ignores SIGTERM, as llama.cpp's server does while it finishes
-a completion in flight (uvicorn's graceful shutdown).
+MODE ``ok`` answers GET /v1/models and every chat completion; ``crash`` exits with code 3 at
+once; ``silent`` never listens; ``stubborn`` answers like ``ok`` but ignores SIGTERM, as
+llama.cpp's server does while it finishes a completion in flight (uvicorn's graceful shutdown).
+Three modes die of SIGSEGV on a completion, as a llama.cpp build that cannot run on the CPU
+does: ``segv-probe`` on the first (the start-up check); ``segv-after-probe`` on every one after
+the first; ``segv-once`` on the second, only while the file MARKER does not exist (it makes it
+first), so the server started after that death answers everything.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+MODE = ""
+MARKER: Path | None = None
+COMPLETIONS = 0
+
+
+def dies_now() -> bool:
+    """Whether this completion (number COMPLETIONS, from 1) is the one the mode dies on."""
+    if MODE == "segv-probe":
+        return True
+    if MODE == "segv-after-probe":
+        return COMPLETIONS > 1
+    if MODE == "segv-once" and COMPLETIONS > 1 and MARKER is not None and not MARKER.exists():
+        MARKER.write_text("died once\n")
+        return True
+    return False
 
 
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        body = b'{"object": "list", "data": [{"id": "standin"}]}'
+        self._send({"object": "list", "data": [{"id": "standin"}]})
+
+    def do_POST(self) -> None:
+        global COMPLETIONS
+        COMPLETIONS += 1
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        print(f"completion {COMPLETIONS}", flush=True)
+        if dies_now():
+            print("ggml: general protection fault (stand-in)", flush=True)
+            os.kill(os.getpid(), signal.SIGSEGV)
+        self._send({
+            "id": "chatcmpl-standin", "object": "chat.completion", "created": 0,
+            "model": "standin",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ready"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 300, "completion_tokens": 1, "total_tokens": 301},
+        })  # fmt: skip
+
+    def _send(self, obj: object) -> None:
+        body = json.dumps(obj).encode()
         self.send_response(200)
+        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -26,14 +69,16 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    port, mode = int(sys.argv[1]), sys.argv[2]
-    print(f"stand-in starting in mode {mode}", flush=True)
-    if mode == "crash":
+    global MODE, MARKER
+    port, MODE = int(sys.argv[1]), sys.argv[2]
+    MARKER = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+    print(f"stand-in starting in mode {MODE}", flush=True)
+    if MODE == "crash":
         print("fatal: cannot load model", flush=True)
         sys.exit(3)
-    if mode == "silent":
+    if MODE == "silent":
         time.sleep(3600)
-    if mode == "stubborn":
+    if MODE == "stubborn":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 

@@ -8,11 +8,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements" / "lock.txt"
+LLAMA = ROOT / "requirements" / "llama.txt"  # compiled by the set-up (scripts/llama_build.py)
 
 
 def pins() -> dict[str, tuple[str, int]]:
-    """Normalised name → (version, number of hashes) of every requirement in the lock."""
-    text = LOCK.read_text().replace("\\\n", " ")
+    """Normalised name → (version, number of hashes) of every requirement in the lock and in
+    requirements/llama.txt."""
+    text = (LOCK.read_text() + LLAMA.read_text()).replace("\\\n", " ")
     found = {}
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
@@ -28,6 +30,8 @@ def test_every_pin_carries_hashes() -> None:
     assert {"setuptools", "pip", "torch", "litellm"} <= locked.keys()
     assert all(n >= 1 for _, n in locked.values()), [k for k, (_, n) in locked.items() if not n]
     assert locked["torch"][0] == "2.13.0+cpu"
+    assert locked["llama-cpp-python"] == ("0.3.36", 1)  # its sdist: the set-up compiles it
+    assert "\nllama_cpp_python==" not in LOCK.read_text()  # never installed from the lock
 
 
 def test_every_installed_package_is_pinned_at_its_installed_version() -> None:
@@ -40,5 +44,5 @@ def test_every_installed_package_is_pinned_at_its_installed_version() -> None:
         name = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
         if name == "chainrag":
             continue
-        assert name in locked, f"{name} is installed but not in {LOCK.name}"
+        assert name in locked, f"{name} is installed but not in {LOCK.name} or {LLAMA.name}"
         assert locked[name][0] == dist.version, f"{name}: lock {locked[name][0]}, {dist.version}"

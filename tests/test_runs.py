@@ -270,6 +270,33 @@ def test_failed_questions_go_to_errors_and_are_tried_again(tmp_path: Path) -> No
     assert find_runs([run.folder])[0].failed == 0
 
 
+def test_a_dead_server_stops_the_run_and_the_same_command_resumes(tmp_path: Path) -> None:
+    """The managed server died twice on question 3 of 5 (ServerDiedError, stops_run): the run
+    ends there with that error recorded in run.json, questions 1-2 are kept, question 3 gets no
+    errors.jsonl line (it is not its failure) and questions 4-5 never start; the next session
+    answers the other 3."""
+    from chainrag.core.errors import ServerDiedError
+
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 5)
+    run = start(tmp_path, path, recipe)
+    doomed = examples[2].question
+
+    def reply(request: LLMRequest) -> str:
+        if any(doomed in m.content for m in request.messages):
+            raise ServerDiedError("the local LLM server died 2 time(s): it was killed by signal")
+        return "Paris"
+
+    result = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": reply}))
+    assert isinstance(result.stopped, ServerDiedError)
+    assert (result.answered, result.failed) == (2, 0)
+    assert not (run.folder / "errors.jsonl").read_text()
+    run.finish_session(result.summary())
+    assert "died 2 time(s)" in (run.meta().sessions[-1].end.stopped or "")  # type: ignore[union-attr]
+    again = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": lambda _: "Paris"}))
+    assert (again.answered, again.skipped, again.stopped) == (3, 2, None)
+
+
 def test_report_from_a_stored_run(tmp_path: Path) -> None:
     path, recipe = naive_recipe(tmp_path)
     examples = load_dataset("musique", 4)

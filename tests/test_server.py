@@ -13,8 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from chainrag.core.errors import ServerError
-from chainrag.llm.server import LocalServer, crowding, running_servers, server_command
+from chainrag.core.errors import ServerDiedError, ServerError
+from chainrag.core.llama_build import LlamaBuild
+from chainrag.core.types import LLMRequest, Message
+from chainrag.llm.backend import LiteLLMBackend, RetryPolicy, import_litellm
+from chainrag.llm.served import ServedLLM
+from chainrag.llm.server import (
+    PROBE_TEXT,
+    LocalServer,
+    crash_message,
+    crowding,
+    exit_words,
+    running_servers,
+    server_command,
+)
+from chainrag.protocols.llm import LLM
 from chainrag.recipes.models import get_model
 
 STANDIN = Path(__file__).with_name("standin_server.py")
@@ -165,3 +178,118 @@ def _killed_parents_child(tmp_path: Path, sig: signal.Signals, mode: str) -> int
     os.kill(parent.pid, sig)
     parent.wait(timeout=30)
     return child
+
+
+# --------------------------------------------------------------------------- a build that dies
+
+
+def test_a_build_that_dies_on_its_start_up_completion_fails_the_start_naming_the_signal(
+    tmp_path: Path,
+) -> None:
+    """GET /v1/models answers, the first completion kills the process (as llama.cpp's AMX path
+    does on some CPUs): the start fails with the signal, the log's last lines and what to do,
+    and nothing is left running."""
+    server = make(tmp_path, "segv-probe")
+    with pytest.raises(ServerError) as caught:
+        server.start()
+    message = str(caught.value)
+    assert "was killed by signal SIGSEGV on its start-up check" in message
+    assert "make llama-rebuild" in message and "LLAMA_CPU=avx2" in message
+    assert "general protection fault (stand-in)" in message  # the log's tail
+    assert server.process is None
+
+
+def test_the_start_up_check_is_a_completion_of_a_few_hundred_tokens(tmp_path: Path) -> None:
+    with make(tmp_path, "ok") as server:
+        assert "completion 1" in server.log_path.read_text()
+    assert 1000 <= len(PROBE_TEXT) <= 2500  # ~300 tokens: one multi-token batch, not one token
+
+
+def test_the_crash_message_names_the_build_and_its_cpu_features(tmp_path: Path) -> None:
+    build = LlamaBuild("0.3.36", "0123456789abcdef", ("AVX", "AVX2", "AMX_INT8"),
+                       "-DGGML_NATIVE=ON", "native")  # fmt: skip
+    message = crash_message("was killed by signal SIGSEGV", build, tmp_path / "x.log", "last")
+    assert "llama-cpp-python 0.3.36, native build (-DGGML_NATIVE=ON)" in message
+    assert "CPU features AVX AVX2 AMX_INT8" in message and message.endswith("last")
+    unknown = LlamaBuild("0.3.36", "0123456789abcdef")
+    assert "options unknown" in unknown.describe() and "CPU features unknown" in unknown.describe()
+
+
+def test_exit_words_name_the_signal_or_the_code() -> None:
+    assert exit_words(-signal.SIGSEGV) == "was killed by signal SIGSEGV"
+    assert exit_words(-signal.SIGILL) == "was killed by signal SIGILL"
+    assert exit_words(3) == "exited with code 3"
+
+
+class Calls:
+    """litellm.completion as it is, with the api_base of every call (every attempt) kept."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        litellm = import_litellm()
+        self.bases: list[str] = []
+        real = litellm.completion
+
+        def completion(**kwargs: object) -> object:
+            self.bases.append(str(kwargs.get("api_base")))
+            return real(**kwargs)
+
+        monkeypatch.setattr(litellm, "completion", completion)
+
+
+def served(server: LocalServer, sleeps: list[float], said: list[str]) -> ServedLLM:
+    def backend(base: str, gone: Callable[[], str | None]) -> LLM:
+        return LiteLLMBackend(api_base=base, api_key="unused", retry=RetryPolicy(max_retries=4),
+                              free=True, sleep=sleeps.append, gone=gone)  # fmt: skip
+
+    return ServedLLM(server, backend, say=said.append)
+
+
+REQUEST = LLMRequest((Message("user", "What is the capital of France?"),), "sub_answer",
+                     model="openai/qwen2.5-coder-0.5b", max_tokens=8)  # fmt: skip
+
+
+def test_a_server_that_dies_twice_stops_the_run_with_no_retry_to_a_dead_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each process answers its start-up check, then dies on the next completion. The first
+    death restarts it (a new port) and the question is asked again; the second raises a
+    ServerDiedError that stops the run. Each dead process got exactly one request: no retry."""
+    calls, sleeps, said = Calls(monkeypatch), [], []
+    server = make(tmp_path, "segv-after-probe")
+    with server:
+        first = server.api_base
+        llm = served(server, sleeps, said)
+        with pytest.raises(ServerDiedError) as caught:
+            llm.complete(REQUEST)
+        second = server.api_base
+    assert caught.value.stops_run
+    message = str(caught.value)
+    assert "died 2 time(s): it was killed by signal SIGSEGV; then it was killed by" in message
+    assert "every answered question is kept, and the same command resumes" in message
+    assert "general protection fault (stand-in)" in message and "[openai/qwen2.5" in message
+    assert first != second
+    assert calls.bases == [first, second]  # one attempt per process, none to a dead one
+    assert sleeps == []  # no backoff either
+    assert len(said) == 1 and "restarting it once" in said[0]
+
+
+def test_the_first_death_restarts_the_server_and_asks_the_question_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls, sleeps, said = Calls(monkeypatch), [], []
+    model = get_model("qwen2.5-coder-0.5b")
+    marker = tmp_path / "died"
+    server = LocalServer(
+        model,
+        tmp_path / "m.gguf",
+        log_dir=tmp_path,
+        command=lambda port: [*standin("segv-once")(port), str(marker)],
+    )
+    with server:
+        first = server.api_base
+        answer = served(server, sleeps, said).complete(REQUEST)
+        assert server.api_base != first and server.death() is None
+        assert served(server, sleeps, said).complete(REQUEST).text == "ready"
+    assert answer.text == "ready" and marker.exists()
+    assert calls.bases == [first, server.api_base, server.api_base] and sleeps == []
+    assert len(said) == 1 and "was killed by signal SIGSEGV" in said[0]

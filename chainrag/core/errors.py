@@ -142,3 +142,11 @@ class LLMOutputError(LLMError):
 
 class ServerError(ChainragError):
     """The managed local LLM server could not be started or stopped."""
+
+
+class ServerDiedError(LLMError):
+    """The managed local LLM server's process exited while it was serving: no retry goes to a
+    dead process. The first death restarts the server once and the request is asked again; a
+    second ends the run (``stops_run``): what was answered is kept, the same command resumes."""
+
+    stops_run = True

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from chainrag.core.credentials import strip_userinfo
@@ -52,14 +52,19 @@ def open_llm(
     mode = managed_prompt_cache(spec)
     with contextlib.ExitStack() as stack:
         if mode is not None:
+            from chainrag.llm.served import ServedLLM
             from chainrag.llm.server import LocalServer
 
             server = stack.enter_context(LocalServer.for_model(
                 spec.model, prompt_cache=mode, n_ctx=spec.n_ctx or DEFAULT_N_CTX))  # fmt: skip
-            backend = LiteLLMBackend(
-                api_base=server.api_base, api_key="unused", timeout_s=spec.timeout_s,
-                retry=retry, free=True, json_mode=_local_json_mode(spec),
-            )  # fmt: skip
+
+            def served(base: str, gone: Callable[[], str | None]) -> LLM:
+                return LiteLLMBackend(
+                    api_base=base, api_key="unused", timeout_s=spec.timeout_s, retry=retry,
+                    free=True, json_mode=_local_json_mode(spec), gone=gone,
+                )  # fmt: skip
+
+            backend: LLM = ServedLLM(server, served)
             model = server.litellm_model
         elif spec.kind == "local_gguf":
             backend = LiteLLMBackend(

@@ -30,6 +30,7 @@ from chainrag.core.errors import (
     LLMServerError,
     LLMTimeoutError,
     LLMUnsupportedError,
+    ServerDiedError,
 )
 from chainrag.core.types import LLMRequest, LLMResponse, Usage
 
@@ -136,6 +137,9 @@ class LiteLLMBackend:
             where litellm says the model supports it, else ``instructions``.
         free: Report cost 0 (a local model) instead of asking litellm's price table.
         seed: Seed of the jitter's random numbers.
+        gone: For a server chainrag manages: after a failed attempt, how its process ended
+            (``was killed by signal SIGSEGV``), or None while it runs. A dead server gets no
+            retry: the attempt's error becomes a :class:`ServerDiedError` at once.
     """
 
     api_base: str | None = None
@@ -146,6 +150,7 @@ class LiteLLMBackend:
     free: bool = False
     seed: int = 0
     sleep: Callable[[float], None] = time.sleep
+    gone: Callable[[], str | None] | None = None
     _rng: random.Random = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -161,6 +166,13 @@ class LiteLLMBackend:
                 return self._response(request, raw, time.perf_counter() - started, litellm)
             except Exception as exc:
                 error = self._error(request, exc, attempt)
+                if error.retryable and self.gone is not None and (death := self.gone()):
+                    raise ServerDiedError(
+                        f"the local LLM server {death}",
+                        prompt_id=request.prompt_id,
+                        model=request.model,
+                        attempts=attempt + 1,
+                    ) from exc
                 if not error.retryable or attempt == self.retry.max_retries:
                     raise error from exc
             self.sleep(self.retry.delay(attempt, self._rng))

@@ -11,7 +11,15 @@ logits bit for bit in less time; ``prompt_cache="reuse"`` runs ``llama_cpp.serve
 which evaluates only what follows the prefix a prompt shares with the previous request's.
 
 The server gets a free port, its output goes to a log file, and the context manager waits
-until it answers before handing it out. It is stopped when the block ends — normally, on an
+until it answers ``GET /v1/models`` and then one completion of a few hundred prompt tokens
+(:data:`PROBE_TEXT`) before handing it out: a llama.cpp build that cannot run on this CPU (the
+AMX kernels of a ``-march=native`` build die with a general protection fault on virtualised
+Sapphire/Granite Rapids hosts, but only on a multi-token prompt) fails here, with the signal and
+the build's CPU features named (:func:`crash_message`), not question by question. A process
+that exits later is told by :meth:`LocalServer.death`; :meth:`LocalServer.restart` starts it
+again on a new port (:class:`chainrag.llm.served.ServedLLM` does both).
+
+It is stopped when the block ends — normally, on an
 error, or on Ctrl-C — and, as a last resort, by an ``atexit`` hook, a SIGTERM handler, and the
 kernel: the child asks Linux to send it SIGKILL if its parent dies (``PR_SET_PDEATHSIG``), so
 not even ``kill -9`` of the parent leaves it running. It is SIGKILL, not SIGTERM, because the
@@ -26,6 +34,7 @@ import atexit
 import contextlib
 import ctypes
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -40,6 +49,7 @@ from types import FrameType, TracebackType
 from typing import Literal
 
 from chainrag.core.errors import ServerError
+from chainrag.core.llama_build import LlamaBuild, llama_build
 from chainrag.recipes.models import DEFAULT_N_CTX, LocalModel, get_model, model_cache_dir, require
 
 HOST = "127.0.0.1"
@@ -53,6 +63,13 @@ ENTRY_POINTS: dict[PromptCache, list[str]] = {
 }
 """The module the server runs as (``python -m MODULE [ARG]``), by prompt cache mode."""
 DEFAULT_N_THREADS = 2
+PROBE_TEXT = (
+    "Before it is called ready, the local server reads this note of a few hundred tokens and "
+    "writes one token, so that a build of llama.cpp that cannot run on this processor fails "
+    "now, with its cause named, and not on the first question of a run. "
+) * 6 + "Reply with one word: ready?"
+"""The start-up check's prompt: about 300 tokens, evaluated as one batch (a one-token prompt
+takes other kernels and does not show the crash)."""
 _LIVE: set[LocalServer] = set()
 
 
@@ -158,20 +175,23 @@ class LocalServer:
         command: Callable[[int], list[str]] | None = None,
     ) -> None:
         self.model = model
-        self.port = free_port()
         self.alias = model.name
         self.prompt_cache = prompt_cache
         self.ready_timeout_s = ready_timeout_s
-        self.log_path = (log_dir or model_cache_dir().parent / "logs") / (
-            f"llama-server-{self.alias}-{self.port}.log"
-        )
-        if command is None:
-            self.command = server_command(
-                model_file, self.alias, self.port, n_ctx, n_threads, prompt_cache
+        self.log_dir = log_dir or model_cache_dir().parent / "logs"
+        self.command_for = command or (
+            lambda port: server_command(
+                model_file, self.alias, port, n_ctx, n_threads, prompt_cache
             )
-        else:
-            self.command = command(self.port)
+        )
+        self.stand_in = command is not None
+        self._new_port()
         self.process: subprocess.Popen[bytes] | None = None
+
+    def _new_port(self) -> None:
+        self.port = free_port()
+        self.log_path = self.log_dir / f"llama-server-{self.alias}-{self.port}.log"
+        self.command = self.command_for(self.port)
 
     @classmethod
     def for_model(cls, name: str, **kwargs: object) -> LocalServer:
@@ -195,7 +215,8 @@ class LocalServer:
         return f"openai/{self.alias}"
 
     def start(self) -> LocalServer:
-        """Start the process and wait until it answers ``GET /v1/models``."""
+        """Start the process and wait until it answers ``GET /v1/models`` and one completion
+        of :data:`PROBE_TEXT`; a ServerError naming how it died otherwise."""
         _install_sigterm_handler()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
@@ -215,6 +236,12 @@ class LocalServer:
             raise
         return self
 
+    def restart(self) -> LocalServer:
+        """Stop the process if it still runs and start a new one on a new port."""
+        self.stop()
+        self._new_port()
+        return self.start()
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
@@ -225,12 +252,61 @@ class LocalServer:
                     f"starting; its log ({self.log_path}) ends with:\n{self.log_tail()}"
                 )
             if self.answers():
+                self._probe(deadline)
                 return
             time.sleep(0.25)
         raise ServerError(
             f"the local LLM server did not answer within {self.ready_timeout_s:.0f} s; "
             f"log: {self.log_path}"
         )
+
+    def _probe(self, deadline: float) -> None:
+        """One completion of :data:`PROBE_TEXT` (one output token); a ServerError if the
+        process dies on it (:func:`crash_message`), answers it with an error, or is silent."""
+        body = {
+            "model": self.alias,
+            "messages": [{"role": "user", "content": PROBE_TEXT}],
+            "max_tokens": 1,
+            "temperature": 0.0,
+        }
+        request = urllib.request.Request(  # noqa: S310 - our own server on 127.0.0.1
+            f"{self.api_base}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        timeout = max(1.0, deadline - time.monotonic())
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310
+                answer.read()
+                return
+        except urllib.error.HTTPError as exc:
+            if self.death(wait_s=1.0) is None:
+                raise ServerError(
+                    f"the local LLM server answered its start-up completion with HTTP "
+                    f"{exc.code}; its log ({self.log_path}) ends with:\n{self.log_tail()}"
+                ) from None
+        except (urllib.error.URLError, OSError):
+            pass
+        death = self.death(wait_s=5.0)
+        if death is None:
+            raise ServerError(
+                f"the local LLM server did not answer its start-up completion within "
+                f"{timeout:.0f} s; log: {self.log_path}"
+            )
+        build = None if self.stand_in else llama_build()
+        raise ServerError(crash_message(death, build, self.log_path, self.log_tail()))
+
+    def death(self, wait_s: float = 0.0) -> str | None:
+        """How the process ended (``was killed by signal SIGSEGV``, ``exited with code 1``),
+        waiting up to ``wait_s`` for it to end; None while it runs (or was never started)."""
+        proc = self.process
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(timeout=wait_s) if wait_s > 0 else proc.poll()
+        except subprocess.TimeoutExpired:
+            return None
+        return None if code is None else exit_words(code)
 
     def answers(self) -> bool:
         """True if the server answers ``GET /v1/models`` with 200."""
@@ -275,6 +351,33 @@ class LocalServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def exit_words(code: int) -> str:
+    """A process's end in words: ``was killed by signal SIGSEGV`` for a negative return code
+    (Python's way of telling a signal), ``exited with code N`` otherwise."""
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def crash_message(death: str, build: LlamaBuild | None, log_path: Path, log_tail: str) -> str:
+    """What a server that died on its start-up completion says: how it died, the build, the
+    CPU features the build uses, and what to do."""
+    about = build.describe() if build is not None else "(llama-cpp-python's build is unknown)"
+    return (
+        f"the local LLM server {death} on its start-up check (one completion of about 300 "
+        "prompt tokens): this llama.cpp build cannot run on this CPU.\n"
+        f"  build: {about}\n"
+        "  what to do: rebuild it for this CPU with `make llama-rebuild` (explicit CPU options, "
+        "never AMX), or `make llama-rebuild LLAMA_CPU=avx2` for the most portable build, then "
+        "run the same command again; nothing answered so far is lost. If it still dies, "
+        "report it with this message.\n"
+        f"  the server's log ({log_path}) ends with:\n{log_tail}"
+    )
 
 
 def stop_all() -> None:

@@ -22,11 +22,13 @@ recurring experiment's folders too). Each line is a typed record (:mod:`chainrag
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 
 from chainrag.core.errors import ChainragError
+from chainrag.core.llama_build import LlamaBuild
 from chainrag.data.datasets import dataset_setting
 from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.run.files import RunError, finished, write_json
@@ -38,6 +40,7 @@ from chainrag.run.meta import (
     SessionEnd,
     answer_recipe,
     file_fingerprint,
+    last_build,
     meta_data,
     model_identities,
     package_versions,
@@ -51,6 +54,19 @@ RUN_FILE = "run.json"
 RECIPE_FILE = "recipe.yaml"
 PREDICTIONS = "predictions.jsonl"
 ERRORS = "errors.jsonl"
+
+
+def build_change(folder: Path, before: LlamaBuild | None, now: LlamaBuild | None) -> str:
+    """A warning when this session's llama.cpp build is not the one that made the folder's
+    latest answers; empty when it is, or when either is unknown."""
+    if before is None or now is None or before.key() == now.key():
+        return ""
+    return (
+        f"warning: {folder}'s earlier answers were made by another llama.cpp build "
+        f"({before.describe()}); this session runs {now.describe()}. Answers are reproducible "
+        "per build, not across builds, so new answers may differ from what the earlier build "
+        "would have said; the cached ones are kept. run.json records each session's build."
+    )
 
 
 def write_recipe(path: Path, recipe: Recipe) -> None:
@@ -94,18 +110,25 @@ class RunDir:
         dataset_file: Path,
         index: IndexIdentity | None = None,
         prompt_cache: str | None = None,
+        llama_build: LlamaBuild | None = None,
+        say: Callable[[str], None] = lambda _: None,
     ) -> RunMeta:
         """Create the directory's description, or check that it describes this same run.
 
         Resuming with a changed recipe or a changed dataset file would mix two experiments in
         one file, so either is an error that names what differs; so is resuming with the
         managed server's ``reuse`` mode after ``fresh`` or ``aligned`` or the other way round
-        (the caller passes the mode it runs with; each session records it).
+        (the caller passes the mode it runs with; each session records it). Resuming under
+        another llama.cpp build (``llama_build``, recorded per session) is allowed with a
+        warning through ``say``: its answers may differ from the earlier sessions'.
         """
+        session = Session.now(prompt_cache, llama_build)
         if (self.folder / RUN_FILE).exists():
             meta = self.check(recipe, dataset, dataset_file, index)
             self._check_prompt_cache(meta, prompt_cache)
-            meta = attrs.evolve(meta, sessions=(*meta.sessions, Session.now(prompt_cache)))
+            if warning := build_change(self.folder, last_build(meta.sessions), llama_build):
+                say(warning)
+            meta = attrs.evolve(meta, sessions=(*meta.sessions, session))
         else:
             meta = RunMeta(
                 format=META_FORMAT,
@@ -119,7 +142,7 @@ class RunDir:
                 dataset_fingerprint=file_fingerprint(dataset_file),
                 packages=package_versions(),
                 models=model_identities(recipe, prompt_cache),
-                sessions=(Session.now(prompt_cache),),
+                sessions=(session,),
                 index=index,
                 dataset_setting=dataset_setting(dataset),
             )

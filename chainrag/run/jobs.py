@@ -72,6 +72,8 @@ class JobResult:
             parts.append(f"{result.failed} failed")
         if result.torn_bytes:
             parts.append(f"torn last line repaired ({result.torn_bytes} bytes)")
+        if result.stopped is not None:
+            parts.append(f"stopped by {type(result.stopped).__name__}")
         return f"{self.folder}: {', '.join(parts)} in {result.seconds:.0f} s"
 
 
@@ -195,9 +197,12 @@ def run_into(
     recipe: Recipe, path: Path, folder: Path, dataset: str, examples: Sequence[QAExample],
     llm: Any, *, width: int, slots: int, cache: IndexCache | None, shared: Any = None,
     progress: Progress | None = None, models: ModelStore | None = None,
+    say: Callable[[str], None] = lambda _: None,
 ) -> SessionResult:  # fmt: skip
     """Run one recipe into ``folder`` and record the session's end, interrupted or not
-    (``models``: a model store already holding what the questions load, else a new one)."""
+    (``models``: a model store already holding what the questions load, else a new one;
+    ``say``: where a warning goes, such as a resumed run's changed llama.cpp build)."""
+    from chainrag.core.llama_build import llama_build
     from chainrag.llm import managed_prompt_cache
 
     dataset_file, _ = dataset_path(dataset)
@@ -210,13 +215,16 @@ def run_into(
     with locked(folder):
         run_dir = RunDir(folder)
         about = index_identity(shared) if shared is not None else None
+        mode = managed_prompt_cache(recipe.llm)
         run_dir.start(
             recipe,
             path,
             dataset,
             dataset_file,
             index=about,
-            prompt_cache=managed_prompt_cache(recipe.llm),
+            prompt_cache=mode,
+            llama_build=llama_build() if mode is not None else None,
+            say=say,
         )
         result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
                             models=models, cache=cache, index=shared,
@@ -273,7 +281,8 @@ def run_group(
     say: Callable[[str], None] = lambda _: None,
 ) -> list[JobResult]:
     """``recipes`` over ``job.dataset`` in this process; recipes with the same ``llm:`` share
-    one LLM (one managed server). Stops after a run that was interrupted."""
+    one LLM (one managed server). Stops after a run that was interrupted, and raises the error
+    that stopped a run (:attr:`SessionResult.stopped`) once its end is recorded."""
     results, cache = [], IndexCache()
     for spec, members in by_llm(recipes).items():
         with open_job_llm(spec, job, say) as (llm, width, slots):
@@ -282,10 +291,12 @@ def run_group(
                 folder = job.out / run_slug(job.dataset, shared) / recipe.name
                 session = run_into(recipe, path, folder, job.dataset, examples, llm,
                                    width=width, slots=slots, cache=cache,
-                                   shared=shared, progress=progress)  # fmt: skip
+                                   shared=shared, progress=progress, say=say)  # fmt: skip
                 results.append(JobResult(folder, session))
                 if on_result:
                     on_result(results[-1])
+                if session.stopped is not None:  # recorded in run.json; the command ends
+                    raise session.stopped
                 if session.interrupted:
                     return results
     return results

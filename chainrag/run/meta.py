@@ -27,6 +27,7 @@ import cattrs
 
 from chainrag import __version__
 from chainrag.core.credentials import strip_userinfo
+from chainrag.core.llama_build import LlamaBuild
 from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.recipes.structure import InvalidValueError, describe, make_converter
 from chainrag.run.record import plain, structured
@@ -91,7 +92,7 @@ class Host:
 @attrs.frozen
 class SessionEnd:
     """How a session ended: questions answered and failed, how many were already done, wall
-    time, bytes of a torn last line cut, and the signal that stopped it, if one did."""
+    time, bytes of a torn last line cut, and the signal or error that stopped it, if one did."""
 
     finished: str
     answered: int
@@ -100,11 +101,16 @@ class SessionEnd:
     wall_s: float
     torn_bytes_repaired: int
     interrupted: str | None = None
+    stopped: str | None = None
+    """The error that ended the session before its questions were done (the managed server
+    died twice), if one did."""
 
     @property
     def idle(self) -> bool:
         """Whether the session found nothing to do."""
-        busy = (self.answered, self.failed, self.torn_bytes_repaired, self.interrupted)
+        busy = (
+            self.answered, self.failed, self.torn_bytes_repaired, self.interrupted, self.stopped
+        )  # fmt: skip
         return not any(busy)
 
 
@@ -120,12 +126,20 @@ class Session:
     end: SessionEnd | None = None
     prompt_cache: str | None = None
     """The managed server's mode in this session (sessions before it was recorded: absent)."""
+    llama_build: LlamaBuild | None = None
+    """The llama.cpp build the managed server ran in this session: answers are reproducible per
+    build, not across builds (absent for other LLMs and before it was recorded)."""
 
     @classmethod
-    def now(cls, prompt_cache: str | None = None) -> Session:
+    def now(cls, prompt_cache: str | None = None, llama_build: LlamaBuild | None = None) -> Session:
         host = Host(platform.machine(), os.cpu_count())
         when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        return cls(when, tuple(sys.argv), host, prompt_cache=prompt_cache)
+        return cls(when, tuple(sys.argv), host, prompt_cache=prompt_cache, llama_build=llama_build)
+
+
+def last_build(sessions: tuple[Session, ...]) -> LlamaBuild | None:
+    """The llama.cpp build of the latest session that recorded one."""
+    return next((s.llama_build for s in reversed(sessions) if s.llama_build), None)
 
 
 @attrs.frozen
@@ -157,13 +171,19 @@ def _unstructure_session(session: Session) -> dict[str, Any]:
     own = {"started": session.started, "argv": list(session.argv), "host": plain(session.host)}
     if session.prompt_cache is not None:
         own["prompt_cache"] = session.prompt_cache
+    if session.llama_build is not None:
+        own["llama_build"] = plain(session.llama_build, _CONVERTER)
     return own | (plain(session.end, _CONVERTER) if session.end is not None else {})
+
+
+SESSION_KEYS = ("started", "argv", "host", "prompt_cache", "llama_build")
+"""A session's own keys in its JSON object; the others are its end's."""
 
 
 def _structure_session(data: Any, _: type) -> Session:
     if not isinstance(data, Mapping):
         raise InvalidValueError(f"expected a mapping, got {describe(data)}")
-    own = {k: v for k, v in data.items() if k in ("started", "argv", "host", "prompt_cache")}
+    own = {k: v for k, v in data.items() if k in SESSION_KEYS}
     end = {k: v for k, v in data.items() if k not in own}
     session: Session = _session_fields(own | ({"end": end} if end else {}), Session)
     return session
@@ -173,7 +193,7 @@ def _make() -> cattrs.Converter:
     conv = make_converter()
     conv.register_unstructure_hook(Session, _unstructure_session)
     conv.register_structure_hook(Session, _structure_session)
-    for cls in (LLMIdentity, SessionEnd, RunMeta):  # unset optional keys are left out
+    for cls in (LLMIdentity, SessionEnd, RunMeta, LlamaBuild):  # unset optional keys left out
         omit = cattrs.gen.make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True)
         conv.register_unstructure_hook(cls, omit)
     return conv

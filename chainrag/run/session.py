@@ -8,7 +8,10 @@ flight across them (1 for the managed local server, which answers one request at
 Each finished question is one line in the folder's ``predictions.jsonl``, written as it finishes;
 a question that fails, whatever the exception, is one line in ``errors.jsonl`` and the others go
 on. Ctrl-C or SIGTERM (see :func:`sigterm_as_interrupt`) cancels the questions not started yet;
-those in flight finish or fail and are recorded, and the session ends as interrupted.
+those in flight finish or fail and are recorded, and the session ends as interrupted. An error
+that is no question's own but the run's (``stops_run``: the managed server died twice) ends the
+session the same way, without a line for the questions it stopped, and is raised again once the
+session's end is recorded (:attr:`SessionResult.stopped`).
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ class SessionResult:
     torn_bytes: int
     seconds: float
     interrupted: str | None = None
+    stopped: ChainragError | None = None
+    """The error that ended the session before its questions were done (``stops_run``)."""
 
     def summary(self) -> SessionEnd:
         """The session's end, for ``run.json``."""
@@ -97,6 +102,7 @@ class SessionResult:
             wall_s=round(self.seconds, 1),
             torn_bytes_repaired=self.torn_bytes,
             interrupted=self.interrupted,
+            stopped=redact(str(self.stopped)) if self.stopped is not None else None,
         )
 
 
@@ -162,14 +168,28 @@ def run_recipe(
     limited = LimitedLLM.at_most(llm, llm_slots)
     models = models or ModelStore()
 
-    def work(example: QAExample) -> RunRecord:
-        return answer_and_score(recipe, example, limited, models, cache, index)
+    stopping: list[ChainragError] = []  # the error that stops the run, once one has
 
-    with (
-        _Recorder(run, tally, len(examples), progress) as recorder,
-        ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="question") as pool,
-    ):
-        interrupted = _answer_all(pool, work, remaining, recorder.settle)
+    def work(example: QAExample) -> RunRecord:
+        if stopping:
+            raise NotStartedError(example.qid)
+        try:
+            return answer_and_score(recipe, example, limited, models, cache, index)
+        except ChainragError as exc:
+            if stops_run(exc):
+                stopping.append(exc)
+            raise
+
+    interrupted = None
+    try:
+        with (
+            _Recorder(run, tally, len(examples), progress) as recorder,
+            ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="question") as pool,
+        ):
+            interrupted = _answer_all(pool, work, remaining, recorder.settle)
+    except ChainragError as exc:
+        if not stops_run(exc):
+            raise
     return SessionResult(
         answered=tally.n - skipped,
         failed=tally.failed,
@@ -177,7 +197,19 @@ def run_recipe(
         torn_bytes=torn,
         seconds=time.perf_counter() - started,
         interrupted=interrupted,
+        stopped=stopping[0] if stopping else None,
     )
+
+
+class NotStartedError(ChainragError):
+    """A question that was not started because an error had stopped the run."""
+
+    stops_run = True
+
+
+def stops_run(exc: BaseException) -> bool:
+    """Whether ``exc`` is the run's failure, not one question's (the managed server died)."""
+    return bool(getattr(exc, "stops_run", False))
 
 
 class _Recorder:
@@ -195,7 +227,9 @@ class _Recorder:
         """Record ``example``'s answer, or its failure, whatever the exception."""
         try:
             record = future.result()
-        except Exception as exc:  # one question's failure is its own
+        except Exception as exc:  # one question's failure is its own, unless it stops the run
+            if stops_run(exc):
+                raise
             self.tally.failed += 1
             self.errors.append(error_line(error_record(example, exc)))
         else:
@@ -219,7 +253,9 @@ def _answer_all(
 ) -> str | None:
     """Every example through ``work`` in ``pool``, each settled (in this thread) as it finishes.
     On Ctrl-C or SIGTERM the ones not started are cancelled and the ones in flight settled as
-    they finish or fail; returns the signal's name then, else None."""
+    they finish or fail; returns the signal's name then, else None. An error that stops the run
+    (:func:`stops_run`) does the same, leaves the questions it stopped unrecorded, and is raised
+    again."""
     futures = {pool.submit(work, example): example for example in examples}
     settled: set[Future[RunRecord]] = set()
     try:
@@ -233,6 +269,16 @@ def _answer_all(
             if not future.cancelled() and future not in settled:
                 settle(example, future)
         return signal_name(exc)
+    except Exception as exc:
+        if not stops_run(exc):
+            raise
+        for future in futures:
+            future.cancel()
+        for future, example in futures.items():
+            if not future.cancelled() and future not in settled:
+                with contextlib.suppress(Exception):  # the stopped ones, left for the next run
+                    settle(example, future)
+        raise
     finally:
         for future in futures:  # whatever stopped the loop, nothing queued starts
             future.cancel()
