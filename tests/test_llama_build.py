@@ -94,19 +94,29 @@ def test_the_set_ups_record_counts_only_while_its_library_is_installed(tmp_path:
         pytest.skip("llama-cpp-python is not installed")
     from chainrag.core.llama_build import file_sha256
 
-    record = {"options": "-DGGML_NATIVE=OFF", "variant": "avx2"}
+    record = {"options": "-DGGML_NATIVE=OFF", "variant": "avx2", "key": "0123456789abcdef"}
     (tmp_path / "llama-build.json").write_text(
         json.dumps(record | {"library_sha256": file_sha256(library)})
     )
     build = _llama_build(str(tmp_path))
     assert build is not None and (build.variant, build.options) == ("avx2", "-DGGML_NATIVE=OFF")
+    assert build.key() == (build.version, "0123456789abcdef")
     assert "AVX2" in build.cpu_features
     other = tmp_path / "other"
     other.mkdir()
     (other / "llama-build.json").write_text(json.dumps(record | {"library_sha256": "0" * 64}))
     stale = _llama_build(str(other))
     assert stale is not None and stale.options is None  # another library: options unknown
-    assert stale.key() == build.key()
+    assert stale.key() == (build.version, build.library_sha256)
+
+
+def test_two_compilations_of_one_build_are_one_build() -> None:
+    """Compiling the same sdist with the same options and compiler again gives a library with
+    other bytes (build paths are in it): the set-up's digest, where known, makes them one."""
+    one = LlamaBuild("0.3.36", "aa6c6d54540b2917", ("AVX2",), "-DX=ON", "avx2", "4cd6a153486ad096")
+    two = LlamaBuild("0.3.36", "4180d28a6d6fa321", ("AVX2",), "-DX=ON", "avx2", "4cd6a153486ad096")
+    assert one.key() == two.key()
+    assert LlamaBuild("0.3.36", "aa6c6d54540b2917").key() != LlamaBuild("0.3.36", "4180d28a").key()
 
 
 def test_a_resumed_run_under_another_build_warns_and_records_each_sessions_build(

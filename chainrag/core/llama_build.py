@@ -58,6 +58,8 @@ class LlamaBuild:
             empty where it could not be asked.
         options: The CMake options the set-up built it with; None for a build made otherwise.
         variant: The set-up's name for those options (``avx2``, ``avx512``); None likewise.
+        build: The set-up's digest of what it built from (the sdist, the options, the compiler,
+            Python); None likewise.
     """
 
     version: str
@@ -65,10 +67,13 @@ class LlamaBuild:
     cpu_features: tuple[str, ...] = ()
     options: str | None = None
     variant: str | None = None
+    build: str | None = None
 
     def key(self) -> tuple[str, str]:
-        """What makes two builds the same build (the library's bytes, and the version)."""
-        return self.version, self.library_sha256
+        """What makes two builds the same build: the set-up's digest of its sources, options
+        and compiler where it made the build (compiling them again gives a library with other
+        bytes, since build paths end up in it, and the same code), else the library's bytes."""
+        return self.version, self.build or self.library_sha256
 
     def describe(self) -> str:
         """One line for messages: version, variant and options, features, library digest."""
@@ -103,6 +108,7 @@ def _llama_build(prefix: str) -> LlamaBuild | None:
         cpu_features=cpu_features(),
         options=str(record["options"]) if same and "options" in record else None,
         variant=str(record["variant"]) if same and "variant" in record else None,
+        build=str(record["key"]) if same and "key" in record else None,
     )
 
 

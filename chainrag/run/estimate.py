@@ -310,6 +310,8 @@ def answer_sample(
                            models=models)  # fmt: skip
         if session.interrupted:
             raise Interrupted(signal.Signals[session.interrupted])
+        if session.stopped is not None:  # the managed server died twice
+            raise session.stopped
     records = answered()
     if not records:
         raise EstimateError(
