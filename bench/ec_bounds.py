@@ -9,7 +9,7 @@ Sentences and entities are real: the 2Wiki dev set's paragraphs, split and tagge
 
 - per question: each question's own paragraphs make its own graph (the paper's setting);
 - pooled: one graph over every dev question's paragraphs plus, unless ``--no-corpus``, the
-  HippoRAG 2Wiki corpus (../shared/data/hipporag/2wikimultihopqa_corpus.json).
+  HippoRAG 2Wiki corpus (``2wiki_hipporag_corpus``, chainrag/data/files/hipporag/).
 
 Options (each row): the paper's EC (``entity_cooccurrence``, all NER labels, BM25 key entities
 with α = 60); NER labels without NORP, ORDINAL, CARDINAL, QUANTITY, PERCENT, MONEY, DATE and
@@ -98,7 +98,7 @@ def passages_of(examples: Sequence[QAExample], corpus: bool) -> list[Passage]:
     passages = list(pool(examples)[0].passages)
     if corpus:
         seen = {(p.title, p.text) for p in passages}
-        extra = [p for p in load_corpus("2wiki") if (p.title, p.text) not in seen]
+        extra = [p for p in load_corpus("2wiki_hipporag_corpus") if (p.title, p.text) not in seen]
         passages += [attrs.evolve(p, pid=str(len(passages) + i)) for i, p in enumerate(extra)]
     return passages
 

@@ -3,7 +3,7 @@
     .venv/bin/python bench/graph_build.py [--sizes 200 2000 20000] [--reference-sizes ...]
                                           [--repeats 5]
 
-Sentences come from the 2Wiki corpus (../shared/data/hipporag/2wikimultihopqa_corpus.json),
+Sentences come from the 2Wiki corpus (``2wiki_hipporag_corpus``, chainrag/data/files/hipporag/),
 split by spaCy, cut to n. Split, NER and embeddings (spaCy en_core_web_sm, all-MiniLM-L6-v2
 through FlagModel) are measured once and shared by both builds, so both graph parts start from
 the same NER output and embeddings. The graph part is: key entities (BM25, α = 60), the EC, SS
@@ -66,7 +66,7 @@ def median_run(run: Callable[[], dict[str, float]], repeats: int) -> dict[str, f
 
 
 def sentences_of(n: int, ctx: Context) -> tuple[list[Sentence], float]:
-    passages = load_corpus("2wiki")
+    passages = load_corpus("2wiki_hipporag_corpus")
     splitter = SpacySentences()
     out: list[Sentence] = []
     seconds, start = 0.0, 0

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def graph_of(n: int, ctx: Context) -> SentenceGraph:
     spec = load_recipe(ROOT / "recipes" / "index" / "sentence_graph.yaml").index
     assert spec is not None
-    passages = load_corpus("2wiki")
+    passages = load_corpus("2wiki_hipporag_corpus")
     count = max(1, n // 4)  # about 4 sentences a passage; grow until n sentences
     while True:
         graph, report = build_index(passages[:count], spec, ctx, IndexCache())

@@ -56,7 +56,7 @@ def real_vectors() -> np.ndarray:
         from chainrag.data.datasets import load_corpus
 
         ctx = Context()
-        sentences = SpacySentences()(load_corpus("2wiki"), ctx)
+        sentences = SpacySentences()(load_corpus("2wiki_hipporag_corpus"), ctx)
         vectors = FlagModelEmbedder()([s.text for s in sentences], ctx)
         CACHE.mkdir(parents=True, exist_ok=True)
         np.save(path, vectors.astype(np.float32))

@@ -21,7 +21,7 @@ settings.register_profile("ci", deadline=None, max_examples=200, derandomize=Tru
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+DATA_ROOT = ROOT / "chainrag" / "data" / "files"  # the datasets that ship with chainrag
 
 
 def _is_loopback(address: Any) -> bool:

@@ -27,8 +27,6 @@ from chainrag.training.adapter_eval import separation, strict_hits
 from chainrag.training.adapter_fit import PairSet, TrainConfig, pair_set, train
 from chainrag.training.common import split_questions
 
-from .conftest import SHARED
-
 
 def test_identity_adapter_changes_nothing_and_round_trips(tmp_path: Path) -> None:
     x = l2_normalise(np.random.default_rng(0).normal(size=(5, 8)))
@@ -165,7 +163,6 @@ def test_adapted_embedder_follows_the_file_content(tmp_path: Path) -> None:
         missing(texts, Context())
 
 
-@pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
 def test_train_adapter_command_at_toy_size(tmp_path: Path) -> None:
     out = tmp_path / "adapters" / "toy.npz"
     result = CliRunner().invoke(

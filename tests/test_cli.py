@@ -178,3 +178,15 @@ def test_catalogue_data_and_lines_describe_each_component() -> None:
     assert entry_lines([]) == ["  (none yet)"]
     with pytest.raises(UnknownStageError, match=r"^unknown stage 'nope'; stages: \w+, "):
         catalogue("nope")
+
+
+def test_datasets_lists_every_name_and_prints_a_licence() -> None:
+    result = runner.invoke(app, ["datasets"], env={"COLUMNS": "250"}, terminal_width=250)
+    assert result.exit_code == 0, result.output
+    assert "| musique | questions | 100 questions |" in result.output
+    assert "| 2wiki_hipporag_corpus | corpus | 6,119 passages |" in result.output
+    assert "long:NAME" in result.output and "CC BY-SA 4.0" in result.output
+    licence = runner.invoke(app, ["datasets", "--licence", "2wiki"])
+    assert licence.exit_code == 0 and "Apache License" in licence.output
+    unknown = runner.invoke(app, ["datasets", "--licence", "nq"])
+    assert unknown.exit_code == 1 and "no named dataset or corpus 'nq'" in unknown.output

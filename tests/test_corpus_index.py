@@ -23,11 +23,9 @@ from chainrag.index.corpus.store import CorpusIndex, CorpusIndexError, Layer
 from chainrag.index.graph import GraphView
 from chainrag.recipes.recipe import IndexSpec, load_recipe
 
-from .conftest import ROOT, SHARED
+from .conftest import DATA_ROOT, ROOT
 
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
-
-CORPUS = SHARED / "data" / "hipporag" / "2wikimultihopqa_corpus.json"
+CORPUS = DATA_ROOT / "hipporag" / "2wikimultihopqa_corpus.json"
 
 
 def recipe(tmp_path: Path) -> tuple[Path, IndexSpec]:

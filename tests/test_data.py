@@ -9,7 +9,7 @@ import pytest
 
 from chainrag.data.datasets import DatasetError, load_context_file, load_corpus, load_dataset
 
-from .conftest import SHARED
+from .conftest import DATA_ROOT
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_malformed_jsonl_names_file_and_line(tmp_path: Path) -> None:
         "  - line 1, field 'paragraphs': missing (expected a non-empty list of paragraphs)",
         "  - line 3: invalid JSON: Expecting property name enclosed in double quotes at column 2",
     ]
-    good = (SHARED / "data" / "musique_dev.jsonl").read_text().splitlines()[0]
+    good = (DATA_ROOT / "musique_dev.jsonl").read_text().splitlines()[0]
     (tmp_path / "musique_dev.jsonl").write_text(good + "\n\n{not json}\n")
     with pytest.raises(DatasetError, match=r"musique_dev\.jsonl: 1 record .*\n  - line 3: invalid"):
         load_dataset("musique", root=tmp_path)
@@ -196,7 +196,7 @@ def _first_record(file: str) -> dict[str, Any]:
     if file == "lb.jsonl":
         return {"input": "Who played the Skipper?", "context": LONGBENCH_CONTEXT,
                 "answers": ["Alan Hale Jr."], "_id": "lb1"}  # fmt: skip
-    text = (SHARED / "data" / file).read_text()
+    text = (DATA_ROOT / file).read_text()
     first = json.loads(text.splitlines()[0]) if file.endswith(".jsonl") else json.loads(text)[0]
     return dict(first)
 
@@ -472,3 +472,42 @@ def test_a_title_pooled_with_two_texts_names_the_file(tmp_path: Path) -> None:
         "comes with two different texts",
     ):
         load_dataset("pooled:hotpotqa", root=tmp_path)
+
+
+def test_the_named_data_ships_with_chainrag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Named datasets resolve to the bundled files unless $CHAINRAG_DATA says otherwise."""
+    from chainrag.core.paths import BUNDLED_DATA, data_root
+
+    monkeypatch.delenv("CHAINRAG_DATA", raising=False)
+    assert data_root() == BUNDLED_DATA and (BUNDLED_DATA / "musique_dev.jsonl").is_file()
+    assert BUNDLED_DATA == DATA_ROOT
+    monkeypatch.setenv("CHAINRAG_DATA", "/elsewhere")
+    assert data_root() == Path("/elsewhere")
+
+
+def test_every_name_has_its_count_source_and_licence() -> None:
+    from chainrag.data.catalogue import ABOUT, catalogue, licence_text
+
+    entries = {(e.name, e.kind): e for e in catalogue()}
+    assert entries["musique", "questions"].count == 100
+    assert entries["2wiki", "questions"].count == 82
+    assert entries["2wiki_hipporag_corpus", "corpus"].count == 6119
+    assert {name for name, _ in entries} == set(ABOUT)
+    assert len({name for name, _ in entries}) == len(entries)  # no name is two things
+    assert licence_text("musique").startswith("Attribution 4.0 International")
+    assert "MIT" in licence_text("musique_train_corpus") or "Permission" in licence_text(
+        "musique_train_corpus"
+    )
+    assert "CC BY-SA 4.0, https://creativecommons.org" in licence_text("hotpotqa")
+    with pytest.raises(DatasetError, match="no named dataset or corpus 'nq'"):
+        licence_text("nq")
+
+
+def test_a_corpus_no_longer_shares_a_question_sets_name_old_names_warn() -> None:
+    new = load_corpus("2wiki_hipporag_corpus")
+    with pytest.warns(FutureWarning, match="'2wiki' is now named '2wiki_hipporag_corpus'"):
+        old = load_corpus("2wiki")
+    assert old == new and len(new) == 6119
+    from chainrag.data.datasets import shared_corpus
+
+    assert shared_corpus("musique_train") == "musique_train_corpus"

@@ -22,9 +22,7 @@ from hypothesis import strategies as st
 from chainrag.core.types import Passage, QAExample
 from chainrag.data.datasets import DatasetError, load_context_file, load_corpus, load_dataset
 
-from .conftest import SHARED
-
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+from .conftest import DATA_ROOT
 
 DELETE = "<delete>"
 """An edit that removes the key or item instead of replacing its value."""
@@ -71,7 +69,7 @@ def _base(source: str) -> Any:
              "context": CONTEXT, "flashrag": FLASHRAG, "hipporag": HIPPORAG}  # fmt: skip
     if source in fixed:
         return fixed[source]
-    text = (SHARED / "data" / source).read_text()
+    text = (DATA_ROOT / source).read_text()
     return json.loads(text.splitlines()[0]) if source.endswith(".jsonl") else json.loads(text)[:2]
 
 

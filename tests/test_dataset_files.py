@@ -29,11 +29,9 @@ from chainrag.data.datasets import (
 )
 from chainrag.data.detect import load_file
 
-from .conftest import SHARED
+from .conftest import DATA_ROOT
 
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
-
-DATA = SHARED / "data"
+DATA = DATA_ROOT
 LONGBENCH = {"input": "Who played the Skipper?", "_id": "lb1", "answers": ["Alan Hale Jr."],
              "context": "Passage 1:\nThe Skipper\nPlayed by Alan Hale Jr.\n"}  # fmt: skip
 FLASHRAG = [
@@ -197,7 +195,8 @@ def test_a_hipporag_pair_is_answered_over_its_corpus_through_an_index(tmp_path: 
     ]
     assert _same(examples, load_dataset("musique_train", 2))
     assert shared_corpus(str(questions)) == str(corpus)
-    assert shared_corpus("musique_train") == "musique_train" and shared_corpus("musique") is None
+    assert shared_corpus("musique_train") == "musique_train_corpus"
+    assert shared_corpus("musique") is None
     assert contexts_of(str(questions), None) == [(str(corpus), tuple(load_corpus(str(corpus))))]
     flash = _write(tmp_path / "flash.jsonl", FLASHRAG)
     with pytest.raises(IndexBuildError, match=r"flash\.jsonl: its questions carry no passages"):

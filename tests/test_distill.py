@@ -20,8 +20,6 @@ from chainrag.training.distill_eval import by_score, ndcg, ranking_metrics
 from chainrag.training.distill_fit import Pair, epoch_order, pairs_of
 from chainrag.training.teachers import gold_teacher, llm_teacher, relevance_score
 
-from .conftest import SHARED
-
 
 def test_pairs_cover_every_paragraph_of_questions_with_gold() -> None:
     passages = tuple(Passage(str(i), f"T{i}", f"text {i}") for i in range(3))
@@ -65,7 +63,6 @@ def test_ndcg_and_ranking_metrics() -> None:
     assert by_score(np.array([0.2, 0.9, 0.9])) == [1, 2, 0]
 
 
-@pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
 def test_balanced_epochs_draw_as_many_negatives_as_positives() -> None:
     import random
 

@@ -32,11 +32,8 @@ from chainrag.run.files import RunError
 from chainrag.run.jobs import Job
 from chainrag.run.session import run_recipe
 
-from .conftest import SHARED
 from .fake_openai_server import FakeOpenAI, serve
 from .test_runs import naive_recipe, start
-
-needs_data = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
 
 GPT_4O_MINI = TokenPrice(0.15e-6, 0.6e-6)
 """gpt-4o-mini's price in the map of the pinned litellm: $0.15 / $0.60 per million tokens."""
@@ -122,7 +119,6 @@ def estimate(
     return estimate_recipe(recipe, path, job, examples, llm, sample=sample)
 
 
-@needs_data
 def test_a_sample_on_the_scripted_llm_gives_exact_totals(tmp_path: Path) -> None:
     path, recipe = priced_recipe(tmp_path)
     examples = load_dataset("musique", 8)
@@ -157,7 +153,6 @@ def test_a_sample_on_the_scripted_llm_gives_exact_totals(tmp_path: Path) -> None
     assert "a sample of 3 question(s) answered one at a time" in text
 
 
-@needs_data
 def test_the_models_are_loaded_before_the_first_sampled_question(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -193,7 +188,6 @@ def test_the_models_are_loaded_before_the_first_sampled_question(
     assert len(warmed) == 1 and len(sessions) == 1
 
 
-@needs_data
 def test_a_model_without_a_price_and_a_local_model(tmp_path: Path) -> None:
     examples = load_dataset("musique", 4)
     path, recipe = priced_recipe(tmp_path, "openai/fake-model")
@@ -210,7 +204,6 @@ def test_a_model_without_a_price_and_a_local_model(tmp_path: Path) -> None:
     assert "| $0 (local) |" in table([free])
 
 
-@needs_data
 def test_a_run_that_answered_enough_is_read_instead_of_a_sample(tmp_path: Path) -> None:
     path, recipe = priced_recipe(tmp_path)
     examples = load_dataset("musique", 10)
@@ -230,7 +223,6 @@ def test_a_run_that_answered_enough_is_read_instead_of_a_sample(tmp_path: Path) 
     assert sampled.basis.kind == "sample"
 
 
-@needs_data
 def test_questions_answered_from_the_cache_are_not_measured(tmp_path: Path) -> None:
     path, recipe = priced_recipe(tmp_path)
     examples = load_dataset("musique", 3)
@@ -246,7 +238,6 @@ def test_questions_answered_from_the_cache_are_not_measured(tmp_path: Path) -> N
     cache.close()
 
 
-@needs_data
 def test_a_run_folder_of_another_recipe_or_a_sample_that_failed_is_an_error(
     tmp_path: Path,
 ) -> None:
@@ -265,7 +256,6 @@ def test_a_run_folder_of_another_recipe_or_a_sample_that_failed_is_an_error(
 # --------------------------------------------------------------------------- the command
 
 
-@needs_data
 def test_run_estimate_prints_the_table_and_starts_no_run(tmp_path: Path) -> None:
     """Through litellm to a fake OpenAI server that counts 7 prompt and 2 completion tokens a
     call, with gpt-4o-mini's price: 6 questions cost 42 x $0.15/M + 12 x $0.60/M."""

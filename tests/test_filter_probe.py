@@ -17,9 +17,7 @@ from chainrag.experiments.judge import gold_passages
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipes.recipe import load_recipe
 
-from .conftest import ROOT, SHARED
-
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+from .conftest import ROOT
 
 
 @pytest.mark.parametrize("dataset", ["musique", "hotpotqa", "2wiki"])

@@ -20,11 +20,8 @@ from chainrag.run.files import RunError, read_lines
 from chainrag.run.folder import RunDir
 from chainrag.run.session import run_recipe
 
-from .conftest import SHARED
 from .fake_openai_server import FakeOpenAI, serve
 from .test_runs import naive_recipe, start
-
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
 
 
 def test_a_reply_with_a_lone_surrogate_is_written_and_the_run_goes_on(tmp_path: Path) -> None:

@@ -16,9 +16,7 @@ from chainrag.experiments import judge as jp
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.recipes.recipe import load_recipe
 
-from .conftest import ROOT, SHARED
-
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+from .conftest import ROOT
 
 
 @pytest.mark.parametrize("dataset", ["musique", "hotpotqa", "2wiki"])

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report", "view"),
     ("analysis",),
     ("experiments",),
+    ("api",),
     ("cli",),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

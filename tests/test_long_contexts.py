@@ -20,10 +20,10 @@ from chainrag.data.datasets import (
 )
 from chainrag.run.files import RunError
 from chainrag.run.folder import RunDir
+from tests.conftest import DATA_ROOT
 from tests.test_runs import naive_recipe
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not beside the repo")
+DATA = DATA_ROOT
 
 
 def example(qid: str, paragraphs: list[tuple[str, str]], gold: tuple[int, ...] = ()) -> QAExample:
@@ -92,7 +92,6 @@ def test_padding_is_reproducible_and_does_not_depend_on_the_questions_asked() ->
     assert len(orders) > 1  # own paragraphs are not always first: the context is shuffled
 
 
-@needs_data
 @pytest.mark.parametrize("name", ["musique", "hotpotqa", "2wiki"])
 def test_real_dev_sets_reach_longbench_length(name: str) -> None:
     short = load_dataset(name, 4)
@@ -118,7 +117,6 @@ def test_only_dev_sets_can_be_padded() -> None:
         load_dataset("pooled:long:musique", 1)
 
 
-@needs_data
 def test_a_run_records_the_setting_and_refuses_another(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -139,7 +137,6 @@ def test_a_run_records_the_setting_and_refuses_another(
     assert attrs.fields_dict(type(meta))["dataset_setting"].default is None
 
 
-@needs_data
 def test_a_slice_holds_the_full_datasets_questions_and_contexts() -> None:
     """``long:2wiki[30:40]`` is a held-out slice: the questions 31–40 of ``long:2wiki``, each
     with the context it has there (the padding follows the question, not its place)."""

@@ -11,11 +11,10 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 
-from .conftest import ROOT, SHARED
+from .conftest import ROOT
 from .fake_openai_server import FakeOpenAI, serve
 
 ray = pytest.importorskip("ray", reason="ray is in requirements/lock.txt (make test installs it)")
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
 
 
 def lines(folder: Path) -> list[tuple[str, str, float]]:

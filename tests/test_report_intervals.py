@@ -174,7 +174,7 @@ def test_each_dataset_takes_the_first_baseline_it_has(runs: Path) -> None:
     text = markdown(find_runs([runs]), baselines=["naive", "vanilla"])
     pooled = text.split("## pooled:musique")[1].split("## ")[0]
     assert "Paired differences against the baseline, `vanilla`:" in pooled
-    assert ("| Tree retrieval (seed 002) | Vanilla RAG, 4 passages (seed 002) | 2 | +50.00 "
+    assert ("| Tree retrieval (Patwa et al.) | Vanilla RAG, 4 passages (Patwa et al.) | 2 | +50.00 "
             "[+0.0, +100.0] † | 1 / 0 / 1 | 1.000 |") in pooled  # fmt: skip
     wiki = text.split("## 2wiki")[1].split("## ")[0]
     assert "No paired differences: no run here is named naive or vanilla." in wiki

@@ -28,13 +28,11 @@ from chainrag.run.folder import RunDir
 from chainrag.run.record import RetrievalRecord
 from chainrag.run.session import run_recipe
 
-from .conftest import ROOT, SHARED
+from .conftest import DATA_ROOT, ROOT
 from .fake_openai_server import FakeOpenAI, serve
 from .run_records import record, write_run
 
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
-
-DATA = SHARED / "data" / "musique_dev.jsonl"
+DATA = DATA_ROOT / "musique_dev.jsonl"
 
 
 def naive_recipe(tmp_path: Path, extra: str = "", name: str = "naive") -> tuple[Path, Recipe]:

@@ -31,9 +31,7 @@ from chainrag.methods.seeds import last_yes_no
 from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.run.question import answer_question
 
-from .conftest import ROOT, SHARED
-
-pytestmark = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
+from .conftest import ROOT
 
 
 def seed_recipe(tmp_path: Path, name: str, extra: str = "") -> Recipe:

@@ -36,10 +36,6 @@ from chainrag.training import (
 from chainrag.training.distill_eval import DENSE, held_out_rankings
 from chainrag.training.distill_fit import Pair
 
-from .conftest import SHARED
-
-needs_data = pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
-
 
 class Recorder:
     """Collects what a workflow says and the progress it reports."""
@@ -60,7 +56,6 @@ def _file_json(report: dict[str, Any]) -> Any:
     return json.loads(json.dumps(report))
 
 
-@needs_data
 def test_the_adapter_report_is_what_its_files_hold(tmp_path: Path) -> None:
     seen = Recorder()
     out = tmp_path / "a" / "toy.npz"
@@ -209,7 +204,6 @@ def test_held_out_rankings_measure_dense_teacher_and_student(tmp_path: Path) -> 
     assert all((metrics[n].ms_per_question or 0) > 0 for n in (DENSE, "student"))
 
 
-@needs_data
 def test_the_distill_report_is_what_its_file_holds(tmp_path: Path) -> None:
     seen = Recorder()
     config = DistillConfig(epochs=1, max_length=32, batch_size=64)

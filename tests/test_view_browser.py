@@ -14,6 +14,7 @@ import pytest
 
 from chainrag.view import Examples, Indexes, read_runs, render
 from chainrag.view.browser import Browser, find_chromium
+from tests.conftest import DATA_ROOT
 from tests.view_runs import ROOT, make_toy_run
 
 pytestmark = pytest.mark.skipif(
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 RUNS = ROOT / "docs" / "runs" / "musique"
-MUSIQUE_DEV = ROOT.parent / "shared" / "data" / "musique_dev.jsonl"
+MUSIQUE_DEV = DATA_ROOT / "musique_dev.jsonl"
 
 
 @pytest.fixture

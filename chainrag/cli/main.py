@@ -1,6 +1,7 @@
 """The ``chainrag`` command line.
 
-Commands: ``validate``, ``recipe show``, ``components``, ``models fetch|list``, ``serve-llm``,
+Commands: ``validate``, ``recipe show``, ``components``, ``datasets``, ``models fetch|list``,
+``serve-llm``,
 ``index``, ``experiment``, ``ask``, ``run``, ``report``, ``compare``, ``walks``,
 ``integration-gap``, ``view``, ``train adapter|reranker``.
 """
@@ -20,6 +21,7 @@ from chainrag import __version__
 from chainrag.cli.analysis import compare, integration_gap, walks
 from chainrag.cli.common import fail, reports_errors
 from chainrag.cli.corpus import index_command
+from chainrag.cli.datasets import datasets
 from chainrag.cli.experiments import filter_probe, judge_probe, lost_in_retrieval
 from chainrag.cli.models import models_app, serve_llm
 from chainrag.cli.runs import ask, recurring, report, run
@@ -51,6 +53,7 @@ experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=
 app.add_typer(experiment_app, name="experiment")
 experiment_app.command("recurring")(recurring)
 app.command("ask")(ask)
+app.command("datasets")(datasets)
 
 
 def _version(value: bool) -> None:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
-    "questions' passages (seed 002's shared store); long:NAME for a dev set padded to "
+    "questions' passages (Patwa et al.'s shared store); long:NAME for a dev set padded to "
     "LongBench's context length with other questions' paragraphs; longbench:PATH for a "
     "LongBench jsonl file; or any file's PATH (with a / or ending in .json or .jsonl: "
     "MuSiQue, HotpotQA, 2Wiki, LongBench, HippoRAG or FlashRAG records, JSON array or JSON "
@@ -204,10 +204,11 @@ def report(
     """Tables per dataset comparing runs (F1 and EM with 95% bootstrap intervals, Recall@k,
     calls, tokens, seconds per question) beside the paper's Table 1, paired differences from
     a baseline, and PNG plots with the intervals."""
-    from chainrag import report as reports
+    from chainrag.report import find_runs, markdown
+    from chainrag.report import plots as draw
 
-    found = reports.find_runs(runs)
-    text = reports.markdown(found, common=not all_questions, baselines=baseline or ())
+    found = find_runs(runs)
+    text = markdown(found, common=not all_questions, baselines=baseline or ())
     typer.echo(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -215,7 +216,7 @@ def report(
         typer.echo(f"written to {out}")
     if not no_plots:
         folder = plots or ((out.parent / "plots") if out is not None else runs[0] / "plots")
-        for path in reports.plots(found, folder, common=not all_questions):
+        for path in draw(found, folder, common=not all_questions):
             typer.echo(f"plot: {path}")
 
 
@@ -234,7 +235,7 @@ def recurring(
     dataset: RecurringDataset = "musique", limit: Asked = 10, out: RecurringOut = Path("runs"),
     cache_mode: TimedCacheMode = "refresh",
 ) -> None:  # fmt: skip
-    """Seed 004: ask questions, then again (same words and paraphrased) with and without the
+    """Shi et al.: ask questions, then again (same words and paraphrased) with and without the
     knowledge reservoir; time, external knowledge items and F1 per phase.
 
     Resumable: run the same command again after a crash or Ctrl-C and it continues where it

@@ -1,4 +1,4 @@
-"""``chainrag train adapter`` and ``chainrag train reranker`` (seed 002): each parses its
+"""``chainrag train adapter`` and ``chainrag train reranker`` (Patwa et al.): each parses its
 options, calls one workflow of :mod:`chainrag.training` and prints the report it returns."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import typer
 
 from chainrag.cli.common import Progress, reports_errors
 
-train_app = typer.Typer(help="Train seed 002's adapter and reranker.", no_args_is_help=True)
+train_app = typer.Typer(help="Train Patwa et al.'s adapter and reranker.", no_args_is_help=True)
 
 TEACHER_HELP = (
     "auto (a --teacher-path, else the LLM of --llm-recipe, else gold labels), path, llm or gold."
@@ -69,7 +69,7 @@ def train_adapter(
     penalty: Annotated[float, typer.Option(min=0.0, help="Weight of the change penalty.")] = 1.0,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
-    """Train seed 002's linear adapter on the HippoRAG train questions (gold paragraphs
+    """Train Patwa et al.'s linear adapter on the HippoRAG train questions (gold paragraphs
     positive; distractors and other questions' gold negative), split by question; report
     separation accuracy and strict Hit@K (K = 2..5) before and after on the dev sets."""
     from chainrag.protocols.index import Embedder

@@ -1,4 +1,4 @@
-"""Retrieval triggers over a knowledge reservoir (seed 004, Memory Knowledge Reservoir)."""
+"""Retrieval triggers over a knowledge reservoir (Shi et al., Memory Knowledge Reservoir)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def enough_similar(similarities: FloatArray, threshold: float, popularity: int) 
 class Popularity:
     """Answer from memory when ≥ ``popularity`` stored entries have cosine ≥ ``threshold``.
 
-    Seed 004's retrieval trigger (its code: τ = 0.4, popularity 3). Otherwise retrieve.
+    Shi et al.'s retrieval trigger (its code: τ = 0.4, popularity 3). Otherwise retrieve.
     Recipe: ``{kind: popularity, threshold: 0.4, popularity: 3}``.
     """
 

@@ -53,7 +53,7 @@ class WordChunks:
 @CHUNKERS.register("passages")
 @attrs.frozen
 class WholePassages:
-    """One unit per passage (seed 002 retrieves whole paragraphs), its text led by the
+    """One unit per passage (Patwa et al. retrieves whole paragraphs), its text led by the
     title ("Title: text") when ``with_title``. Recipe: ``{kind: passages, with_title: true}``.
     """
 

@@ -1,6 +1,6 @@
 """Key-entity scoring (ChainRAG §3.1): keep the top α% of each sentence's entities by BM25.
 
-The importance of an entity, as method.md records the authors' code: build a BM25 index over
+The importance of an entity, as docs/decisions.md records the authors' code: build a BM25 index over
 the per-sentence entity lists and take the mean, over all sentences, of the BM25 score of the
 one-token query "entity". That mean is ``idf(e) / n · Σ_d tf·(k1+1) / (tf + k1·(1−b+b·|d|/avgdl))``,
 computed here for every entity at once on a sparse count matrix.

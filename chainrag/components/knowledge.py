@@ -1,15 +1,15 @@
-"""Seed 002's follow-up writer and seed 004's Query Rewriter+ and knowledge filters.
+"""Patwa et al.'s follow-up writer and Shi et al.'s Query Rewriter+ and knowledge filters.
 
 * ``follow_up_writer: llm`` — the question and what was found → one follow-up search question
-  (seed 002's naive/guided iteration and tree retrieval).
+  (Patwa et al.'s naive/guided iteration and tree retrieval).
 * ``query_rewriter: llm_json`` — Query Rewriter+: one call → ``{"Rewritten Question": [...],
   "Query": [...]}``; unusable output (after one repair) falls back to the question itself.
 * ``knowledge_filter: llm_nli`` — a few-shot LLM NLI judge per item (premise = the item,
-  hypothesis = "it clearly answers the question"); only ``entailment`` is kept. Seed 004 uses a
+  hypothesis = "it clearly answers the question"); only ``entailment`` is kept. Shi et al. uses a
   LoRA-tuned Gemma-2B as its judge; no NLI model ships offline here, so this is the default.
 * ``knowledge_filter: nli_cross_encoder`` — a local NLI cross-encoder folder (e.g. an MNLI
   model), premise = the item, hypothesis = the question turned into a claim of answerability.
-* ``knowledge_filter: llm_helps`` — not seed 004's: the same question as a plain yes/no per
+* ``knowledge_filter: llm_helps`` — not Shi et al.'s: the same question as a plain yes/no per
   item, for small models that call everything "neutral" under the NLI framing.
 * ``knowledge_filter: keep_all`` — no filter (the "w/o filter" ablation).
 """
@@ -36,7 +36,7 @@ from chainrag.recipes.registry import FOLLOW_UP_WRITERS, KNOWLEDGE_FILTERS, QUER
 @FOLLOW_UP_WRITERS.register("llm")
 @attrs.frozen
 class LLMFollowUp:
-    """One follow-up search question for the missing information (seed 002).
+    """One follow-up search question for the missing information (Patwa et al.).
 
     An empty reply falls back to the question itself. Recipe: ``{kind: llm}``.
     """
@@ -69,7 +69,7 @@ def _plan(value: Any) -> QueryPlan:
 @QUERY_REWRITERS.register("llm_json")
 @attrs.frozen
 class QueryRewriterPlus:
-    """Query Rewriter+ (seed 004): rewritten questions and up to ``max_queries`` search
+    """Query Rewriter+ (Shi et al.): rewritten questions and up to ``max_queries`` search
     queries from one LLM call; the original question always leads the queries when
     ``keep_question``. Unusable output falls back to the question alone.
     Recipe: ``{kind: llm_json, max_queries: 4, keep_question: true}``.
@@ -142,7 +142,7 @@ class LLMNLIFilter(PerItemLLMFilter):
 @KNOWLEDGE_FILTERS.register("llm_helps")
 @attrs.frozen
 class LLMHelpsFilter(PerItemLLMFilter):
-    """Not seed 004's: a yes/no LLM judge per item (does it state the answer, or a fact about
+    """Not Shi et al.'s: a yes/no LLM judge per item (does it state the answer, or a fact about
     something the question asks about?); keeps "yes" (an unreadable reply counts as "no").
     For small models that label everything "neutral" under ``llm_nli``'s NLI framing.
     Version 1 (the default) has its worked examples inline and keeps most items, the gold

@@ -1,6 +1,6 @@
-"""The ``linear_adapter`` embedder and the adapter file it reads (seed 002).
+"""The ``linear_adapter`` embedder and the adapter file it reads (Patwa et al.).
 
-Seed 002's adapter is two D×D linear maps with biases, one for queries and one for passages;
+Patwa et al.'s adapter is two D×D linear maps with biases, one for queries and one for passages;
 outputs are L2-normalised. :class:`LinearAdapter` holds the maps, applies them and reads and
 writes their file (an ``.npz`` with a JSON header); :class:`AdaptedEmbedder` puts one behind a
 base embedder. Training lives in :mod:`chainrag.training.adapter`, which writes these files;
@@ -103,7 +103,7 @@ def _identity_example() -> dict[str, Any]:
 @EMBEDDERS.register("linear_adapter", example=_identity_example)
 @attrs.frozen
 class AdaptedEmbedder:
-    """A base embedder followed by a trained linear adapter (seed 002), queries and passages
+    """A base embedder followed by a trained linear adapter (Patwa et al.), queries and passages
     through their own maps. Recipe:
     ``{kind: linear_adapter, base: {kind: flag_model}, path: adapters/minilm.npz}``.
     """

@@ -17,12 +17,14 @@ def cache_root() -> Path:
     return Path(env) if env else Path(platformdirs.user_cache_dir("chainrag"))
 
 
+BUNDLED_DATA = Path(__file__).resolve().parents[1] / "data" / "files"
+"""The datasets that ship with chainrag (their README and licences are there)."""
+
+
 def data_root() -> Path:
-    """``$CHAINRAG_DATA`` or ``../shared/data`` beside the project checkout."""
+    """``$CHAINRAG_DATA``, or the datasets that ship with chainrag (:data:`BUNDLED_DATA`)."""
     env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
+    return Path(env) if env else BUNDLED_DATA
 
 
 def llm_cache_path() -> Path:

@@ -1,6 +1,6 @@
 """A SQLite file shared by threads and processes: WAL mode, one connection per thread.
 
-The LLM response cache and seed 004's knowledge reservoir both keep their data this way:
+The LLM response cache and Shi et al.'s knowledge reservoir both keep their data this way:
 several processes may read and write at once (WAL, a busy timeout), and each thread gets its
 own connection (a ``sqlite3.Connection`` must not cross threads).
 """

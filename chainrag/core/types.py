@@ -229,7 +229,7 @@ class Expansion:
 
 @attrs.frozen
 class KnowledgeItem:
-    """A piece of retrieved knowledge as seed 004's filter and reservoir see it."""
+    """A piece of retrieved knowledge as Shi et al.'s filter and reservoir see it."""
 
     text: str
     title: str = ""
@@ -307,7 +307,7 @@ class IntegrationInput:
 
 @attrs.frozen
 class QueryPlan:
-    """Output of Query Rewriter+ (seed 004): clarified questions and search queries."""
+    """Output of Query Rewriter+ (Shi et al.): clarified questions and search queries."""
 
     questions: tuple[str, ...]
     queries: tuple[str, ...]
@@ -430,10 +430,10 @@ class StepTrace:
         expansion: The expansion record, where the method expands.
         answer: The sub-answer, where the method answers per step.
         usage: LLM usage of the step.
-        kept: The units among ``retrieved`` that a knowledge filter kept (seed 004's
+        kept: The units among ``retrieved`` that a knowledge filter kept (Shi et al.'s
             four-module methods), or None where no filter ran.
         from_memory: True for a query a knowledge reservoir answered instead of retrieval
-            (seed 004's four-module method; nothing is retrieved for it). Traces written
+            (Shi et al.'s four-module method; nothing is retrieved for it). Traces written
             before this field marked such a step by a ``"memory: "`` prefix of ``question``;
             :func:`read_legacy_step` reads them.
         summary: ChainRAG's summary of an unanswered step's units, which the next step's
@@ -484,7 +484,7 @@ class Prediction:
     ``answers[0]`` is the primary answer; further entries are variants produced in the same run
     (ChainRAG's AnsInt and CxtInt). ``usage`` and ``usage_by_prompt`` count the LLM calls,
     cache hits, tokens, latency and cost the question took, per prompt id. ``read`` is the
-    question the final answer was read for where it is not the dataset's own (seed 004's reader
+    question the final answer was read for where it is not the dataset's own (Shi et al.'s reader
     answers Query Rewriter+'s rewritten question), else None.
     """
 

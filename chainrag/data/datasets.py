@@ -1,10 +1,13 @@
-"""Dataset loaders: every file in ``../shared/data`` into one typed :class:`QAExample`.
+"""Dataset loaders: every file that ships in ``chainrag/data/files`` (or ``$CHAINRAG_DATA``)
+into one typed :class:`QAExample`.
 
 Dev sets (per-question setting, each question with its own paragraphs): ``musique``,
 ``hotpotqa``, ``2wiki``. Train sets with a shared corpus (HippoRAG's files): ``musique_train``
-and ``hotpotqa_train`` (questions) and the corpora ``musique_train``, ``hotpotqa_train``,
-``2wiki``. HotpotQA/2Wiki ship their text split into sentences; the passage keeps those
-sentence spans, since gold supporting facts point at them. LongBench's JSON Lines format
+and ``hotpotqa_train`` (questions) and the corpora ``musique_train_corpus``,
+``hotpotqa_train_corpus``, ``2wiki_hipporag_corpus`` (a corpus never shares a question set's
+name; the old corpus names work for one release, with a deprecation line). HotpotQA/2Wiki
+ship their text split into sentences; the passage keeps those sentence spans, since gold
+supporting facts point at them. LongBench's JSON Lines format
 (``input``, ``context``, ``answers``: the setting the ChainRAG paper evaluates in) is read from
 any file named as ``longbench:PATH``; it has no gold evidence, so retrieval is not scored on
 it.
@@ -17,7 +20,7 @@ field and what was expected, e.g. ``line 3, field 'answer_aliases': expected a l
 got 'Richland'``. Nothing is coerced: a string is not a list of aliases, ``"no"`` is not false.
 
 ``pooled:NAME`` (e.g. ``pooled:hotpotqa``) is the dev set NAME in a shared-corpus setting, as
-seed 002 evaluates (one vector store of every question's passages): every question gets the
+Patwa et al. evaluates (one vector store of every question's passages): every question gets the
 same context, all the file's passages once each, so retrieval ranks ~1,000–2,000 passages
 instead of a question's own 10–20.
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -87,10 +91,18 @@ DATASETS: dict[str, DatasetFile] = {
     "hotpotqa_train": DatasetFile("hipporag/hotpotqa_train.json", "hotpot", "shared_corpus"),
 }
 CORPORA: dict[str, str] = {
-    "musique_train": "hipporag/musique_train_corpus.json",
-    "hotpotqa_train": "hipporag/hotpotqa_train_corpus.json",
-    "2wiki": "hipporag/2wikimultihopqa_corpus.json",
+    "musique_train_corpus": "hipporag/musique_train_corpus.json",
+    "hotpotqa_train_corpus": "hipporag/hotpotqa_train_corpus.json",
+    "2wiki_hipporag_corpus": "hipporag/2wikimultihopqa_corpus.json",
 }
+RENAMED_CORPORA = {
+    "musique_train": "musique_train_corpus",
+    "hotpotqa_train": "hotpotqa_train_corpus",
+    "2wiki": "2wiki_hipporag_corpus",
+}
+"""Old corpus names that still work for one release, with a deprecation line: a corpus and a
+question set no longer share a name (``--corpus 2wiki`` was HippoRAG's 6,119 passages while
+``--dataset 2wiki`` is the 82 dev questions)."""
 
 
 # --------------------------------------------------------------------------- record specs
@@ -719,11 +731,27 @@ def dataset_setting(name: str) -> str | None:
     return "; ".join(said) or None
 
 
+def corpus_name(name: str) -> str:
+    """``name``, or the new name of a renamed corpus (with a deprecation line on stderr)."""
+    if name in RENAMED_CORPORA:
+        new = RENAMED_CORPORA[name]
+        warnings.warn(
+            f"the corpus {name!r} is now named {new!r} (a corpus and a question set no longer "
+            f"share a name); {name!r} works for this release only",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return new
+    return name
+
+
 def load_corpus(name_or_path: str, root: Path | None = None) -> list[Passage]:
-    """A shared corpus by name (``musique_train``, ``hotpotqa_train``, ``2wiki``) or by path.
+    """A shared corpus by name (``musique_train_corpus``, ``hotpotqa_train_corpus``,
+    ``2wiki_hipporag_corpus``) or by path.
 
     Accepts HippoRAG's two layouts: a list of ``{title, text}`` and a mapping title → sentences.
     """
+    name_or_path = corpus_name(name_or_path)
     rel = CORPORA.get(name_or_path)
     path = (root or data_root()) / rel if rel else Path(name_or_path)
     data = _read_json(path, f"corpus file (named corpora: {', '.join(CORPORA)})")
@@ -792,7 +820,7 @@ def shared_corpus(dataset: str) -> str | None:
     """The corpus a dataset's questions share, if it names one: a HippoRAG train set's named
     corpus, or the ``STEM_corpus.json`` beside a question file (HippoRAG's pair)."""
     if dataset in DATASETS and DATASETS[dataset].setting == "shared_corpus":
-        return dataset
+        return f"{dataset}_corpus"
     if is_file_dataset(dataset):
         beside = corpus_beside(Path(dataset))
         return str(beside) if beside else None

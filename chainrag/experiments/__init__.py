@@ -1,5 +1,5 @@
 """Experiments beyond a plain run: probes that isolate one stage, and the recurring-question
-experiment of seed 004.
+experiment of Shi et al..
 
 * :mod:`~chainrag.experiments.recurring`: questions asked again after a delay, the knowledge
   reservoir answering them (``chainrag experiment recurring``), resumable in its own folder.

@@ -1,6 +1,6 @@
-"""Does a knowledge filter keep the evidence and drop the rest? (Seed 004's knowledge filter.)
+"""Does a knowledge filter keep the evidence and drop the rest? (Shi et al.'s knowledge filter.)
 
-Seed 004 keeps a retrieved item only when its filter judges it entailed; a filter that keeps
+Shi et al. keeps a retrieved item only when its filter judges it entailed; a filter that keeps
 nothing leaves the reader without context and its knowledge reservoir empty. This probe gives
 the recipe's filter, for each question, each gold supporting paragraph and as many of the
 question's other paragraphs (distractors), one at a time, and reports the share kept of each:
@@ -44,7 +44,7 @@ def filter_of(recipe: Recipe) -> KnowledgeFilter:
     if found is None:
         raise FilterProbeError(
             f"recipe {recipe.name!r} has no knowledge filter (method.knowledge_filter); "
-            "use a seed 004 recipe such as recipes/seeds/four_module.yaml"
+            "use a Shi et al. recipe such as recipes/seeds/four_module.yaml"
         )
     return found  # type: ignore[no-any-return]
 

@@ -1,4 +1,5 @@
-"""The lost-in-retrieval effect, measured without an LLM (ChainRAG §1, Table 2; method.md §1.7).
+"""The lost-in-retrieval effect, measured without an LLM (ChainRAG §1, Table 2;
+docs/decisions.md §1.7).
 
 For every MuSiQue question whose gold decomposition has at least two steps and whose second
 step refers to the first answer as ``#1``: paragraph Recall@2 of

@@ -1,4 +1,4 @@
-"""Seed 004's recurring-question experiment: what the knowledge reservoir saves.
+"""Shi et al.'s recurring-question experiment: what the knowledge reservoir saves.
 
 N questions are asked once with an empty reservoir (which fills it), then asked again — the
 same words, and paraphrased by the LLM — with the reservoir and, as the reference, without it
@@ -56,7 +56,7 @@ PAPER_TIME_CHANGE = -0.467
 PAPER_SECONDS = (7.45, 3.97)
 PAPER_HIT_RATE = (0.535, 0.530)
 PAPER_EXTERNAL_ITEMS = (15.00, 4.39)
-"""Seed 004 (its Table 2 as the authors' repository reports it): τ = 1.0 vs 0.6, θ = 3."""
+"""Shi et al. (its Table 2 as the authors' repository reports it): τ = 1.0 vs 0.6, θ = 3."""
 
 
 @attrs.frozen

@@ -6,7 +6,7 @@
   ``index:``, cached by content hash.
 * :mod:`~chainrag.index.corpus`: the corpus index, built in a stream and resumable, opened
   memory-mapped (``chainrag index``), locally or with Ray.
-* :mod:`~chainrag.index.reservoir`: the knowledge reservoir (seed 004), a store of past answers.
+* :mod:`~chainrag.index.reservoir`: the knowledge reservoir (Shi et al.), a store of past answers.
 
 Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols`, :mod:`chainrag.data`,
 :mod:`chainrag.recipes`, :mod:`chainrag.llm` and :mod:`chainrag.components` (the edge builders,

@@ -1,17 +1,17 @@
-"""Seed 004's Memory Knowledge Reservoir: filtered knowledge kept across questions and runs.
+"""Shi et al.'s Memory Knowledge Reservoir: filtered knowledge kept across questions and runs.
 
 A SQLite file (WAL mode, so several processes may read and write at once) of knowledge items
-stored as ``title → content``, each with the embedding of its title: method.md §3 — "embed the
-new query, compare with the stored titles". Embeddings are stored as float32 bytes with their
-dimension and the embedder's name, and a query is only compared with entries of the same
+stored as ``title → content``, each with the embedding of its title: docs/decisions.md §3 —
+"embed the new query, compare with the stored titles". Embeddings are stored as float32 bytes
+with their dimension and the embedder's name, and a query is only compared with entries of the same
 embedder and dimension. An item (title, content) is stored once, whichever question found it.
 
     reservoir = Reservoir(path)
     reservoir.add(items, title_embeddings, embedder="flag_model:...")
     match = reservoir.match(query_embedding, embedder="flag_model:...")  # ReservoirMatch
 
-Seed 004's code never writes the reservoir; method.md decides to write back what was retrieved
-and filtered, which is what makes its recurring-question saving possible.
+Shi et al.'s code never writes the reservoir; docs/decisions.md decides to write back what was
+retrieved and filtered, which is what makes its recurring-question saving possible.
 """
 
 from __future__ import annotations

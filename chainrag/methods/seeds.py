@@ -1,6 +1,6 @@
 """The methods of the two related papers, over the same index, retrieval and answerer stages.
 
-Seed 002 (LM-guided retrieval; passages as units, ``recipes/index/passages.yaml``):
+Patwa et al. (LM-guided retrieval; passages as units, ``recipes/index/passages.yaml``):
 
 * ``naive_iteration`` — retrieve 4; from the question and the top passage the LLM writes one
   follow-up question; retrieve 4 for it; answer from the top 2 of each round.
@@ -14,10 +14,10 @@ Seed 002 (LM-guided retrieval; passages as units, ``recipes/index/passages.yaml`
 Each step's ``retrieved`` is the units the method put into its final context, so Hit@4 and
 Recall@k score the context the answer was read from.
 
-Seed 004 (``four_module``): Query Rewriter+ → for each search query, the retrieval trigger
+Shi et al. (``four_module``): Query Rewriter+ → for each search query, the retrieval trigger
 over the knowledge reservoir (stored titles) → memory, or retrieval → the knowledge filter on
 what was retrieved → the reader; what the filter kept is written back, title → content
-(method.md; the authors' code never writes).
+(docs/decisions.md; the authors' code never writes).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def follow_up_step(
     n: int,
     ctx: Context,
 ) -> StepTrace:
-    """One follow-up hop of seed 002: a follow-up question written from the ``guide`` units,
+    """One follow-up hop of Patwa et al.: a follow-up question written from the ``guide`` units,
     a retrieval for it, and its first ``n`` units not in ``taken``; the hop's step, with the
     LLM usage it took."""
     before = ctx.usage()
@@ -90,7 +90,7 @@ def _cxtint() -> Answerer:
 
 @attrs.frozen
 class FollowUpMethod:
-    """Seed 002's methods' shared parts: the follow-up question writer and the answerer (the
+    """Patwa et al.'s methods' shared parts: the follow-up question writer and the answerer (the
     CxtInt prompt over the passages gathered)."""
 
     follow_up: FollowUpWriter = attrs.field(factory=LLMFollowUp)
@@ -100,7 +100,7 @@ class FollowUpMethod:
 @METHODS.register("naive_iteration")
 @attrs.frozen
 class NaiveIteration(FollowUpMethod):
-    """Seed 002's naive iteration: a follow-up question from the top passage, a second
+    """Patwa et al.'s naive iteration: a follow-up question from the top passage, a second
     retrieval, an answer from ``keep`` passages of each round.
     Recipe: ``{kind: naive_iteration, first: 4, keep: 2}``.
     """
@@ -127,7 +127,7 @@ class NaiveIteration(FollowUpMethod):
 @METHODS.register("guided_iteration")
 @attrs.frozen
 class GuidedIteration(FollowUpMethod):
-    """Seed 002's guided iteration: answer from the first retrieval; if the LLM says the top
+    """Patwa et al.'s guided iteration: answer from the first retrieval; if the LLM says the top
     ``check_with`` passages do not support that answer, do naive iteration's follow-up round
     and answer again. A reply without a verdict keeps the answer (``unreadable: iterate``
     iterates instead). ``prompt_version: 1`` asks for one word, without reasoning.
@@ -167,7 +167,7 @@ class GuidedIteration(FollowUpMethod):
 @METHODS.register("tree")
 @attrs.frozen
 class TreeRetrieval(FollowUpMethod):
-    """Seed 002's tree retrieval: for each of the top ``branches`` passages a one-hop
+    """Patwa et al.'s tree retrieval: for each of the top ``branches`` passages a one-hop
     follow-up question and ``per_branch`` new passages; the answer reads the branches.
     Recipe: ``{kind: tree, branches: 3, per_branch: 2}``.
     """
@@ -192,7 +192,7 @@ class TreeRetrieval(FollowUpMethod):
 @METHODS.register("four_module")
 @attrs.frozen
 class FourModule:
-    """Seed 004: Query Rewriter+, a retrieval trigger over a knowledge reservoir, a knowledge
+    """Shi et al.: Query Rewriter+, a retrieval trigger over a knowledge reservoir, a knowledge
     filter, a reader.
 
     For every search query of the rewriter: if at least ``popularity`` stored items have a

@@ -1,4 +1,4 @@
-"""Protocols of seed 004's modules: Query Rewriter+, the knowledge filter, the cache trigger."""
+"""Protocols of Shi et al.'s modules: Query Rewriter+, the knowledge filter, the cache trigger."""
 
 from __future__ import annotations
 

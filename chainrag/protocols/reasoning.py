@@ -62,6 +62,6 @@ class Integrator(Protocol):
 
 @runtime_checkable
 class FollowUpWriter(Protocol):
-    """A question and what was retrieved so far → one follow-up question (seed 002)."""
+    """A question and what was retrieved so far → one follow-up question (Patwa et al.)."""
 
     def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> str: ...

@@ -97,3 +97,7 @@ __all__ = [
     "sign_test",
     "type_table",
 ]
+
+from chainrag import _callable_package
+
+_callable_package(__name__)  # chainrag.report(...) calls chainrag.api.report

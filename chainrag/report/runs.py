@@ -25,17 +25,17 @@ PRETTY = {
     "naive": "NaiveRAG",
     "naive_qd": "NaiveRAG w/ QD",
     "iter_retgen": "Iter-RetGen",
-    "naive_iteration": "Naive iteration (seed 002)",
-    "guided_iteration": "Guided iteration (seed 002)",
-    "tree": "Tree retrieval (seed 002)",
-    "four_module": "Four modules (seed 004)",
+    "naive_iteration": "Naive iteration (Patwa et al.)",
+    "guided_iteration": "Guided iteration (Patwa et al.)",
+    "tree": "Tree retrieval (Patwa et al.)",
+    "four_module": "Four modules (Shi et al.)",
 }
 MAIN_RECIPES = {"ansint", "cxtint", "naive", "naive_qd", "iter_retgen", "naive_iteration",
                 "guided_iteration", "tree", "four_module"}  # fmt: skip
-SEED_LABELS = {"vanilla": "Vanilla RAG, 4 passages (seed 002)",
-               "vanilla_10": "Vanilla RAG, 10 passages (seed 002)",
-               "three_module": "Three modules, no reservoir (seed 004)",
-               "three_module_helps": "Three modules, yes/no filter (not seed 004's)"}  # fmt: skip
+SEED_LABELS = {"vanilla": "Vanilla RAG, 4 passages (Patwa et al.)",
+               "vanilla_10": "Vanilla RAG, 10 passages (Patwa et al.)",
+               "three_module": "Three modules, no reservoir (Shi et al.)",
+               "three_module_helps": "Three modules, yes/no filter (not Shi et al.'s)"}  # fmt: skip
 
 ABLATIONS = tuple(name for name in ABLATION_LABELS if name != "full")
 K_SWEEP = ("k1", "k2", "k3", "k4", "k5")

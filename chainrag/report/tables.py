@@ -230,7 +230,8 @@ def markdown(runs: Sequence[Run], *, common: bool = True, baselines: Sequence[st
         f"({RESAMPLES:,} resamples, seed {SEED}); calls, tokens and seconds per question; R@k = "
         "recall of the gold evidence "
         "in the first k units retrieved (paragraphs on MuSiQue, sentences on HotpotQA/2Wiki); "
-        "Hit@4 = all of it in the first 4 (strict, as seed 002); Hit@10 the same in the first 10 "
+        "Hit@4 = all of it in the first 4 (strict, as Patwa et al.); "
+        "Hit@10 the same in the first 10 "
         "(read tree retrieval, whose context holds up to 9 passages, there)."
         + (" DATASET@CORPUS: over a shared corpus index, R@k counts gold paragraphs by title."
            if any("@" in t.dataset for t, _ in tables) else "")

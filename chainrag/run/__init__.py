@@ -21,3 +21,7 @@ LLM layer, the index, data and corpus packages too (and ``estimate``, which runs
 ``jobs`` runs a run); nothing here imports the CLI. This
 ``__init__`` imports nothing, so that reading records pulls in no more than it needs.
 """
+
+from chainrag import _callable_package
+
+_callable_package(__name__)  # chainrag.run(...) calls chainrag.api.run

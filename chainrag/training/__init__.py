@@ -1,4 +1,4 @@
-"""Training (seed 002): the linear embedding adapter and the distilled reranker.
+"""Training (Patwa et al.): the linear embedding adapter and the distilled reranker.
 
 Each is a workflow that returns a typed report — :func:`train_adapter` an
 :class:`AdapterReport`, :func:`distill_reranker` a :class:`DistillReport` — with the pieces it is

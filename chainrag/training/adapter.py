@@ -1,4 +1,4 @@
-"""Seed 002's linear adapter from training questions to a saved file and its report.
+"""Patwa et al.'s linear adapter from training questions to a saved file and its report.
 
 :func:`train_adapter` is ``chainrag train adapter``: it reads the HippoRAG train questions,
 embeds their pairs with the base embedder, fits the adapter
@@ -119,7 +119,7 @@ def train_adapter(
     say: Say = silent,
     progress: Progress = silent,
 ) -> AdapterReport:
-    """Train seed 002's adapter over ``base`` on ``train_sets`` (gold paragraphs positive;
+    """Train Patwa et al.'s adapter over ``base`` on ``train_sets`` (gold paragraphs positive;
     distractors and other questions' gold negative), split by question; measure it on the
     validation questions and, by strict Hit@K, on the first ``eval_limit`` questions of each
     of ``eval_sets``; save it to ``out`` and its report beside it.

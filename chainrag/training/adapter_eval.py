@@ -1,4 +1,4 @@
-"""Seed 002's adapter evaluated: separation and strict Hit@K, before and after.
+"""Patwa et al.'s adapter evaluated: separation and strict Hit@K, before and after.
 
 Separation accuracy: does cos(q, p) above a threshold tell gold from negative? The threshold
 is chosen on the training pairs and applied to the validation pairs; the oracle accuracy on

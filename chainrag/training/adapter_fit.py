@@ -1,8 +1,8 @@
-"""Seed 002's linear embedding adapter: its training pairs and its fit.
+"""Patwa et al.'s linear embedding adapter: its training pairs and its fit.
 
 The adapter (:class:`~chainrag.components.linear_adapter.LinearAdapter`) is two D×D linear maps
 with biases, one for queries and one for passages, initialised to the identity plus small
-noise; outputs are L2-normalised. Training (method.md §2; the paper's loss as printed is
+noise; outputs are L2-normalised. Training (docs/decisions.md §2; the paper's loss as printed is
 garbled, the authors' code fills in the rest): for each (query, gold passage, negative passage)
 triplet, a hinge ``max(0, margin − cos(q, pos) + cos(q, neg))``; plus
 ``penalty · (‖C − C₀‖² + query_weight · ‖Q − Q₀‖²)``, the squared change from the base
@@ -72,7 +72,8 @@ def pair_set(examples: Sequence[QAExample], rng: random.Random) -> PairSet:
 
 @attrs.frozen
 class TrainConfig:
-    """Training settings (defaults: method.md §2 and the seed's code where the paper is silent)."""
+    """Training settings (defaults: docs/decisions.md §2, and the authors' code where the paper
+    is silent)."""
 
     epochs: int = 30
     batch_size: int = 16

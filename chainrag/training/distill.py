@@ -1,4 +1,4 @@
-"""Seed 002's reranker distillation from training questions to a saved student and its report.
+"""Patwa et al.'s reranker distillation from training questions to a saved student and its report.
 
 :func:`distill_reranker` is ``chainrag train reranker``: it reads the training questions,
 has the teacher (:mod:`~chainrag.training.teachers`) score every (question, paragraph) pair,

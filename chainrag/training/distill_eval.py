@@ -1,4 +1,4 @@
-"""Seed 002's distilled reranker evaluated on held-out questions.
+"""Patwa et al.'s distilled reranker evaluated on held-out questions.
 
 The student reranks each held-out question's paragraphs and is compared with the dense order
 (no reranker) and with the teacher: NDCG@10 against the teacher's scores (the teacher scores 1

@@ -1,4 +1,4 @@
-"""Seed 002's distilled reranker: its (question, paragraph) pairs and the student's fit.
+"""Patwa et al.'s distilled reranker: its (question, paragraph) pairs and the student's fit.
 
 The student starts from the offline all-MiniLM-L6-v2 (its encoder; the one-output regression
 head is new) and is trained with MSE between its sigmoid score and the teacher's score

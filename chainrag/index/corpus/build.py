@@ -1,6 +1,7 @@
 """Building a corpus index in a stream, stage by stage, resumable at every finished batch.
 
-    manifest = build_corpus_index(["2wiki", "dev:2wiki"], recipe.index, Path("idx"), ctx)
+    sources = ["2wiki_hipporag_corpus", "dev:2wiki"]
+    manifest = build_corpus_index(sources, recipe.index, Path("idx"), ctx)
 
 Stages, each recorded in the folder's SQLite ``progress`` table in the same transaction as its
 rows (so a batch is either wholly there or not at all):

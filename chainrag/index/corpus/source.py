@@ -1,10 +1,11 @@
 """Passages of a corpus, read as a stream: a JSON array or JSON Lines file, or a named corpus.
 
-    for passage in read_passages(["2wiki", "dev:2wiki"]): ...
+    for passage in read_passages(["2wiki_hipporag_corpus", "dev:2wiki"]): ...
 
 Files: HippoRAG's ``[{title, text}, ...]`` JSON array (read incrementally, never parsed whole),
 or JSON Lines of ``{title, text}`` / ``{id, title, text}``. Names: the corpora
-:func:`chainrag.data.load_corpus` knows (``musique_train``, ``hotpotqa_train``, ``2wiki``), and
+:func:`chainrag.data.load_corpus` knows (``musique_train_corpus``,
+``hotpotqa_train_corpus``, ``2wiki_hipporag_corpus``), and
 ``dev:NAME`` — every passage of a dev set's questions (``dev:2wiki``), the shared-corpus setting
 in which each question's own paragraphs are part of the corpus. Several sources are read in
 order; a passage whose (title, text) was already read is skipped, so the same paragraph in two
