@@ -66,7 +66,7 @@ DEMO_N ?= 5
 demo: venv llama
 	$(BIN)/chainrag models fetch --llm qwen2.5-coder-1.5b
 	$(BIN)/chainrag run recipes/chainrag/ansint.yaml recipes/baselines/naive.yaml \
-		--dataset musique --limit $(DEMO_N) --out runs/demo --no-report
+		--dataset musique --limit $(DEMO_N) --out-dir runs/demo --no-report
 	$(BIN)/chainrag report runs/demo
 
 lint: venv

@@ -84,7 +84,7 @@ run() {
 pooled() {
   local dataset=$1
   shift
-  run "$@" --dataset "pooled:$dataset" --limit $N --out $OUT --cache-mode refresh --no-report
+  run "$@" --dataset "pooled:$dataset" --limit $N --out-dir $OUT --cache-mode refresh --no-report
 }
 # corpus DATASET: one corpus index of HippoRAG's corpus of that dataset plus every dev
 # question's own paragraphs (runs/corpus/, resumable), for the sentence graph and for chunks,
@@ -92,16 +92,16 @@ pooled() {
 # setting).
 corpus() {
   local dataset=$1 graph=runs/corpus/$1-graph chunks=runs/corpus/$1-chunks
-  $BIN/chainrag index --recipe recipes/chainrag/ansint.yaml --corpus "$dataset" \
-    --corpus "dev:$dataset" --out "$graph"
-  $BIN/chainrag index --recipe recipes/baselines/naive.yaml --corpus "$dataset" \
-    --corpus "dev:$dataset" --out "$chunks"
+  $BIN/chainrag index recipes/chainrag/ansint.yaml --corpus "$dataset" \
+    --corpus "dev:$dataset" --out-dir "$graph"
+  $BIN/chainrag index recipes/baselines/naive.yaml --corpus "$dataset" \
+    --corpus "dev:$dataset" --out-dir "$chunks"
   run recipes/baselines/naive.yaml --dataset "$dataset" --index "$chunks" --limit $N \
-    --out $OUT --cache-mode refresh --no-report
+    --out-dir $OUT --cache-mode refresh --no-report
   # the paper's 3,000-word budgets overflow the local model's 4k context once the walk can
   # reach a whole corpus (every sub-answer failed): chainrag_4k keeps 1,200 / 1,500 words
   run recipes/variants/chainrag_4k.yaml --dataset "$dataset" --index "$graph" --limit $N \
-    --out $OUT --cache-mode refresh --no-report
+    --out-dir $OUT --cache-mode refresh --no-report
 }
 # The paper's own setting (issue 24): long:DATASET pads each question's paragraphs with other
 # questions' to LongBench's mean length (docs/results.md); ChainRAG as the authors' code does it
@@ -150,16 +150,16 @@ for what in ${targets[@]}; do
     [[ $what == *@* ]] && limit=${what#*@}
     recipes=("${ABLATIONS[@]}")
     [[ $what == long-k* ]] && recipes=("${K_SWEEP[@]}")
-    run "${recipes[@]}" --dataset long:musique --limit "$limit" --out $OUT \
+    run "${recipes[@]}" --dataset long:musique --limit "$limit" --out-dir $OUT \
       --cache-mode refresh --no-report
   elif [[ $what == long-variants ]]; then
     for dataset in musique 2wiki hotpotqa; do
       replay=("${REPLAY[@]}")
       [[ $dataset == musique ]] && replay+=("${REPLAY_MUSIQUE[@]}")
       [[ $dataset != hotpotqa ]] && replay+=("${REPLAY_NOT_HOTPOTQA[@]}")
-      run "${replay[@]}" --dataset "long:$dataset" --limit $N --out $OUT --cache-mode use \
+      run "${replay[@]}" --dataset "long:$dataset" --limit $N --out-dir $OUT --cache-mode use \
         --no-report
-      run "${BEAT[@]}" --dataset "long:$dataset" --limit $N --out $OUT --cache-mode refresh \
+      run "${BEAT[@]}" --dataset "long:$dataset" --limit $N --out-dir $OUT --cache-mode refresh \
         --no-report
     done
   elif [[ $what == long-heldout ]]; then
@@ -169,9 +169,9 @@ for what in ${targets[@]}; do
     # (scripts/by_rule_from_traces.py counts long:musique's and the other questions, which the
     # rule does not read).
     for dataset in 'long:2wiki[30:60]' 'long:hotpotqa[50:51]'; do
-      run recipes/chainrag/ansint.yaml --dataset "$dataset" --out $OUT --cache-mode refresh \
+      run recipes/chainrag/ansint.yaml --dataset "$dataset" --out-dir $OUT --cache-mode refresh \
         --no-report
-      run recipes/variants/compare_by_rule.yaml --dataset "$dataset" --out $OUT \
+      run recipes/variants/compare_by_rule.yaml --dataset "$dataset" --out-dir $OUT \
         --cache-mode use --no-report
     done
   elif [[ $what == long-heldout-roles ]]; then
@@ -182,13 +182,13 @@ for what in ${targets[@]}; do
     # ones neither rule reads (scripts/by_rule_from_traces.py --unchanged checks it).
     for dataset in 'long:2wiki[60:82]' 'long:hotpotqa[61:62]' 'long:hotpotqa[67:68]' \
       'long:hotpotqa[74:75]'; do
-      run recipes/chainrag/ansint.yaml --dataset "$dataset" --out $OUT --cache-mode refresh \
+      run recipes/chainrag/ansint.yaml --dataset "$dataset" --out-dir $OUT --cache-mode refresh \
         --no-report
-      run recipes/variants/compare_roles_by_rule.yaml --dataset "$dataset" --out $OUT \
+      run recipes/variants/compare_roles_by_rule.yaml --dataset "$dataset" --out-dir $OUT \
         --cache-mode use --no-report
     done
   elif [[ $what == long-* ]]; then
-    run "${LONG[@]}" --dataset "long:${what#long-}" --limit $N --out $OUT --cache-mode refresh \
+    run "${LONG[@]}" --dataset "long:${what#long-}" --limit $N --out-dir $OUT --cache-mode refresh \
       --no-report
   elif [[ $what == corpus-* ]]; then
     corpus "${what#corpus-}"
@@ -205,20 +205,20 @@ for what in ${targets[@]}; do
   elif [[ $what == recurring ]]; then
     # With the 1.5B model seed 004's NLI filter keeps nothing, so its reservoir would stay
     # empty: the recurring experiment runs with the yes/no filter (llm_helps; docs/results.md).
-    twice $BIN/chainrag experiment recurring --recipe recipes/seeds/four_module_helps.yaml \
-      --dataset musique --limit 10 --out $OUT
+    twice $BIN/chainrag experiment recurring recipes/seeds/four_module_helps.yaml \
+      --dataset musique --limit 10 --out-dir $OUT
   elif [[ $what == variants ]]; then
-    run recipes/variants/*.yaml --dataset musique --limit $N --out $OUT \
+    run recipes/variants/*.yaml --dataset musique --limit $N --out-dir $OUT \
       --cache-mode refresh --no-report
   elif [[ $what == ablations || $what == ablations@* ]]; then
     limit=$N
     [[ $what == ablations@* ]] && limit=${what#ablations@}
-    run "${ABLATIONS[@]}" --dataset musique --limit "$limit" --out $OUT \
+    run "${ABLATIONS[@]}" --dataset musique --limit "$limit" --out-dir $OUT \
       --cache-mode refresh --no-report
   else
-    run "${MAIN[@]}" --dataset "$what" --limit $N --out $OUT \
+    run "${MAIN[@]}" --dataset "$what" --limit $N --out-dir $OUT \
       --cache-mode refresh --no-report
   fi
 done
 $BIN/chainrag report $OUT --baseline naive --baseline vanilla --out docs/results_tables.md \
-  --plots docs/plots
+  --plots-dir docs/plots

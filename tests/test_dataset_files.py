@@ -129,7 +129,7 @@ def test_a_flashrag_file_has_no_passages_and_says_it_needs_an_index(
     assert said == [
         f"{path}: FlashRAG format, detected from its 3 records; its questions have no passages "
         "of their own, so it runs only over a corpus index: --index DIR (chainrag index "
-        "--recipe R --corpus FILE --out DIR)"
+        "R --corpus FILE --out-dir DIR)"
     ]
     place = "line-3" if suffix == ".jsonl" else "record-3"
     assert examples == [
@@ -189,8 +189,8 @@ def test_a_hipporag_pair_is_answered_over_its_corpus_through_an_index(tmp_path: 
     examples, said = _loaded(questions)
     assert said == [
         f"{questions}: MuSiQue format, detected from its 2 records; HippoRAG's corpus is "
-        f"beside it: --index DIR answers every question over it (chainrag index --recipe R "
-        f"--corpus {corpus} --out DIR), without --index each question is answered over its "
+        f"beside it: --index DIR answers every question over it (chainrag index R "
+        f"--corpus {corpus} --out-dir DIR), without --index each question is answered over its "
         "own passages"
     ]
     assert _same(examples, load_dataset("musique_train", 2))

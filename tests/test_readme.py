@@ -94,21 +94,24 @@ def test_every_command_uses_options_its_command_has() -> None:
 
 
 def test_the_commands_that_need_no_llm_run(tmp_path: Path) -> None:
-    """report and view over the folder the README's run writes (a toy run put there)."""
+    """A dry run from the repository (it writes nothing), and report and view over the folder
+    the README's run writes (a toy run put there)."""
     work = tmp_path / "work"
     work.mkdir()
     write_run(work / "runs" / "mine" / "musique" / "ansint", [record("q1", {"ansint": 1.0})])
-    ran = 0
+    ran = []
     for words in commands():
-        if words[0] in NEEDS_LLM:
+        dry = "--dry-run" in words
+        if words[0] in NEEDS_LLM and not dry:
             continue
-        done = subprocess.run(
-            [*CLI, *words, *(["--no-plots"] if words[0] == "report" else [])],
-            cwd=work, capture_output=True, text=True, check=False,
-        )  # fmt: skip
+        extra = ["--no-plots"] if words[0] == "report" else []
+        done = subprocess.run([*CLI, *words, *extra], cwd=ROOT if dry else work,
+                              capture_output=True, text=True, check=False)  # fmt: skip
         assert done.returncode == 0, (words, done.stdout, done.stderr)
-        ran += 1
-    assert ran >= 2
+        ran.append(words[0])
+        if dry:
+            assert "no LLM was called" in done.stdout and "2 questions" in done.stdout
+    assert sorted(set(ran)) == ["report", "run", "view"]
     assert (work / "runs" / "mine" / "view.html").is_file()
 
 

@@ -10,20 +10,91 @@ on stderr and exit 1 through :func:`reports_errors`; anything else reaches
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
 from chainrag.core.errors import ChainragError
 from chainrag.core.progress import Progress
 
-__all__ = ["RESUME_HINT", "Progress", "fail", "reports_errors"]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from chainrag.recipes.recipe import Recipe
+
+__all__ = [
+    "RESUME_HINT", "LLMOption", "Progress", "SetOption", "changed_recipe", "deprecated", "fail",
+    "recipe_argument", "renamed", "reports_errors",
+]  # fmt: skip
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 RESUME_HINT = "finished work is kept; run the same command to resume"
+T = TypeVar("T")
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="PATH=VALUE",
+        help="Change one field of the recipe, typed and checked like the file (repeatable): "
+        "--set retrieval.seed.k=5 --set llm.temperature=0. VALUE is read as YAML.",
+    ),
+]
+LLMOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        metavar="NAME",
+        help="Answer with the LLM of recipes/llms/NAME.yaml (gpt-4o-mini, glm-4-plus, "
+        "qwen-plus, qwen2.5-coder-0.5b, …) or of a recipe file's path, in place of the "
+        "recipe's llm: section.",
+    ),
+]
+
+
+class OldSpelling(FutureWarning):
+    """An old spelling of a command line, still working for this release."""
+
+
+def deprecated(old: str, new: str) -> None:
+    """Warn that the spelling ``old`` is now ``new`` (and works for this release): the
+    ``chainrag`` command prints it as a ``note:`` line on stderr (:func:`show_notes`)."""
+    warnings.warn(f"{old} is now {new}; {old} works for this release only", OldSpelling,
+                  stacklevel=2)  # fmt: skip
+
+
+def show_notes() -> None:
+    """Print FutureWarnings (an old spelling, an old corpus name) as one ``note:`` line on
+    stderr, not Python's two-line warning; other warnings as Python prints them."""
+    default = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, FutureWarning):
+            typer.secho(f"note: {message}", fg="yellow", err=True)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
+def renamed(old: str, new: str, old_value: T | None, new_value: T) -> T:
+    """The value of an option renamed from ``old`` to ``new``: the old spelling's when given
+    (with a deprecation line), else the new one's."""
+    if old_value is None:
+        return new_value
+    deprecated(old, new)
+    return old_value
 
 
 def fail(message: str, code: int = 1, *, prefix: str = "FAIL ") -> typer.Exit:
@@ -55,3 +126,27 @@ def reports_errors(
         return wrapper
 
     return decorate
+
+
+def recipe_argument(given: Path | None, old: Path | None) -> Path:
+    """The recipe of a command that takes it as its argument: the argument, or the old
+    ``--recipe`` spelling (with a deprecation line); exit 2 when there is neither."""
+    if given is not None and old is not None:
+        raise fail("give the recipe once: as the argument (--recipe is its old spelling)", 2)
+    if old is not None:
+        deprecated("--recipe FILE", "the RECIPE argument")
+        return old
+    if given is None:
+        raise fail("missing the RECIPE argument (a recipe file)", 2)
+    return given
+
+
+def changed_recipe(path: Path, overrides: list[str] | None, llm: str | None) -> Recipe:
+    """The recipe file with ``--llm`` and each ``--set`` applied; an input error is printed by
+    :func:`fail` (exit 1)."""
+    from chainrag.recipes.overrides import load_changed, parse_all
+
+    try:
+        return load_changed(path, parse_all(overrides or ()), llm)
+    except ChainragError as exc:
+        raise fail(str(exc)) from None

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from chainrag.cli.common import Progress, fail, reports_errors
+from chainrag.cli.common import (
+    LLMOption,
+    Progress,
+    SetOption,
+    changed_recipe,
+    fail,
+    recipe_argument,
+    renamed,
+    reports_errors,
+)
+
+if TYPE_CHECKING:
+    from chainrag.recipes.recipe import Recipe
 
 CORPUS_HELP = (
-    "A corpus: musique_train, hotpotqa_train, 2wiki, dev:NAME (a dev set's paragraphs), or a "
-    "file (JSON array or JSON Lines of {title, text}); repeat to index several as one (with --out)."
+    "A corpus: musique_train_corpus, hotpotqa_train_corpus, 2wiki_hipporag_corpus (chainrag "
+    "datasets lists them), dev:NAME (a dev set's paragraphs), or a file (JSON array or JSON "
+    "Lines of {title, text}); repeat to index several as one (with --out-dir)."
 )
 OUT_HELP = "Build one corpus index in a stream into this folder (resumable; see README)."
 ENGINE_HELP = "local, or ray (split, NER and embeddings as Ray Data batches; RAY_ADDRESS joins)."
@@ -19,7 +32,12 @@ STAGE_UNITS = {"split": "passage", "embed": "sentence"}
 RESUME = "finished batches are kept: run the same command to resume"
 
 
-RecipeOption = Annotated[Path, typer.Option(help="Recipe whose index: section to build.")]
+RecipeArgument = Annotated[
+    Path | None, typer.Argument(metavar="RECIPE", help="The recipe whose index: section to build.")
+]
+OldRecipe = Annotated[
+    Path | None, typer.Option("--recipe", hidden=True, help="Old spelling of the RECIPE argument.")
+]
 DatasetOption = Annotated[
     str | None,
     typer.Option(
@@ -31,7 +49,10 @@ DatasetOption = Annotated[
 CorpusOption = Annotated[list[str] | None, typer.Option(help=CORPUS_HELP)]
 LimitOption = Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")]
 CacheOption = Annotated[bool, typer.Option(help="Reuse and store indexes in the cache.")]
-OutOption = Annotated[Path | None, typer.Option(help=OUT_HELP)]
+OutOption = Annotated[Path | None, typer.Option("--out-dir", help=OUT_HELP)]
+OldOut = Annotated[
+    Path | None, typer.Option("--out", hidden=True, help="Old spelling of --out-dir.")
+]
 DtypeOption = Annotated[str, typer.Option(help="Embeddings on disk: float32 or float16.")]
 PassagesOption = Annotated[int, typer.Option(min=1, help="Passages per split+NER batch.")]
 SentencesOption = Annotated[int, typer.Option(min=1, help="Sentences per embedding batch.")]
@@ -39,32 +60,41 @@ EngineOption = Annotated[str, typer.Option(help=ENGINE_HELP)]
 
 
 def index_command(
-    recipe: RecipeOption,
+    recipe_file: RecipeArgument = None,
     dataset: DatasetOption = None,
     corpus: CorpusOption = None,
     limit: LimitOption = None,
     cache: CacheOption = True,
-    out: OutOption = None,
+    out_dir: OutOption = None,
     dtype: DtypeOption = "float32",
     batch_passages: PassagesOption = 512,
     batch_sentences: SentencesOption = 4096,
     engine: EngineOption = "local",
+    set_: SetOption = None,
+    llm: LLMOption = None,
+    recipe_option: OldRecipe = None,
+    out: OldOut = None,
 ) -> None:
     """Build (or load from the cache) the indexes of a dataset or corpus and report on them;
-    with --out, build one corpus index in a stream into that folder (resumable)."""
+    with --out-dir, build one corpus index in a stream into that folder (resumable)."""
+    path = recipe_argument(recipe_file, recipe_option)
+    out_dir = renamed("--out", "--out-dir", out, out_dir)
     if (dataset is None) == (not corpus):
         raise fail("give exactly one of --dataset and --corpus", 2, prefix="")
-    if out is not None:
-        build_streamed(recipe, corpus or [], out, dtype, batch_passages, batch_sentences, engine)
+    recipe = changed_recipe(path, set_, llm)
+    if out_dir is not None:
+        build_streamed(recipe, corpus or [], out_dir, dtype, batch_passages, batch_sentences,
+                       engine)  # fmt: skip
     elif corpus and len(corpus) > 1:
-        raise fail("several --corpus sources need --out (a streamed corpus index)", 2, prefix="")
+        raise fail("several --corpus sources need --out-dir (a streamed corpus index)", 2,
+                   prefix="")  # fmt: skip
     else:
         index_each(recipe, dataset, corpus[0] if corpus else None, limit, cache)
 
 
 @reports_errors()
 def index_each(
-    recipe: Path, dataset: str | None, corpus: str | None, limit: int | None, cache: bool
+    recipe: Recipe, dataset: str | None, corpus: str | None, limit: int | None, cache: bool
 ) -> None:
     """Build (or load from the cache) the index of each context of a dataset, or of one
     corpus, with a bar when there are several; print what they hold."""
@@ -84,7 +114,7 @@ def index_each(
 
 @reports_errors(RESUME)
 def build_streamed(
-    recipe: Path, corpus: list[str], out: Path, dtype: str, batch_passages: int,
+    recipe: Recipe, corpus: list[str], out: Path, dtype: str, batch_passages: int,
     batch_sentences: int, engine: str,
 ) -> None:  # fmt: skip
     """Build or resume the corpus index of ``corpus`` into ``out`` with a bar per encoding

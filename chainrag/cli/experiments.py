@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from chainrag.cli.common import Progress, reports_errors
+from chainrag.cli.common import Progress, renamed, reports_errors
 from chainrag.cli.runs import check_cache_mode
 
 if TYPE_CHECKING:
@@ -21,7 +21,20 @@ if TYPE_CHECKING:
 # The options the LLM probes (judge, filter) share.
 ProbeDataset = Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")]
 ProbeLimit = Annotated[int, typer.Option(min=1, help="Questions probed.")]
-ProbeOut = Annotated[Path, typer.Option(help="Folder for the probe's results.")]
+ProbeOut = Annotated[Path, typer.Option("--out-dir", help="Folder for the probe's results.")]
+OldOut = Annotated[
+    Path | None, typer.Option("--out", hidden=True, help="Old spelling of --out-dir.")
+]
+OldRecipe = Annotated[
+    Path | None, typer.Option("--recipe", hidden=True, help="Old spelling of the RECIPE argument.")
+]
+
+
+def recipe_arg(text: str) -> Any:
+    """The optional RECIPE argument of an experiment (its default named in the help)."""
+    return typer.Argument(metavar="RECIPE", help=text, show_default=True)
+
+
 ProbeCacheMode = Annotated[
     str,
     typer.Option(
@@ -33,53 +46,65 @@ ProbeCacheMode = Annotated[
 
 @reports_errors()
 def lost_in_retrieval(
+    recipe: Annotated[Path, recipe_arg("Recipe whose index.embedder ranks the paragraphs.")] = Path(
+        "recipes/index/sentence_graph.yaml"
+    ),
     dataset: Annotated[str, typer.Option(help="Needs gold decompositions: musique.")] = "musique",
-    recipe: Annotated[
-        Path, typer.Option(help="Recipe whose index.embedder ranks the paragraphs.")
-    ] = Path("recipes/index/sentence_graph.yaml"),
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
-    out: Annotated[Path, typer.Option(help="Folder for the run's results.")] = Path("runs"),
+    out_dir: ProbeOut = Path("runs"),
+    recipe_option: OldRecipe = None,
+    out: OldOut = None,
 ) -> None:
     """Recall@2 of sub-question 1, and of sub-question 2 with a pronoun vs. the gold answer."""
     from chainrag.experiments import lost_in_retrieval as lir
 
+    recipe = renamed("--recipe FILE", "the RECIPE argument", recipe_option, recipe)
+    out_dir = renamed("--out", "--out-dir", out, out_dir)
     with Progress("question") as bars:
-        saved = lir.experiment(recipe, dataset, limit, out, bars)
+        saved = lir.experiment(recipe, dataset, limit, out_dir, bars)
     say_saved(saved.table, saved.folder)
 
 
 def judge_probe(
-    recipe: Annotated[Path, typer.Option(help="A recipe whose expander has a judge.")] = Path(
+    recipe: Annotated[Path, recipe_arg("A recipe whose expander has a judge.")] = Path(
         "recipes/chainrag/ansint.yaml"
     ),
     dataset: ProbeDataset = "musique",
     limit: ProbeLimit = 20,
-    out: ProbeOut = Path("runs"),
+    out_dir: ProbeOut = Path("runs"),
     cache_mode: ProbeCacheMode = "use",
+    recipe_option: OldRecipe = None,
+    out: OldOut = None,
 ) -> None:
     """Does the recipe's sufficiency judge tell enough evidence from too little? Asks it about
     each question's gold paragraphs, the gold minus one, and as many distractors; prints the
     share of "yes" for each."""
     from chainrag.experiments import judge
 
-    llm_probe(judge.PROBE, recipe, dataset, limit, out, cache_mode)
+    recipe = renamed("--recipe FILE", "the RECIPE argument", recipe_option, recipe)
+    out_dir = renamed("--out", "--out-dir", out, out_dir)
+    llm_probe(judge.PROBE, recipe, dataset, limit, out_dir, cache_mode)
 
 
 def filter_probe(
-    recipe: Annotated[
-        Path, typer.Option(help="A recipe whose method has a knowledge filter.")
-    ] = Path("recipes/seeds/four_module.yaml"),
+    recipe: Annotated[Path, recipe_arg("A recipe whose method has a knowledge filter.")] = Path(
+        "recipes/seeds/four_module.yaml"
+    ),
     dataset: ProbeDataset = "musique",
     limit: ProbeLimit = 20,
-    out: ProbeOut = Path("runs"),
+    out_dir: ProbeOut = Path("runs"),
     cache_mode: ProbeCacheMode = "use",
+    recipe_option: OldRecipe = None,
+    out: OldOut = None,
 ) -> None:
     """Does the recipe's knowledge filter keep the evidence and drop the rest? Gives it each
     question's gold paragraphs and as many distractors, one at a time; prints the share kept
     of each."""
     from chainrag.experiments import filter_probe as fp
 
-    llm_probe(fp.PROBE, recipe, dataset, limit, out, cache_mode)
+    recipe = renamed("--recipe FILE", "the RECIPE argument", recipe_option, recipe)
+    out_dir = renamed("--out", "--out-dir", out, out_dir)
+    llm_probe(fp.PROBE, recipe, dataset, limit, out_dir, cache_mode)
 
 
 @reports_errors()

@@ -19,7 +19,7 @@ import typer
 
 from chainrag import __version__
 from chainrag.cli.analysis import compare, integration_gap, walks
-from chainrag.cli.common import fail, reports_errors
+from chainrag.cli.common import LLMOption, SetOption, fail, reports_errors, show_notes
 from chainrag.cli.corpus import index_command
 from chainrag.cli.datasets import datasets
 from chainrag.cli.experiments import filter_probe, judge_probe, lost_in_retrieval
@@ -28,14 +28,14 @@ from chainrag.cli.runs import ask, recurring, report, run
 from chainrag.cli.train import train_app
 from chainrag.cli.view import view
 from chainrag.recipes.describe import catalogue, catalogue_data, entry_lines
-from chainrag.recipes.recipe import check_recipe, dump_recipe
+from chainrag.recipes.recipe import dump_recipe
 from chainrag.recipes.validation import notes, validate_paths
 
 app = typer.Typer(
     name="chainrag",
     help="Multi-hop retrieval-augmented QA from small components composed by YAML recipes.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 recipe_app = typer.Typer(help="Inspect recipes.", no_args_is_help=True)
@@ -92,8 +92,11 @@ def validate(
         list[Path], typer.Argument(help="Recipe files, or folders searched for *.yaml/*.yml.")
     ],
     load_plugins: LoadPlugins = False,
+    set_: SetOption = None,
+    llm: LLMOption = None,
 ) -> None:
-    """Check recipes; print every problem with its path; exit 1 if any.
+    """Check recipes; print every problem with its path; exit 1 if any. With --set or --llm
+    (one recipe file only), check the recipe with those changes.
 
     Validating runs no code a recipe names: a recipe's plugins: modules must exist but are not
     imported unless --load-plugins is given. A component kind that no built-in or installed
@@ -106,6 +109,9 @@ def validate(
     "recipes", else the file's own folder), in the repository's recipes/ folder, or in a folder
     listed in $CHAINRAG_RECIPE_ROOTS (separated by ":").
     """
+    if set_ or llm:
+        validate_changed(paths, set_, llm, load_plugins)
+        return
     found = validate_paths(paths, load_plugins=load_plugins)
     for path in found.missing:
         typer.secho(f"FAIL {path}: no such file or folder", fg="red", err=True)
@@ -118,18 +124,55 @@ def validate(
         raise typer.Exit(1)
 
 
+@reports_errors(prefix="")
+def validate_changed(
+    paths: list[Path], overrides: list[str] | None, llm: str | None, load_plugins: bool
+) -> None:
+    """``validate`` of one recipe file with ``--llm``/``--set`` applied."""
+    from chainrag.recipes.overrides import check_changed, parse_all
+
+    if len(paths) != 1 or not paths[0].is_file():
+        raise fail("--set and --llm apply to one recipe file: give exactly one", 2, prefix="")
+    checked = check_changed(paths[0], parse_all(overrides or ()), llm, load_plugins=load_plugins)
+    changes = " ".join(
+        [*((f"--llm {llm}",) if llm else ()), *(f"--set {o}" for o in overrides or ())]
+    )
+    typer.echo(f"ok   {paths[0]} ({checked.name}) with {changes}{notes(checked.unchecked)}")
+
+
+@app.command("recipes")
+def recipes_command(
+    folder: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="FOLDER", help="Where to look (default: the recipes that come with chainrag)."
+        ),
+    ] = None,
+) -> None:
+    """List every recipe with its name and description (the YAML files under recipes/)."""
+    from chainrag.recipes.listing import recipe_lines
+
+    for line in recipe_lines(folder):
+        typer.echo(line)
+
+
 @recipe_app.command("show")
 @reports_errors(prefix="")
 def recipe_show(
-    path: Annotated[Path, typer.Argument(help="A recipe file.")],
+    path: Annotated[Path, typer.Argument(metavar="RECIPE", help="A recipe file.")],
     load_plugins: LoadPlugins = False,
+    set_: SetOption = None,
+    llm: LLMOption = None,
 ) -> None:
-    """Print the fully resolved recipe (bases merged, defaults explicit) as YAML.
+    """Print the fully resolved recipe (bases merged, --llm and --set applied, defaults
+    explicit) as YAML.
 
     The recipe's plugins: modules are not imported unless --load-plugins is given; a recipe
     using components only they provide is then not shown (exit 1) and says so.
     """
-    checked = check_recipe(path, load_plugins=load_plugins)
+    from chainrag.recipes.overrides import check_changed, parse_all
+
+    checked = check_changed(path, parse_all(set_ or ()), llm, load_plugins=load_plugins)
     if checked.recipe is None:
         raise fail(f"{path}: not shown, parts need plugins{notes(checked.unchecked)}", prefix="")
     typer.echo(dump_recipe(checked.recipe), nl=False)
@@ -184,7 +227,9 @@ problem named), 2 (a command line click could not parse) and 128 + N (stopped by
 
 
 def entry() -> None:
-    """The ``chainrag`` command: :data:`app`, with an unexpected exception reported as a bug."""
+    """The ``chainrag`` command: :data:`app`, with an unexpected exception reported as a bug
+    and a deprecation as one ``note:`` line."""
+    show_notes()
     try:
         app()
     except Exception as exc:

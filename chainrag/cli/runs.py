@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from chainrag.cli.common import Progress, fail, reports_errors
+from chainrag.cli.common import (
+    LLMOption,
+    Progress,
+    SetOption,
+    changed_recipe,
+    deprecated,
+    fail,
+    renamed,
+    reports_errors,
+)
 from chainrag.core.errors import signal_name
 from chainrag.data.datasets import dataset_slug as dataset_slug  # the run folder of a dataset
 from chainrag.recipes.recipe import load_recipe
@@ -27,9 +36,9 @@ DATASET_HELP = (
     "LongBench's context length with other questions' paragraphs; longbench:PATH for a "
     "LongBench jsonl file; or any file's PATH (with a / or ending in .json or .jsonl: "
     "MuSiQue, HotpotQA, 2Wiki, LongBench, HippoRAG or FlashRAG records, JSON array or JSON "
-    "Lines, the format detected and said on stderr; runs go to OUT/<file stem>/). "
+    "Lines, the format detected and said on stderr; runs go to OUT_DIR/<file stem>/). "
     "Any of them as NAME[START:STOP] for a slice of its questions, counted from 0 "
-    "('long:2wiki[30:60]': questions 31-60, runs in OUT/long-2wiki-30-60/). "
+    "('long:2wiki[30:60]': questions 31-60, runs in OUT_DIR/long-2wiki-30-60/). "
     "Repeat for a grid of recipes x datasets."
 )
 CONCURRENCY_HELP = (
@@ -45,9 +54,9 @@ ENGINE_HELP = (
 )
 RAY_CPUS_HELP = "CPUs a Ray task reserves (a managed local LLM's job: the cores its server uses)."
 INDEX_HELP = (
-    "Answer every question over this prebuilt corpus index (chainrag index ... --out DIR; the "
-    "shared-corpus setting) instead of over its own passages; runs go to "
-    "OUT/<dataset>@<corpus sources>/. Retrieval is scored against the gold passages' titles."
+    "Answer every question over this prebuilt corpus index (chainrag index R ... --out-dir "
+    "DIR; the shared-corpus setting) instead of over its own passages; runs go to "
+    "OUT_DIR/<dataset>@<corpus sources>/. Retrieval is scored against the gold passages' titles."
 )
 ESTIMATE_HELP = (
     "Do not run: print each run's expected LLM calls, tokens, dollars (litellm's price map) "
@@ -72,7 +81,7 @@ BASELINE_HELP = (
 
 RUN_HINT = "finished questions are kept; run the same command to resume"
 RECURRING_OUT_HELP = (
-    "Parent folder: the experiment goes into OUT/recurring-DATASET, and resumes there if it "
+    "Parent folder: the experiment goes into OUT_DIR/recurring-DATASET, and resumes there if it "
     "was stopped."
 )
 CONTEXT_HELP = "Passages: JSON [{title, text}] or [title, [sentences]], or a text file."
@@ -83,7 +92,10 @@ Limit = Annotated[
     int | None, typer.Option(min=1, help="Only the first N questions (default: all).")
 ]
 Concurrency = Annotated[int | None, typer.Option(min=1, help=CONCURRENCY_HELP)]
-RunsOut = Annotated[Path, typer.Option(help="Runs go to OUT/<dataset>/<recipe name>/.")]
+RunsOut = Annotated[
+    Path,
+    typer.Option("--out-dir", help="Parent folder: runs go to OUT_DIR/<dataset>/<recipe name>/."),
+]
 CacheModeOption = Annotated[str, typer.Option(help="LLM response cache: use, bypass or refresh.")]
 ReportOption = Annotated[bool, typer.Option(help="Print the report of these runs at the end.")]
 IndexOption = Annotated[Path | None, typer.Option(help=INDEX_HELP)]
@@ -91,6 +103,19 @@ EngineOption = Annotated[str, typer.Option(help=ENGINE_HELP)]
 RayCpus = Annotated[float, typer.Option(min=0.1, help=RAY_CPUS_HELP)]
 EstimateOption = Annotated[bool, typer.Option("--estimate", help=ESTIMATE_HELP)]
 SampleOption = Annotated[int | None, typer.Option(min=1, help=SAMPLE_HELP)]
+YesOption = Annotated[
+    bool,
+    typer.Option("--yes", help="With --estimate: make the sample's calls to a paid API "
+                 "(without it, they are counted and priced, and none is made)."),
+]  # fmt: skip
+DryRunOption = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the plan — questions, run folders, what each run "
+                 "would start, resume or refuse, the LLM — and stop: no LLM call, no model."),
+]  # fmt: skip
+OldOutDir = Annotated[
+    Path | None, typer.Option("--out", hidden=True, help="Old spelling of --out-dir.")
+]
 
 
 def said(line: str) -> None:
@@ -107,27 +132,39 @@ def check_cache_mode(cache_mode: str) -> None:
 @reports_errors()
 def run(
     recipes: Recipes, dataset: Datasets, limit: Limit = None, concurrency: Concurrency = None,
-    out: RunsOut = Path("runs"), cache_mode: CacheModeOption = "use", report: ReportOption = True,
-    index: IndexOption = None, engine: EngineOption = "local", ray_cpus: RayCpus = 1.0,
-    estimate: EstimateOption = False, sample: SampleOption = None,
+    out_dir: RunsOut = Path("runs"), cache_mode: CacheModeOption = "use",
+    report: ReportOption = True, index: IndexOption = None, engine: EngineOption = "local",
+    ray_cpus: RayCpus = 1.0, estimate: EstimateOption = False, sample: SampleOption = None,
+    yes: YesOption = False, dry_run: DryRunOption = False, set_: SetOption = None,
+    llm: LLMOption = None, out: OldOutDir = None,
 ) -> None:  # fmt: skip
     """Answer a dataset's questions with each recipe; one JSON line per question in a run
     directory. Run the same command again to continue a stopped run: finished questions are
-    kept, a torn last line is repaired, only the rest is run. With --estimate, print what the
-    runs would take instead."""
+    kept, a torn last line is repaired, only the rest is run. With --dry-run, print the plan;
+    with --estimate, what the runs would take."""
     from chainrag.run.jobs import plan_grid
 
+    out_dir = renamed("--out", "--out-dir", out, out_dir)
     check_cache_mode(cache_mode)
     if engine not in ("local", "ray"):
         raise fail(f"--engine must be local or ray, not {engine!r}", 2)
     if sample is not None and not estimate:
         raise fail("--sample applies to --estimate only", 2)
-    grid = plan_grid(recipes, dataset, out=out, limit=limit, concurrency=concurrency,
-                     cache_mode=cache_mode, index=index, say=said)  # fmt: skip
+    if yes and not estimate:
+        raise fail("--yes applies to --estimate only (it allows the sample's paid calls)", 2)
+    grid = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
+                     cache_mode=cache_mode, index=index, say=said, overrides=set_ or (),
+                     llm=llm)  # fmt: skip
+    if dry_run:
+        from chainrag.run.plan import plan_lines
+
+        for line in plan_lines(grid):
+            typer.echo(line)
+        return
     for line in grid.lines():
         typer.echo(line)
     if estimate:
-        print_estimate(grid, sample)
+        print_estimate(grid, sample, yes)
         return
     results = run_grid(grid, engine, ray_cpus)
     if report:
@@ -169,10 +206,22 @@ def run_grid(grid: Grid, engine: str, cpus: float) -> list[JobResult]:
 
 
 @reports_errors(RUN_HINT)
-def print_estimate(grid: Grid, sample: int | None) -> None:
-    """Each run's estimate (answering its sample, a bar per run, if it needs one) as a table."""
-    from chainrag.run.estimate import SAMPLE, estimate_grid, table
+def print_estimate(grid: Grid, sample: int | None, yes: bool = False) -> None:
+    """Each run's estimate (answering its sample, a bar per run, if it needs one) as a table.
+    A sample that a paid API would answer is only counted and priced unless ``yes``."""
+    from chainrag.run.estimate import SAMPLE, estimate_grid, paid_samples, table
     from chainrag.run.session import sigterm_as_interrupt
+
+    if not yes and (paid := paid_samples(grid, sample or SAMPLE)):
+        for item in paid:
+            typer.echo(item.line())
+        typer.echo(
+            f"{sum(p.questions for p in paid)} sample question(s) in all, each making one LLM "
+            "call or more (NaiveRAG 1, ChainRAG about 8 as measured on the dev sets). Nothing "
+            "was called: pass --yes to make these calls, or --sample 1 for the smallest "
+            "sample. Local and self-hosted models are never asked."
+        )
+        return
 
     try:
         with sigterm_as_interrupt(), Progress("q") as bars:
@@ -192,8 +241,11 @@ def interrupted(name: str) -> typer.Exit:
 def report(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
     out: Annotated[Path | None, typer.Option(help="Also write the markdown to this file.")] = None,
-    plots: Annotated[Path | None, typer.Option(help=PLOTS_HELP)] = None,
+    plots_dir: Annotated[Path | None, typer.Option("--plots-dir", help=PLOTS_HELP)] = None,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the plots.")] = False,
+    plots: Annotated[
+        Path | None, typer.Option("--plots", hidden=True, help="Old spelling of --plots-dir.")
+    ] = None,
     all_questions: Annotated[
         bool, typer.Option("--all-questions", help=ALL_QUESTIONS_HELP)
     ] = False,
@@ -215,15 +267,21 @@ def report(
         out.write_text(text, encoding="utf-8")
         typer.echo(f"written to {out}")
     if not no_plots:
-        folder = plots or ((out.parent / "plots") if out is not None else runs[0] / "plots")
+        plots_dir = renamed("--plots", "--plots-dir", plots, plots_dir)
+        folder = plots_dir or ((out.parent / "plots") if out is not None else runs[0] / "plots")
         for path in draw(found, folder, common=not all_questions):
             typer.echo(f"plot: {path}")
 
 
-FourModuleRecipe = Annotated[Path, typer.Option(help="A four_module recipe.")]
+FourModuleRecipe = Annotated[
+    Path, typer.Argument(metavar="RECIPE", help="A four_module recipe.", show_default=True)
+]
+OldRecipe = Annotated[
+    Path | None, typer.Option("--recipe", hidden=True, help="Old spelling of the RECIPE argument.")
+]
 RecurringDataset = Annotated[str, typer.Option(help="musique, hotpotqa or 2wiki.")]
 Asked = Annotated[int, typer.Option(min=1, help="Questions asked (then asked again).")]
-RecurringOut = Annotated[Path, typer.Option(help=RECURRING_OUT_HELP)]
+RecurringOut = Annotated[Path, typer.Option("--out-dir", help=RECURRING_OUT_HELP)]
 TimedCacheMode = Annotated[
     str, typer.Option(help="LLM response cache (refresh: every call is made and timed).")
 ]
@@ -232,8 +290,9 @@ TimedCacheMode = Annotated[
 @reports_errors()
 def recurring(
     recipe: FourModuleRecipe = Path("recipes/seeds/four_module.yaml"),
-    dataset: RecurringDataset = "musique", limit: Asked = 10, out: RecurringOut = Path("runs"),
-    cache_mode: TimedCacheMode = "refresh",
+    dataset: RecurringDataset = "musique", limit: Asked = 10,
+    out_dir: RecurringOut = Path("runs"), cache_mode: TimedCacheMode = "refresh",
+    recipe_option: OldRecipe = None, out: OldOutDir = None,
 ) -> None:  # fmt: skip
     """Shi et al.: ask questions, then again (same words and paraphrased) with and without the
     knowledge reservoir; time, external knowledge items and F1 per phase.
@@ -242,8 +301,10 @@ def recurring(
     stopped (the reservoir is rolled back to the last recorded question)."""
     from chainrag.experiments import recurring as rec
 
+    recipe = renamed("--recipe FILE", "the RECIPE argument", recipe_option, recipe)
+    out_dir = renamed("--out", "--out-dir", out, out_dir)
     check_cache_mode(cache_mode)
-    folder = out / f"recurring-{dataset}"
+    folder = out_dir / f"recurring-{dataset}"
     with Progress("q") as bars:
 
         def progress(done: int, total: int, phase: str) -> None:
@@ -260,13 +321,17 @@ def recurring(
 
 @reports_errors()
 def ask(
-    question: Annotated[str, typer.Argument(help="The question.")],
     recipe: Annotated[
-        Path, typer.Option(help="A method recipe (e.g. recipes/chainrag/ansint.yaml).")
+        str,
+        typer.Argument(metavar="RECIPE", help="A method recipe (recipes/chainrag/ansint.yaml)."),
     ],
-    context: Annotated[Path, typer.Option(help=CONTEXT_HELP)],
+    question: Annotated[str | None, typer.Argument(help="The question.")] = None,
+    context: Annotated[Path | None, typer.Option(help=CONTEXT_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the typed trace as JSON.")] = False,
     cache_mode: CacheModeOption = "use",
+    set_: SetOption = None,
+    llm: LLMOption = None,
+    recipe_option: OldRecipe = None,
 ) -> None:
     """Answer one question over the given passages; print the answer and a readable trace."""
     from chainrag.core.trace import render
@@ -274,8 +339,20 @@ def ask(
     from chainrag.recipes.structure import unstructure
     from chainrag.run.question import ask as answer
 
+    if recipe_option is not None:  # the old spelling: ask QUESTION --recipe FILE
+        if question is not None:
+            raise fail(
+                "give the recipe once: ask RECIPE QUESTION (--recipe is the old spelling)", 2
+            )
+        deprecated("ask QUESTION --recipe FILE", "ask RECIPE QUESTION")
+        recipe, question = str(recipe_option), recipe
+    if question is None:
+        raise fail("missing the QUESTION argument: chainrag ask RECIPE QUESTION --context FILE", 2)
+    if context is None:
+        raise fail("missing --context FILE: the passages to answer over", 2)
     check_cache_mode(cache_mode)
-    prediction, texts = answer(load_recipe(recipe), question, load_context_file(context),
+    loaded = changed_recipe(Path(recipe), set_, llm)
+    prediction, texts = answer(loaded, question, load_context_file(context),
                                cache_mode=cast("CacheMode", cache_mode))  # fmt: skip
     if as_json:
         typer.echo(json.dumps(unstructure(prediction), indent=2, ensure_ascii=False))

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from chainrag.cli.common import Progress, reports_errors
+from chainrag.cli.common import Progress, deprecated, fail, reports_errors
 
 train_app = typer.Typer(help="Train Patwa et al.'s adapter and reranker.", no_args_is_help=True)
 
@@ -92,7 +92,10 @@ def train_adapter(
 @train_app.command("reranker")
 @reports_errors()
 def train_reranker(
-    out: Annotated[Path, typer.Option(help="Folder for the student (a cross_encoder path).")],
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out-dir", help="Folder for the student (a cross_encoder path)."),
+    ] = None,
     teacher: Annotated[str, typer.Option(help=TEACHER_HELP)] = "auto",
     teacher_path: Annotated[
         str | None, typer.Option(help="A local FlagReranker/CrossEncoder folder.")
@@ -109,6 +112,9 @@ def train_reranker(
     lr: Annotated[float, typer.Option(min=0.0, help="AdamW learning rate.")] = 3e-5,
     balance: Annotated[bool, typer.Option(help=BALANCE_HELP)] = False,
     seed: Annotated[int, typer.Option()] = 0,
+    out: Annotated[
+        Path | None, typer.Option("--out", hidden=True, help="Old spelling of --out-dir.")
+    ] = None,
 ) -> None:
     """Distil a teacher's relevance scores into a small cross-encoder initialised from the
     offline MiniLM; report NDCG@10 against the teacher, strict Hit@K, MRR and milliseconds
@@ -116,6 +122,11 @@ def train_reranker(
     from chainrag.training import DistillConfig, choose_teacher, distill_reranker
     from chainrag.training.common import TRAIN_SETS
 
+    if out is not None:
+        deprecated("--out", "--out-dir")
+    out = out if out is not None else out_dir
+    if out is None:
+        raise fail("missing --out-dir: the folder the student goes to", 2)
     chosen = choose_teacher(teacher, teacher_path, llm_recipe)
     config = DistillConfig(epochs=epochs, max_length=max_length, seed=seed, lr=lr, balance=balance)
     units = {"teacher (LLM)": "pair", "training the student": "batch"}

@@ -31,10 +31,10 @@ LongBench records give the same questions as the named loaders (``musique``, ``h
 **HippoRAG's pair.** HippoRAG ships a question file ``NAME.json`` with its corpus
 ``NAME_corpus.json`` beside it (``[{title, text}]``, or a title → sentences map), and answers
 every question over the whole corpus. Here the question file loads as above, and the corpus
-is the shared-corpus setting through a corpus index: ``chainrag index --recipe R --corpus
-NAME_corpus.json --out DIR`` builds it, ``chainrag run R --dataset NAME.json --index DIR``
+is the shared-corpus setting through a corpus index: ``chainrag index R --corpus
+NAME_corpus.json --out-dir DIR`` builds it, ``chainrag run R --dataset NAME.json --index DIR``
 answers every question over all of its passages (retrieval scored against the gold passages
-by title), and ``chainrag index --recipe R --dataset NAME.json`` indexes the corpus, as for
+by title), and ``chainrag index R --dataset NAME.json`` indexes the corpus, as for
 ``musique_train``. Without ``--index`` each question is answered over its own paragraphs (the
 per-question setting); the message :func:`load_file` says names the corpus it found.
 
@@ -208,8 +208,8 @@ def _in_no_format(path: Path, place: str, value: Any) -> str:
         lines.append(f"  - not {form.name}: {problems[0]}{more}")
     if fits(PASSAGE_OBJECT, value):
         lines.append(
-            "  It is a passage ({title, text}): a corpus is indexed with chainrag index "
-            "--corpus FILE --out DIR, and a run answers over it with --index DIR."
+            "  It is a passage ({title, text}): a corpus is indexed with chainrag index RECIPE "
+            "--corpus FILE --out-dir DIR, and a run answers over it with --index DIR."
         )
     return "\n".join(lines)
 
@@ -238,7 +238,7 @@ def chosen(path: Path, form: RecordFormat, count: int) -> str:
     answered when it has no passages of its own or a HippoRAG corpus beside it."""
     said = f"{path}: {form.name} format, detected from its {count:,} record{'s' * (count != 1)}"
     corpus = corpus_beside(path)
-    build = f"chainrag index --recipe R --corpus {corpus or 'FILE'} --out DIR"
+    build = f"chainrag index R --corpus {corpus or 'FILE'} --out-dir DIR"
     if not form.contexts:
         return (
             f"{said}; its questions have no passages of their own, so it runs only over a "

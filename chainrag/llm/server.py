@@ -3,12 +3,13 @@
     with LocalServer.for_model("qwen2.5-coder-1.5b") as server:
         ...  # litellm model "openai/qwen2.5-coder-1.5b", api_base=server.api_base
 
-By default every request's prompt is evaluated in full (``prompt_cache="fresh"``, the
-:mod:`chainrag.llm.fresh_server` entry point), so a request gets the same answer whatever came
-before it; ``prompt_cache="aligned"`` (the same entry point with ``--aligned``) keeps the whole
-``n_batch`` chunks of the previous prompt that the new one shares, giving the fresh mode's
-logits bit for bit in less time; ``prompt_cache="reuse"`` runs ``llama_cpp.server`` as it is,
-which evaluates only what follows the prefix a prompt shares with the previous request's.
+By default (``prompt_cache="aligned"``, the :mod:`chainrag.llm.fresh_server` entry point with
+``--aligned``) the server keeps the whole ``n_batch`` chunks of the previous prompt that the new
+one shares and evaluates the rest as a full evaluation would, so a request gets the same answer
+whatever came before it, bit for bit, in less time; ``prompt_cache="fresh"`` (the same entry
+point without it) evaluates every prompt in full; ``prompt_cache="reuse"`` runs
+``llama_cpp.server`` as it is, which evaluates only what follows the prefix a prompt shares
+with the previous request's.
 
 The server gets a free port, its output goes to a log file, and the context manager waits
 until it answers ``GET /v1/models`` and then one completion of a few hundred prompt tokens

@@ -453,3 +453,61 @@ def _range(spread: Spread, show: Callable[[float], str]) -> str:
     if spread.low == spread.high:
         return show(spread.mean)
     return f"{show(spread.mean)} ({show(spread.low)}–{show(spread.high)})"
+
+
+# --------------------------------------------------------------------------- paid samples
+
+
+@attrs.frozen
+class PaidSample:
+    """A sample the estimate would answer with a paid API: the run, how many questions are
+    still to answer, the model and its price (None: litellm has none)."""
+
+    run: str
+    questions: int
+    model: str
+    price: TokenPrice | None
+
+    def line(self) -> str:
+        if self.price is None:
+            cost = "at a price litellm's map does not have"
+        else:
+            cost = (f"at ${self.price.prompt * 1e6:.2f} / ${self.price.completion * 1e6:.2f} "
+                    "per million prompt / completion tokens")  # fmt: skip
+        return (f"{self.run}: would answer {self.questions} sample question(s) with "
+                f"{self.model}, {cost}")  # fmt: skip
+
+
+def is_paid(spec: LLMSpec) -> bool:
+    """Whether ``spec``'s calls may cost money: a provider's model (no ``api_base`` of one's
+    own) whose price is unknown or above 0."""
+    if spec.kind == "local_gguf" or spec.api_base is not None:
+        return False
+    price = price_of(spec)
+    return price is None or price.prompt > 0 or price.completion > 0
+
+
+def paid_samples(grid: Grid, sample: int = SAMPLE) -> list[PaidSample]:
+    """The samples :func:`estimate_grid` would answer with a paid API, read from the run and
+    sample folders without a call (a run over a corpus index counts its whole sample)."""
+    found = []
+    for job in grid.jobs:
+        recipe = dict(grid.recipes)[job.recipe]
+        if not is_paid(recipe.llm):
+            continue
+        examples = grid.questions[job.dataset]
+        n = min(sample, len(examples))
+        left = n
+        if job.index is None:
+            run = f"{run_slug(job.dataset)}/{recipe.name}"
+            if measured_run(job.out / run, recipe, job.dataset, None, n) is not None:
+                continue
+            folder = sample_folder(run, recipe, job.dataset, dataset_path(job.dataset)[0], None)
+            wanted = {e.qid for e in sample_questions(examples, n)}
+            if (folder / RUN_FILE).is_file():
+                left -= len({r.id for r in RunDir(folder).records()[0]} & wanted)
+        else:
+            run = f"{run_slug(job.dataset)}@index/{recipe.name}"
+        if left > 0:
+            found.append(PaidSample(run, left, recipe.llm.model, price_of(recipe.llm)))
+    return found

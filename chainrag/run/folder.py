@@ -112,6 +112,7 @@ class RunDir:
         prompt_cache: str | None = None,
         llama_build: LlamaBuild | None = None,
         say: Callable[[str], None] = lambda _: None,
+        changes: tuple[str, ...] = (),
     ) -> RunMeta:
         """Create the directory's description, or check that it describes this same run.
 
@@ -120,9 +121,11 @@ class RunDir:
         managed server's ``reuse`` mode after ``fresh`` or ``aligned`` or the other way round
         (the caller passes the mode it runs with; each session records it). Resuming under
         another llama.cpp build (``llama_build``, recorded per session) is allowed with a
-        warning through ``say``: its answers may differ from the earlier sessions'.
+        warning through ``say``: its answers may differ from the earlier sessions'. ``changes``:
+        the command line's ``--llm``/``--set`` changes to the recipe file, recorded per session
+        (the resolved recipe, changes applied, is ``recipe.yaml`` and the digest).
         """
-        session = Session.now(prompt_cache, llama_build)
+        session = Session.now(prompt_cache, llama_build, changes)
         if (self.folder / RUN_FILE).exists():
             meta = self.check(recipe, dataset, dataset_file, index)
             self._check_prompt_cache(meta, prompt_cache)

@@ -29,7 +29,7 @@ from chainrag.core.types import QAExample
 from chainrag.data.datasets import DatasetError, dataset_path, dataset_slug, load_dataset
 from chainrag.index.build import IndexCache
 from chainrag.protocols.llm import LLM
-from chainrag.recipes.recipe import LLMSpec, Recipe, load_recipe
+from chainrag.recipes.recipe import LLMSpec, Recipe
 from chainrag.run.files import locked
 from chainrag.run.folder import RunDir
 from chainrag.run.meta import IndexIdentity
@@ -52,6 +52,16 @@ class Job:
     concurrency: int | None = None
     cache_mode: str = "use"
     index: Path | None = None
+    overrides: tuple[str, ...] = ()
+    """``--set PATH=VALUE`` changes to the recipe, as given."""
+    llm: str | None = None
+    """``--llm NAME``: the LLM recipe whose ``llm:`` replaces the recipe's."""
+
+    @property
+    def changes(self) -> tuple[str, ...]:
+        """The command-line changes to the recipe, as ``run.json`` records them."""
+        return (*((f"--llm {self.llm}",) if self.llm else ()),
+                *(f"--set {o}" for o in self.overrides))  # fmt: skip
 
 
 @attrs.frozen
@@ -96,14 +106,15 @@ class Grid:
 def plan_grid(
     recipes: Sequence[Path], datasets: Sequence[str], *, out: Path, limit: int | None = None,
     concurrency: int | None = None, cache_mode: str = "use", index: Path | None = None,
-    say: Callable[[str], None] | None = None,
+    say: Callable[[str], None] | None = None, overrides: Sequence[str] = (),
+    llm: str | None = None,
 ) -> Grid:  # fmt: skip
-    """Load and check every recipe and dataset before anything runs (see
-    :func:`load_recipes`, :func:`load_questions`); ``say`` is told the format detected in
-    a dataset given as a file."""
-    loaded = load_recipes(recipes)
+    """Load and check every recipe (with ``--llm`` and ``--set`` applied) and dataset before
+    anything runs (see :func:`load_recipes`, :func:`load_questions`); ``say`` is told the
+    format detected in a dataset given as a file."""
+    loaded = load_recipes(recipes, overrides, llm)
     questions = {d: load_questions(d, limit, index is not None, say) for d in datasets}
-    jobs = [Job(path, d, out, limit, concurrency, cache_mode, index)
+    jobs = [Job(path, d, out, limit, concurrency, cache_mode, index, tuple(overrides), llm)
             for d in datasets for path, _ in loaded]  # fmt: skip
     return Grid(tuple(jobs), tuple(loaded), questions)
 
@@ -136,9 +147,15 @@ def run_slug(dataset: str, shared: Any = None) -> str:
     return f"{dataset_slug(dataset)}@{corpus_label(shared.manifest['sources'])}"
 
 
-def load_recipes(paths: Sequence[Path]) -> list[tuple[Path, Recipe]]:
-    """The recipes, each able to answer questions, with names unique among them."""
-    loaded = [(path, load_recipe(path)) for path in paths]
+def load_recipes(
+    paths: Sequence[Path], overrides: Sequence[str] = (), llm: str | None = None
+) -> list[tuple[Path, Recipe]]:
+    """The recipes (``--llm`` and each ``--set`` applied to each), each able to answer
+    questions, with names unique among them."""
+    from chainrag.recipes.overrides import load_changed, parse_all
+
+    changes = parse_all(overrides)
+    loaded = [(path, load_changed(path, changes, llm)) for path in paths]
     for _, recipe in loaded:
         check_runnable(recipe)
     names = [r.name for _, r in loaded]
@@ -156,8 +173,8 @@ def load_questions(
     if examples and not shared and not any(e.passages for e in examples):
         raise DatasetError(
             f"{dataset}: its questions carry no passages of their own (a shared-corpus set); "
-            "run it over a corpus index: --index DIR, built by chainrag index --recipe R "
-            "--corpus FILE --out DIR"
+            "run it over a corpus index: --index DIR, built by chainrag index R "
+            "--corpus FILE --out-dir DIR"
         )
     seen: set[str] = set()
     for example in examples:
@@ -179,7 +196,7 @@ def open_shared(recipe: Recipe, folder: Path) -> Any:
         raise CorpusIndexError(
             f"recipe {recipe.name!r}: its index: section is not the one {folder} was built with "
             f"({manifest['recipe_digest']}); build an index with this recipe (chainrag index "
-            "--recipe ... --out ...) or run a recipe with that index: section"
+            "R ... --out-dir ...) or run a recipe with that index: section"
         )
     assert recipe.index.embedder is not None
     weights = recipe.retrieval.edge_weights if recipe.retrieval else None
@@ -197,7 +214,7 @@ def run_into(
     recipe: Recipe, path: Path, folder: Path, dataset: str, examples: Sequence[QAExample],
     llm: Any, *, width: int, slots: int, cache: IndexCache | None, shared: Any = None,
     progress: Progress | None = None, models: ModelStore | None = None,
-    say: Callable[[str], None] = lambda _: None,
+    say: Callable[[str], None] = lambda _: None, changes: tuple[str, ...] = (),
 ) -> SessionResult:  # fmt: skip
     """Run one recipe into ``folder`` and record the session's end, interrupted or not
     (``models``: a model store already holding what the questions load, else a new one;
@@ -225,6 +242,7 @@ def run_into(
             prompt_cache=mode,
             llama_build=llama_build() if mode is not None else None,
             say=say,
+            changes=changes,
         )
         result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
                             models=models, cache=cache, index=shared,
@@ -291,7 +309,8 @@ def run_group(
                 folder = job.out / run_slug(job.dataset, shared) / recipe.name
                 session = run_into(recipe, path, folder, job.dataset, examples, llm,
                                    width=width, slots=slots, cache=cache,
-                                   shared=shared, progress=progress, say=say)  # fmt: skip
+                                   shared=shared, progress=progress, say=say,
+                                   changes=job.changes)  # fmt: skip
                 results.append(JobResult(folder, session))
                 if on_result:
                     on_result(results[-1])
@@ -304,7 +323,7 @@ def run_group(
 
 def run_job(job: Job) -> JobResult:
     """One job from scratch (load its recipe and questions, open its LLM): a Ray task's body."""
-    recipes = load_recipes([job.recipe])
+    recipes = load_recipes([job.recipe], job.overrides, job.llm)
     examples = load_questions(job.dataset, job.limit, job.index is not None)
     return run_group(job, recipes, examples)[0]
 

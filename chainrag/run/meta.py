@@ -130,11 +130,20 @@ class Session:
     """The llama.cpp build the managed server ran in this session: answers are reproducible per
     build, not across builds (absent for other LLMs and before it was recorded)."""
 
+    changes: tuple[str, ...] = ()
+    """The command line's changes to the recipe file (``--llm NAME``, ``--set PATH=VALUE``)."""
+
     @classmethod
-    def now(cls, prompt_cache: str | None = None, llama_build: LlamaBuild | None = None) -> Session:
+    def now(
+        cls,
+        prompt_cache: str | None = None,
+        llama_build: LlamaBuild | None = None,
+        changes: tuple[str, ...] = (),
+    ) -> Session:
         host = Host(platform.machine(), os.cpu_count())
         when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        return cls(when, tuple(sys.argv), host, prompt_cache=prompt_cache, llama_build=llama_build)
+        return cls(when, tuple(sys.argv), host, prompt_cache=prompt_cache,
+                   llama_build=llama_build, changes=changes)  # fmt: skip
 
 
 def last_build(sessions: tuple[Session, ...]) -> LlamaBuild | None:
@@ -173,10 +182,12 @@ def _unstructure_session(session: Session) -> dict[str, Any]:
         own["prompt_cache"] = session.prompt_cache
     if session.llama_build is not None:
         own["llama_build"] = plain(session.llama_build, _CONVERTER)
+    if session.changes:
+        own["changes"] = list(session.changes)
     return own | (plain(session.end, _CONVERTER) if session.end is not None else {})
 
 
-SESSION_KEYS = ("started", "argv", "host", "prompt_cache", "llama_build")
+SESSION_KEYS = ("started", "argv", "host", "prompt_cache", "llama_build", "changes")
 """A session's own keys in its JSON object; the others are its end's."""
 
 

@@ -29,7 +29,7 @@ from chainrag.index.build import IndexBuildError, IndexCache, build_index
 from chainrag.index.corpus.build import Dtype, Engine, LocalEngine, build_corpus_index
 from chainrag.index.corpus.store import CorpusIndexError
 from chainrag.protocols.index import VectorSearch
-from chainrag.recipes.recipe import IndexSpec, load_recipe
+from chainrag.recipes.recipe import IndexSpec, Recipe, load_recipe
 
 Progress = Callable[[str, int, int], None]
 """``progress(label, done, total)``."""
@@ -40,11 +40,17 @@ Contexts = list[tuple[str, tuple[Passage, ...]]]
 ENGINES = ("local", "ray")
 
 
-def index_section(recipe: Path) -> IndexSpec:
-    """The ``index:`` section of a recipe file, or an error naming the file."""
-    spec = load_recipe(recipe).index
+def loaded(recipe: Path | Recipe) -> Recipe:
+    """A recipe given by its file (loaded now) or already loaded (with ``--set`` changes)."""
+    return recipe if isinstance(recipe, Recipe) else load_recipe(recipe)
+
+
+def index_section(recipe: Path | Recipe) -> IndexSpec:
+    """The ``index:`` section of a recipe (file), or an error naming it."""
+    spec = loaded(recipe).index
     if spec is None:
-        raise IndexBuildError(f"{recipe} has no index: section")
+        name = recipe.name if isinstance(recipe, Recipe) else recipe
+        raise IndexBuildError(f"{name} has no index: section")
     return spec
 
 
@@ -179,7 +185,7 @@ def engine_named(name: str, ctx: Context) -> Engine:
 
 
 def build_from_recipe(
-    recipe: Path,
+    recipe: Path | Recipe,
     sources: Sequence[str],
     out: Path,
     *,
@@ -209,18 +215,18 @@ class SearchReady:
     seconds: float
 
 
-def prepare_search(recipe: Path, out: Path) -> SearchReady | None:
+def prepare_search(recipe: Path | Recipe, out: Path) -> SearchReady | None:
     """Build the vector index the recipe's seed retriever searches the corpus index in ``out``
     with, so that the first question does not pay for it; None when it searches exactly (no
     vector index) or names no search."""
     from chainrag.components.search import ExactSearch
     from chainrag.index.corpus.store import CorpusIndex
 
-    loaded = load_recipe(recipe)
-    search = getattr(loaded.retrieval.seed, "search", None) if loaded.retrieval else None
-    if search is None or isinstance(search, ExactSearch) or loaded.index is None:
+    recipe = loaded(recipe)
+    search = getattr(recipe.retrieval.seed, "search", None) if recipe.retrieval else None
+    if search is None or isinstance(search, ExactSearch) or recipe.index is None:
         return None
-    assert loaded.index.embedder is not None
+    assert recipe.index.embedder is not None
     started = time.perf_counter()
-    CorpusIndex.open(out, loaded.index.embedder).vector_index(search)
+    CorpusIndex.open(out, recipe.index.embedder).vector_index(search)
     return SearchReady(search, time.perf_counter() - started)
