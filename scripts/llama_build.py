@@ -42,6 +42,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from chainrag.core.llama_build import file_sha256  # noqa: E402 - after the path
+
 REQUIREMENT = ROOT / "requirements" / "llama.txt"
 RECORD = "llama-build.json"
 NEEDS = {
@@ -133,14 +137,6 @@ def wheel_home() -> Path:
     return cache / "chainrag" / "wheels"
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def cpu_library(python: Path) -> Path | None:
     """The installed CPU kernels' library of llama_cpp in the environment of ``python``."""
     done = subprocess.run(  # noqa: S603 - the environment's own interpreter
@@ -229,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         not args.force
         and record.get("key") == key
         and library is not None
-        and record.get("library_sha256") == sha256(library)
+        and record.get("library_sha256") == file_sha256(library)
     ):
         print(f"== llama-cpp-python {version}: the {variant} build is installed ({key})")
         return 0
@@ -257,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         "compiler": cc,
         "cpu": model,
         "library": library.name,
-        "library_sha256": sha256(library),
+        "library_sha256": file_sha256(library),
         "installed": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     record_path.write_text(json.dumps(record, indent=2) + "\n")

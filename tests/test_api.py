@@ -17,7 +17,7 @@ from chainrag.run.record import RunRecord
 
 from .conftest import ROOT
 from .fake_openai_server import FakeOpenAI, serve
-from .test_runs import naive_recipe
+from .test_runs import fake_llm_recipe
 
 
 def test_import_chainrag_loads_no_heavy_package() -> None:
@@ -45,11 +45,7 @@ def test_load_recipe_is_typed_and_checked(tmp_path: Path) -> None:
 def test_run_returns_typed_records_resumes_and_reports(tmp_path: Path) -> None:
     fake = FakeOpenAI([], reply="Paris")
     with serve(fake) as api_base:
-        path, _ = naive_recipe(
-            tmp_path,
-            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}', "
-            "max_retries: 0}\n",
-        )
+        path = fake_llm_recipe(tmp_path, api_base)
         runs = chainrag.run(path, "musique", limit=3, out=tmp_path / "runs", progress=False)
         assert len(runs) == 1 and isinstance(runs[0], Run)
         assert runs[0].folder == tmp_path / "runs" / "musique" / "naive"
@@ -67,11 +63,7 @@ def test_run_returns_typed_records_resumes_and_reports(tmp_path: Path) -> None:
 def test_ask_answers_one_question_over_given_passages(tmp_path: Path) -> None:
     fake = FakeOpenAI([], reply="Paris")
     with serve(fake) as api_base:
-        path, _ = naive_recipe(
-            tmp_path,
-            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}', "
-            "max_retries: 0}\n",
-        )
+        path = fake_llm_recipe(tmp_path, api_base)
         passages = [("France", "Paris is the capital of France."), "Berlin is in Germany."]
         answer = chainrag.ask(path, "What is the capital of France?", passages)
         assert isinstance(answer, chainrag.api.Answer)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .conftest import ROOT
 from .fake_openai_server import FakeOpenAI, serve
-from .test_runs import naive_recipe
+from .test_runs import fake_llm_recipe, naive_recipe
 
 CLI = [str(Path(sys.executable).parent / "chainrag")]
 ANSINT = str(ROOT / "recipes" / "chainrag" / "ansint.yaml")
@@ -71,8 +71,7 @@ def test_a_run_with_set_records_it_resumes_with_it_and_dry_run_calls_nothing(
 ) -> None:
     fake = FakeOpenAI([], reply="Paris")
     with serve(fake) as api_base:
-        path, _ = naive_recipe(tmp_path, f"llm: {{kind: litellm, model: openai/fake-model, "
-                               f"api_base: '{api_base}', max_retries: 0}}\n")  # fmt: skip
+        path = fake_llm_recipe(tmp_path, api_base)
         out = str(tmp_path / "runs")
         args = ["run", str(path), "--dataset", "musique", "--limit", "3", "--out-dir", out,
                 "--no-report", "--set", "retrieval.seed.k=2"]  # fmt: skip
@@ -131,8 +130,7 @@ def test_ask_takes_the_recipe_first_and_still_reads_the_old_order(tmp_path: Path
     context = tmp_path / "passages.json"
     context.write_text(json.dumps([{"title": "France", "text": "Paris is the capital of France."}]))
     with serve(fake) as api_base:
-        path, _ = naive_recipe(tmp_path, f"llm: {{kind: litellm, model: openai/fake-model, "
-                               f"api_base: '{api_base}', max_retries: 0}}\n")  # fmt: skip
+        path = fake_llm_recipe(tmp_path, api_base)
         env = {"CHAINRAG_CACHE": str(tmp_path / "cache")}
         new = chainrag("ask", str(path), "Capital of France?", "--context", str(context), **env)
         assert new.returncode == 0 and "Paris" in new.stdout, new.stderr

@@ -21,7 +21,7 @@ from chainrag.run.folder import RunDir
 from chainrag.run.session import run_recipe
 
 from .fake_openai_server import FakeOpenAI, serve
-from .test_runs import naive_recipe, start
+from .test_runs import fails_on, naive_recipe, start
 
 
 def test_a_reply_with_a_lone_surrogate_is_written_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -42,14 +42,7 @@ def test_a_question_that_fails_with_any_exception_is_its_own_error(tmp_path: Pat
     path, recipe = naive_recipe(tmp_path)
     examples = load_dataset("musique", 3)
     run = start(tmp_path, path, recipe)
-    doomed = examples[1].question
-
-    def reply(request: LLMRequest) -> str:
-        if any(doomed in m.content for m in request.messages):
-            raise KeyError("choices")
-        return "Paris"
-
-    result = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": reply}))
+    result = run_recipe(recipe, examples, run, fails_on(examples[1].question, KeyError("choices")))
     assert (result.answered, result.failed) == (2, 1)
     (error,), _ = read_lines(run.folder / "errors.jsonl", repair=False)
     assert error["id"] == examples[1].qid and error["error"] == "KeyError" and error["bug"]

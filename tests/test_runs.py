@@ -46,6 +46,27 @@ def naive_recipe(tmp_path: Path, extra: str = "", name: str = "naive") -> tuple[
     return path, load_recipe(path)
 
 
+def fails_on(question: str, error: Exception) -> ScriptedLLM:
+    """Answers "Paris", but raises ``error`` on any request about ``question``."""
+
+    def reply(request: LLMRequest) -> str:
+        if any(question in m.content for m in request.messages):
+            raise error
+        return "Paris"
+
+    return ScriptedLLM({"cxtint": reply})
+
+
+def fake_llm_recipe(tmp_path: Path, api_base: str) -> Path:
+    """NaiveRAG (as :func:`naive_recipe`) answered by the fake OpenAI server at ``api_base``."""
+    path, _ = naive_recipe(
+        tmp_path,
+        f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}', "
+        "max_retries: 0}\n",
+    )
+    return path
+
+
 def gold_replier(examples: list[QAExample]) -> ScriptedLLM:
     """Answers the gold answer for even-numbered questions and "Paris" otherwise."""
     right = {e.question: e.answers[0] for e in examples[::2]}
@@ -251,14 +272,8 @@ def test_failed_questions_go_to_errors_and_are_tried_again(tmp_path: Path) -> No
     path, recipe = naive_recipe(tmp_path)
     examples = load_dataset("musique", 3)
     run = start(tmp_path, path, recipe)
-    doomed = examples[1].question
-
-    def reply(request: LLMRequest) -> str:
-        if any(doomed in m.content for m in request.messages):
-            raise ChainragError("the LLM stayed down")
-        return "Paris"
-
-    result = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": reply}))
+    stayed_down = fails_on(examples[1].question, ChainragError("the LLM stayed down"))
+    result = run_recipe(recipe, examples, run, stayed_down)
     assert (result.answered, result.failed) == (2, 1)
     errors, _ = read_lines(run.folder / "errors.jsonl", repair=False)
     assert errors[0]["id"] == examples[1].qid and "stayed down" in errors[0]["message"]
@@ -278,14 +293,8 @@ def test_a_dead_server_stops_the_run_and_the_same_command_resumes(tmp_path: Path
     path, recipe = naive_recipe(tmp_path)
     examples = load_dataset("musique", 5)
     run = start(tmp_path, path, recipe)
-    doomed = examples[2].question
-
-    def reply(request: LLMRequest) -> str:
-        if any(doomed in m.content for m in request.messages):
-            raise ServerDiedError("the local LLM server died 2 time(s): it was killed by signal")
-        return "Paris"
-
-    result = run_recipe(recipe, examples, run, ScriptedLLM({"cxtint": reply}))
+    died = ServerDiedError("the local LLM server died 2 time(s): it was killed by signal")
+    result = run_recipe(recipe, examples, run, fails_on(examples[2].question, died))
     assert isinstance(result.stopped, ServerDiedError)
     assert (result.answered, result.failed) == (2, 0)
     assert not (run.folder / "errors.jsonl").read_text()
