@@ -73,7 +73,7 @@ lint: venv
 	$(BIN)/ruff check chainrag tests bench scripts
 	$(BIN)/ruff format --check chainrag tests bench scripts
 
-typecheck: venv
+typecheck: venv llama
 	$(BIN)/mypy --strict chainrag
 
 pytest: venv llama

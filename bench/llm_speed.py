@@ -51,7 +51,7 @@ import attrs
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainrag.components.judges import numbered
-from chainrag.core.types import LLMRequest, Message, QAExample
+from chainrag.core.types import LLMRequest, LLMResponse, Message, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.llm import PromptCache, open_llm
 from chainrag.llm.cache import CachedLLM, ResponseCache
@@ -305,6 +305,10 @@ def main() -> int:
     parser.add_argument("--builds", nargs="+", metavar="NAME=WHEEL",
                         help="table 1: compare llama-cpp-python wheels side by side")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3, help="table 1 with --builds: rounds")
+    parser.add_argument("--delay-s", type=float, default=0.2,
+                        help="table replay: seconds of each live (fake) request")  # fmt: skip
+    parser.add_argument("--live", type=int, default=100,
+                        help="table replay: at most this many live requests")  # fmt: skip
     args = parser.parse_args()
     if args.orders < 2:
         parser.error("--orders must be at least 2 (ChainRAG's order and a shuffled one)")
@@ -408,7 +412,75 @@ def modes(args: argparse.Namespace) -> None:
             print(row, flush=True)
 
 
-TABLES = {"speed": speed, "prefix": prefix, "layers": layers, "modes": modes}
+class DelayedLLM:
+    """A scripted fake LLM that takes ``delay_s`` a request (a live request's time)."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.inner = ScriptedLLM({"bench": lambda r: "ok"})
+        self.delay_s = delay_s
+        self.calls = 0
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        time.sleep(self.delay_s)
+        self.calls += 1
+        return self.inner.complete(request)
+
+
+def replay_seconds(
+    limit_below_cache: bool, questions: int, delay_s: float, live_max: int
+) -> tuple[float, int]:
+    """(seconds to replay ``questions`` cached answers, live requests made meanwhile) with one
+    LLM slot, while another thread sends live requests without pause (at most ``live_max``,
+    so that a starved replay still ends): the slot around the whole stack
+    (``LimitedLLM(BoundLLM(CachedLLM(...)))``, as runs had it) or between the response cache
+    and the backend (as :func:`chainrag.llm.open_llm` puts it now)."""
+    import threading
+
+    from chainrag.llm.stack import LimitedLLM
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = ResponseCache(Path(tmp) / "c.sqlite")
+        fake = DelayedLLM(delay_s)
+        warm = BoundLLM(CachedLLM(fake, cache), "m", 0.0, 8, 0)
+        replayed = [_request(f"replayed question {i}", 8) for i in range(questions)]
+        for r in replayed:
+            warm.complete(r)  # the warm cache
+        if limit_below_cache:
+            llm: LLM = BoundLLM(CachedLLM(LimitedLLM.at_most(fake, 1), cache), "m", 0.0, 8, 0)
+        else:
+            llm = LimitedLLM.at_most(BoundLLM(CachedLLM(fake, cache), "m", 0.0, 8, 0), 1)
+        stop, before = threading.Event(), fake.calls
+
+        def live() -> None:
+            for i in range(live_max):
+                if stop.is_set():
+                    return
+                llm.complete(_request(f"live question {i}", 8))
+
+        thread = threading.Thread(target=live)
+        thread.start()
+        time.sleep(delay_s / 2)  # a live request is in flight
+        started = time.perf_counter()
+        for r in replayed:
+            llm.complete(r)
+        seconds = time.perf_counter() - started
+        stop.set()
+        thread.join()
+        cache.close()
+        return seconds, fake.calls - before
+
+
+def replay(args: argparse.Namespace) -> None:
+    print(f"| LLM slot (1) | replay of {args.questions} cached answers (s) | live requests made "
+          f"meanwhile (each {args.delay_s:g} s) |")  # fmt: skip
+    print("|---|---|---|")
+    for below, name in ((False, "around the whole stack (before)"),
+                        (True, "between the cache and the backend (now)")):  # fmt: skip
+        seconds, live = replay_seconds(below, args.questions, args.delay_s, args.live)
+        print(f"| {name} | {seconds:.3f} | {live} |", flush=True)
+
+
+TABLES = {"speed": speed, "prefix": prefix, "layers": layers, "modes": modes, "replay": replay}
 
 
 if __name__ == "__main__":

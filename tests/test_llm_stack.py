@@ -353,3 +353,36 @@ def test_open_llm_starts_the_managed_server_in_the_recipes_mode(
         assert isinstance(llm, BoundLLM) and started[0].answers()
     assert [s.prompt_cache for s in started] == [mode]
     assert started[0].process is None  # stopped with the block
+
+
+def test_a_cached_answer_never_waits_for_the_slot_a_live_request_holds(tmp_path: Path) -> None:
+    """open_llm's one LLM slot sits between the response cache and the backend: while a live
+    request holds it (the fake server answers after 3 s), an answer in the cache is returned,
+    and the live request is still in flight when it is."""
+    import threading
+
+    from chainrag.core.types import LLMRequest, Message
+    from chainrag.llm import open_llm
+    from chainrag.recipes.recipe import LLMSpec
+
+    from .fake_openai_server import FakeOpenAI, serve
+
+    def ask(text: str) -> LLMRequest:
+        return LLMRequest((Message("user", text),), "p", max_tokens=4)
+
+    fake = FakeOpenAI([], reply="Paris")
+    with serve(fake) as api_base:
+        spec = LLMSpec(kind="litellm", model="openai/fake", api_base=api_base, max_retries=0)
+        cache = tmp_path / "cache.sqlite"
+        with open_llm(spec, cache_path=cache, slots=1) as llm:
+            llm.complete(ask("cached"))  # now in the cache
+            fake.delay_s = 3.0
+            live = threading.Thread(target=llm.complete, args=(ask("live"),))
+            live.start()
+            while len(fake.bodies) < 2:  # the live request reached the server: slot taken
+                threading.Event().wait(0.01)
+            answer = llm.complete(ask("cached"))
+            in_flight = live.is_alive()
+            live.join()
+    assert answer.cached and answer.text == "Paris"
+    assert in_flight, "the cached answer waited for the live request's slot"

@@ -26,7 +26,7 @@ from chainrag.core.errors import Problem, RecipeError
 from chainrag.llm.backend import JsonMode, LiteLLMBackend, RetryPolicy
 from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
 from chainrag.llm.server import PromptCache
-from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
+from chainrag.llm.stack import BoundLLM, Ledger, LimitedLLM, MeteredLLM
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.models import DEFAULT_N_CTX
 from chainrag.recipes.recipe import LLMSpec
@@ -39,7 +39,11 @@ __all__ = [
 
 @contextlib.contextmanager
 def open_llm(
-    spec: LLMSpec, *, cache_path: Path | None = None, cache_mode: CacheMode = "use"
+    spec: LLMSpec,
+    *,
+    cache_path: Path | None = None,
+    cache_mode: CacheMode = "use",
+    slots: int | None = None,
 ) -> Iterator[LLM]:
     """A ready LLM for ``spec``; a managed local server lives exactly as long as the block.
 
@@ -47,6 +51,9 @@ def open_llm(
         spec: The recipe's ``llm:``.
         cache_path: SQLite file of the response cache, or None for no cache.
         cache_mode: ``use``, ``bypass`` or ``refresh`` (see :data:`CacheMode`).
+        slots: At most this many live requests in flight at once, across threads (None: no
+            limit). The limit sits between the response cache and the backend, so an answer
+            from the cache never waits for a slot.
     """
     retry = RetryPolicy(max_retries=spec.max_retries)
     mode = managed_prompt_cache(spec)
@@ -78,11 +85,11 @@ def open_llm(
                 retry=retry, json_mode=spec.json_mode,
             )  # fmt: skip
             model = spec.model
-        inner: LLM = backend
+        inner: LLM = backend if slots is None else LimitedLLM.at_most(backend, slots)
         if cache_path is not None:
             cache = ResponseCache(cache_path)
             stack.callback(cache.close)
-            inner = CachedLLM(backend, cache, cache_mode, endpoint_identity(spec))
+            inner = CachedLLM(inner, cache, cache_mode, endpoint_identity(spec))
         yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed)
 
 

@@ -71,3 +71,22 @@ class BoundLLM:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         return self.inner.complete(self.bind(request))
+
+
+@attrs.define
+class LimitedLLM:
+    """At most ``slots`` requests of this LLM in flight at once, across threads.
+
+    :func:`chainrag.llm.open_llm` puts it between the response cache and the backend, so only
+    live requests take a slot: a cached answer never waits behind one."""
+
+    inner: LLM
+    slots: threading.BoundedSemaphore
+
+    @classmethod
+    def at_most(cls, inner: LLM, n: int) -> LimitedLLM:
+        return cls(inner, threading.BoundedSemaphore(n))
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        with self.slots:
+            return self.inner.complete(request)

@@ -212,12 +212,14 @@ def index_identity(shared: Any) -> IndexIdentity:
 
 def run_into(
     recipe: Recipe, path: Path, folder: Path, dataset: str, examples: Sequence[QAExample],
-    llm: Any, *, width: int, slots: int, cache: IndexCache | None, shared: Any = None,
+    llm: Any, *, width: int, slots: int | None, cache: IndexCache | None, shared: Any = None,
     progress: Progress | None = None, models: ModelStore | None = None,
     say: Callable[[str], None] = lambda _: None, changes: tuple[str, ...] = (),
 ) -> SessionResult:  # fmt: skip
     """Run one recipe into ``folder`` and record the session's end, interrupted or not
-    (``models``: a model store already holding what the questions load, else a new one;
+    (``slots``: LLM requests in flight, None where ``llm`` limits itself below its response
+    cache, as :func:`open_job_llm`'s does; ``models``: a model store already holding what the
+    questions load, else a new one;
     ``say``: where a warning goes, such as a resumed run's changed llama.cpp build)."""
     from chainrag.core.llama_build import llama_build
     from chainrag.llm import managed_prompt_cache
@@ -265,7 +267,8 @@ def open_job_llm(
 ) -> Iterator[tuple[LLM, int, int]]:
     """The LLM of ``spec`` for ``job`` (through the response cache in ``job.cache_mode``), the
     questions in flight (``--concurrency``, else the recipe's) and the LLM requests in flight
-    (1 for the managed local server, which answers one at a time)."""
+    (1 for the managed local server, which answers one at a time). The LLM holds that limit
+    itself, below the response cache: a cached answer never waits for a live request."""
     from chainrag.core.paths import llm_cache_path
     from chainrag.llm import managed_prompt_cache, open_llm
 
@@ -277,9 +280,10 @@ def open_job_llm(
 
         if warning := crowding(running_servers(), cores()):
             say(warning)
-    with open_llm(spec, cache_path=llm_cache_path(),
-                  cache_mode=job.cache_mode) as llm:  # type: ignore[arg-type]  # fmt: skip
-        yield (llm, *in_flight(spec, job.concurrency))
+    width, slots = in_flight(spec, job.concurrency)
+    with open_llm(spec, cache_path=llm_cache_path(), cache_mode=job.cache_mode,  # type: ignore[arg-type]
+                  slots=slots) as llm:  # fmt: skip
+        yield llm, width, slots
 
 
 def in_flight(spec: LLMSpec, concurrency: int | None) -> tuple[int, int]:
@@ -303,12 +307,12 @@ def run_group(
     that stopped a run (:attr:`SessionResult.stopped`) once its end is recorded."""
     results, cache = [], IndexCache()
     for spec, members in by_llm(recipes).items():
-        with open_job_llm(spec, job, say) as (llm, width, slots):
+        with open_job_llm(spec, job, say) as (llm, width, _):
             for path, recipe in members:
                 shared = open_shared(recipe, job.index) if job.index else None
                 folder = job.out / run_slug(job.dataset, shared) / recipe.name
                 session = run_into(recipe, path, folder, job.dataset, examples, llm,
-                                   width=width, slots=slots, cache=cache,
+                                   width=width, slots=None, cache=cache,
                                    shared=shared, progress=progress, say=say,
                                    changes=job.changes)  # fmt: skip
                 results.append(JobResult(folder, session))

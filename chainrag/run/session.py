@@ -4,7 +4,9 @@
 
 :func:`run_recipe` answers the pending questions in a plain thread pool (``concurrency``
 questions in flight; the methods are plain functions) with at most ``llm_slots`` LLM requests in
-flight across them (1 for the managed local server, which answers one request at a time anyway).
+flight across them (1 for the managed local server, which answers one request at a time anyway;
+a run's LLM from :func:`chainrag.llm.open_llm` holds that limit itself, below its response
+cache, so that an answer replayed from the cache never waits for a live request).
 Each finished question is one line in the folder's ``predictions.jsonl``, written as it finishes;
 a question that fails, whatever the exception, is one line in ``errors.jsonl`` and the others go
 on. Ctrl-C or SIGTERM (see :func:`sigterm_as_interrupt`) cancels the questions not started yet;
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -30,8 +31,9 @@ import attrs
 from chainrag.core.context import ModelStore
 from chainrag.core.credentials import redact
 from chainrag.core.errors import ChainragError, Interrupted, signal_name
-from chainrag.core.types import LLMRequest, LLMResponse, QAExample
+from chainrag.core.types import QAExample
 from chainrag.index.build import IndexCache
+from chainrag.llm.stack import LimitedLLM
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.recipe import Recipe
@@ -40,22 +42,6 @@ from chainrag.run.folder import ERRORS, RunDir
 from chainrag.run.meta import SessionEnd
 from chainrag.run.question import answer_and_score
 from chainrag.run.record import QuestionError, RunRecord, error_line, record_line
-
-
-@attrs.define
-class LimitedLLM:
-    """At most ``slots`` requests of this LLM in flight at once, across threads."""
-
-    inner: LLM
-    slots: threading.BoundedSemaphore
-
-    @classmethod
-    def at_most(cls, inner: LLM, n: int) -> LimitedLLM:
-        return cls(inner, threading.BoundedSemaphore(n))
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        with self.slots:
-            return self.inner.complete(request)
 
 
 @attrs.define
@@ -141,7 +127,7 @@ def run_recipe(
     llm: LLM,
     *,
     concurrency: int = 1,
-    llm_slots: int = 1,
+    llm_slots: int | None = 1,
     models: ModelStore | None = None,
     cache: IndexCache | None = None,
     index: Searchable | None = None,
@@ -151,7 +137,9 @@ def run_recipe(
 
     Args:
         concurrency: Questions in flight at once.
-        llm_slots: LLM requests in flight at once (1 for the local server).
+        llm_slots: LLM requests in flight at once (1 for the local server), held around the
+            whole ``llm``; None where ``llm`` limits itself below its response cache
+            (:func:`chainrag.llm.open_llm`'s ``slots``), so that a cached answer never waits.
         index: One index every question is answered over (a corpus index: the shared-corpus
             setting); None builds each question's own.
         progress: Called as ``progress(done, total, tally)`` after every question.
@@ -165,7 +153,7 @@ def run_recipe(
         if record.id in wanted:
             tally.add(record)
     skipped = tally.n  # the examples with a line
-    limited = LimitedLLM.at_most(llm, llm_slots)
+    limited = LimitedLLM.at_most(llm, llm_slots) if llm_slots is not None else llm
     models = models or ModelStore()
 
     stopping: list[ChainragError] = []  # the error that stops the run, once one has
