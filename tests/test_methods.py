@@ -689,3 +689,31 @@ def test_a_passage_layout_inside_form_checked_is_checked_against_the_index(
     )
     with pytest.raises(RecipeError, match="layout: passages"):
         load_recipe(recipe)
+
+
+def test_two_integrators_of_one_kind_need_names_of_their_own(tmp_path: Path) -> None:
+    """The record keeps answers by name: two cxt_int would have given one answer, the later's,
+    scored as the first. Refused at load with the path; named, each keeps its own."""
+    from chainrag.components.reasoning import CxtInt
+    from chainrag.core.errors import RecipeError
+    from chainrag.methods.paper import ChainRAG, answer_name
+    from chainrag.recipes.recipe import load_recipe
+
+    recipe = tmp_path / "two.yaml"
+    base = ROOT / "recipes" / "chainrag" / "ansint.yaml"
+    recipe.write_text(
+        f"base: {base}\nmethod: {{kind: chainrag, integrators: "
+        "[{kind: cxt_int}, {kind: cxt_int, word_budget: 1500}]}\n"
+    )
+    with pytest.raises(RecipeError, match=r"integrators\[1\] gives the answer 'cxtint', as "
+                       r"integrators\[0\] does(.|\n)*two\.yaml\.method"):  # fmt: skip
+        load_recipe(recipe)
+    recipe.write_text(
+        f"base: {base}\nmethod: {{kind: chainrag, integrators: "
+        "[{kind: cxt_int}, {kind: cxt_int, word_budget: 1500, name: cxtint_short}]}\n"
+    )
+    method = load_recipe(recipe).method
+    assert isinstance(method, ChainRAG)
+    assert [answer_name(i) for i in method.integrators] == ["cxtint", "cxtint_short"]
+    with pytest.raises(ValueError, match="lower-case letters"):
+        CxtInt(name="CxtInt 2")

@@ -24,7 +24,7 @@ from typing import Literal
 
 import attrs
 
-from chainrag.components.reasoning import is_unanswerable
+from chainrag.components.reasoning import answer_name_ok, is_unanswerable
 from chainrag.components.rewrite_triggers import NUMBERED_REFERENCE
 from chainrag.core.context import Context
 from chainrag.core.types import Answer, Decomposition, IntegrationInput, SubAnswer
@@ -252,6 +252,8 @@ class ComparedByRule:
     """
 
     fallback: Integrator
+    name: str | None = attrs.field(default=None, validator=answer_name_ok)
+    """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
 
     @property
     def parts(self) -> tuple[Integrator]:

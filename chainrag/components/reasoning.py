@@ -41,6 +41,20 @@ from chainrag.recipes.registry import (
 T = TypeVar("T")
 
 
+ANSWER_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def answer_name_ok(
+    instance: object, attribute: attrs.Attribute[str | None], value: str | None
+) -> None:
+    """An integrator's ``name``: lower-case letters, digits and ``_``, a letter first (it keys
+    the run's records and shows in the report)."""
+    if value is not None and not ANSWER_NAME.match(value):
+        raise ValueError(
+            f"name {value!r}: an answer's name is lower-case letters, digits and _, a letter first"
+        )
+
+
 def clean_answer(text: str) -> str:
     """The first line of a reply, without "Answer:", quotes, or a trailing period."""
     line = next((ln for ln in text.strip().splitlines() if ln.strip()), "")
@@ -247,6 +261,8 @@ class AnsInt:
 
     use_original_sub_questions: bool = False
     prompt_version: int = 1
+    name: str | None = attrs.field(default=None, validator=answer_name_ok)
+    """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         llm = ctx.require_llm("ans_int integrator")
@@ -287,6 +303,8 @@ class CxtInt:
     notes: bool = False
     reason: bool = attrs.field(default=False)
     prompt_version: int = 1
+    name: str | None = attrs.field(default=None, validator=answer_name_ok)
+    """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
 
     @reason.validator
     def _one_prompt(self, _: attrs.Attribute[bool], reason: bool) -> None:
@@ -396,6 +414,8 @@ class FormChecked:
 
     integrator: Integrator
     fallback: Integrator
+    name: str | None = attrs.field(default=None, validator=answer_name_ok)
+    """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
 
     @property
     def parts(self) -> tuple[Integrator, Integrator]:
@@ -494,6 +514,8 @@ class Choose:
     word_budget: int = attrs.field(default=600, validator=attrs.validators.ge(1))
     by: Literal["letters", "probabilities"] = "letters"
     prompt_version: int = 1
+    name: str | None = attrs.field(default=None, validator=answer_name_ok)
+    """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
 
     @property
     def parts(self) -> tuple[Integrator, Integrator]:

@@ -52,8 +52,27 @@ from chainrag.recipes.registry import METHODS, registered_key
 
 
 def answer_name(integrator: Integrator) -> str:
+    """The name of the answer ``integrator`` gives: its ``name`` where the recipe gives one,
+    else its registered kind without ``_`` (``ans_int`` → ``ansint``)."""
+    given = getattr(integrator, "name", None)
+    if isinstance(given, str):
+        return given
     found = registered_key(type(integrator))
     return found[1].replace("_", "") if found else type(integrator).__name__.lower()
+
+
+def unique_answer_names(integrators: Sequence[Integrator]) -> None:
+    """Refuse two integrators that would give answers of one name: the record keeps answers by
+    name, so the later would replace the earlier, scored as if it were it."""
+    seen: dict[str, int] = {}
+    for i, integrator in enumerate(integrators):
+        name = answer_name(integrator)
+        if name in seen:
+            raise ValueError(
+                f"integrators[{i}] gives the answer {name!r}, as integrators[{seen[name]}] does: "
+                "give each its own name (name: ...)"
+            )
+        seen[name] = i
 
 
 @METHODS.register("chainrag")
@@ -87,6 +106,7 @@ class ChainRAG:
     def __attrs_post_init__(self) -> None:
         if not self.integrators:
             raise ValueError("'integrators' needs at least one integrator")
+        unique_answer_names(self.integrators)
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
         decomposition = self.decompose(example.question, ctx)

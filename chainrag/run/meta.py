@@ -257,12 +257,17 @@ def answer_recipe(recipe: Recipe) -> Recipe:
     return attrs.evolve(recipe, llm=llm)
 
 
+def _unset(line: str) -> bool:
+    """A dumped line of a field added since digests were first made, at its default."""
+    return line == "  n_ctx: null" or line.strip() in ("name: null", "- name: null")
+
+
 def recipe_digest(recipe: Recipe) -> str:
     """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded), as
-    far as its answers go (:func:`answer_recipe`; ``n_ctx``, left out, keeps the digests made
-    before it existed)."""
+    far as its answers go (:func:`answer_recipe`; ``n_ctx`` and an integrator's unset
+    ``name``, left out, keep the digests made before they existed)."""
     text = dump_recipe(stored_recipe(answer_recipe(recipe)))
-    text = "\n".join(ln for ln in text.splitlines() if ln != "  n_ctx: null")
+    text = "\n".join(ln for ln in text.splitlines() if not _unset(ln))
     lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
     return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
