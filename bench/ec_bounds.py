@@ -63,10 +63,11 @@ from chainrag.components.edges import (
     sentence_counts,
 )
 from chainrag.components.embedders import FlagModelEmbedder
-from chainrag.components.expanders import expand_hops, words
+from chainrag.components.expanders import expand_hops
 from chainrag.components.key_entities import BM25KeyEntities
 from chainrag.components.retrievers import top_k_hits
 from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.core.budget import words
 from chainrag.core.context import Context
 from chainrag.core.paths import cache_root
 from chainrag.core.types import GraphInputs, Passage, QAExample, ScoredEntity, Sentence, Verdict

@@ -17,15 +17,11 @@ import attrs
 
 from chainrag.components.judges import LLMYesNo
 from chainrag.components.rerankers import NoRerank
+from chainrag.core.budget import fit, words
 from chainrag.core.context import Context
 from chainrag.core.types import Expansion, Hit, Verdict
 from chainrag.protocols.retrieval import Graph, Reranker, SufficiencyJudge
 from chainrag.recipes.registry import EXPANDERS
-
-
-def words(text: str) -> int:
-    """Words in ``text``, as the budget counts them (whitespace-separated tokens)."""
-    return len(text.split())
 
 
 def take_within(
@@ -36,13 +32,10 @@ def take_within(
     word_budget: int,
 ) -> tuple[int, bool]:
     """Append ``units`` to ``gathered`` in order while they fit ``word_budget`` words (``total``
-    gathered so far); the new total, and whether a unit did not fit."""
-    for unit in units:
-        if total + length(unit) > word_budget:
-            return total, True
-        gathered.append(unit)
-        total += length(unit)
-    return total, False
+    gathered so far); the new total, and whether a unit did not fit (:func:`fit`)."""
+    kept, total, cut = fit(units, length, word_budget, total)
+    gathered.extend(kept)
+    return total, cut
 
 
 def expand_hops(

@@ -11,6 +11,7 @@ import attrs
 
 from chainrag.components.judges import numbered
 from chainrag.components.rerankers import NoRerank
+from chainrag.core.budget import fit, words
 from chainrag.core.context import Context, MissingResourceError
 from chainrag.core.errors import LLMOutputError
 from chainrag.core.types import (
@@ -319,15 +320,8 @@ class CxtInt:
         texts = list(dict.fromkeys(inputs.evidence))
         hits = [Hit(i, 0.0) for i in range(len(texts))]
         ranked = self.reranker(inputs.question, hits, texts, ctx)
-        kept: list[int] = []
-        words = 0
-        for hit in ranked:
-            size = len(texts[hit.index].split())
-            if words + size > self.word_budget:
-                break
-            kept.append(hit.index)
-            words += size
-        shown = [texts[i] for i in kept]
+        kept, _, _ = fit(ranked, lambda hit: words(texts[hit.index]), self.word_budget)
+        shown = [texts[hit.index] for hit in kept]
         if self.layout == "passages":
             shown = as_passages(shown, inputs, ctx)
         if self.order == "best_last":
@@ -456,7 +450,7 @@ def naming_evidence(evidence: Sequence[str], answers: Sequence[str], budget: int
     retrieval order per answer, while their words fit in ``budget``."""
     queues = [[t for t in dict.fromkeys(evidence) if mentions(t, a)] for a in answers]
     chosen: list[str] = []
-    words = 0
+    used = 0
     while any(queues):
         for queue in queues:
             while queue and queue[0] in chosen:
@@ -464,11 +458,11 @@ def naming_evidence(evidence: Sequence[str], answers: Sequence[str], budget: int
             if not queue:
                 continue
             text = queue.pop(0)
-            size = len(text.split())
-            if words + size > budget:
+            size = words(text)
+            if used + size > budget:
                 return chosen
             chosen.append(text)
-            words += size
+            used += size
     return chosen
 
 

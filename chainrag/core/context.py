@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from chainrag.core.budget import words
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Expansion, Usage
 from chainrag.protocols.llm import LLM
@@ -128,7 +129,7 @@ class Context:
             return expander(query, seeds, index, self)
         units = tuple(h.index for h in seeds)
         texts = index.texts
-        return Expansion(units, units, 0, (), sum(len(texts[u].split()) for u in units))
+        return Expansion(units, units, 0, (), sum(words(texts[u]) for u in units))
 
     def texts(self, units: Sequence[int]) -> list[str]:
         """The texts of ``units`` of the index."""
