@@ -29,6 +29,7 @@ library agree), so ``make`` calls it every time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -185,23 +186,37 @@ def build_wheel(folder: Path, version: str, options: str, python: Path) -> Path:
     return next(folder.glob("llama_cpp_python-*.whl"))
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """One build of llama-cpp-python: the variant for this CPU and what names it."""
+
+    variant: str
+    options: str
+    version: str
+    sdist: str
+    compiler: str
+    cpu: str
+
+    @property
+    def key(self) -> str:
+        return build_key(self.sdist, self.options, self.compiler)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--variant",
-        action="append",
-        default=[],
-        metavar="NAME=OPTIONS",
-        help="a build variant and its CMake options (repeatable)",
-    )
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=OPTIONS",
+                        help="a build variant and its CMake options (repeatable)")  # fmt: skip
     parser.add_argument("--cpu", default="auto", help="the variant to build, or auto")
     parser.add_argument("--venv", type=Path, default=ROOT / ".venv")
     parser.add_argument("--force", action="store_true", help="build and install again")
     args = parser.parse_args(argv)
-    given = dict(v.split("=", 1) for v in args.variant)
-    if not given:
+    if not args.variant:
         parser.error("give at least one --variant NAME=OPTIONS")
-    python = args.venv / "bin" / "python"
+    return args
+
+
+def this_build(wanted: str, variants: list[str]) -> Build:
+    """The build for this machine's CPU; SystemExit where the set-up cannot build one."""
     if platform.machine().lower() not in ("x86_64", "amd64") or not Path("/proc/cpuinfo").is_file():
         raise SystemExit(
             f"the set-up builds the local LLM (llama.cpp) for x86-64 Linux only; this is "
@@ -209,32 +224,33 @@ def main(argv: list[str] | None = None) -> int:
             "yourself (llama.cpp's defaults suit ARM and Apple silicon), or answer with an API "
             "model (a recipe's llm: section)."
         )
+    given = dict(v.split("=", 1) for v in variants)
     model, flags = cpu_flags()
-    variant = choose(args.cpu, given, model, flags)
-    options = " ".join(given[variant].split())
+    variant = choose(wanted, given, model, flags)
     version, sdist = sdist_pin()
-    cc = compiler()
-    key = build_key(sdist, options, cc)
-    record_path = args.venv / RECORD
+    return Build(variant, " ".join(given[variant].split()), version, sdist, compiler(), model)
+
+
+def installed(build: Build, venv: Path) -> bool:
+    """Whether ``venv`` holds ``build``: its record names the build, and the library installed
+    is the one the record hashed."""
     try:
-        record = json.loads(record_path.read_text())
+        record = json.loads((venv / RECORD).read_text())
     except (OSError, ValueError):
-        record = {}
-    library = cpu_library(python)
-    if (
-        not args.force
-        and record.get("key") == key
+        return False
+    library = cpu_library(venv / "bin" / "python")
+    return (
+        record.get("key") == build.key
         and library is not None
         and record.get("library_sha256") == file_sha256(library)
-    ):
-        print(f"== llama-cpp-python {version}: the {variant} build is installed ({key})")
-        return 0
-    folder = wheel_home() / f"llama_cpp_python-{version}-{variant}-{key}"
-    if args.force and folder.exists():
-        shutil.rmtree(folder)
-    wheels = list(folder.glob("llama_cpp_python-*.whl"))
-    wheel = wheels[0] if wheels else build_wheel(folder, version, options, python)
-    print(f"== installing {wheel.name} ({variant} build {key}) for this CPU ({model})")
+    )
+
+
+def install(build: Build, wheel: Path, venv: Path) -> None:
+    """Install ``wheel`` into ``venv`` and write the record chainrag reads."""
+    python = venv / "bin" / "python"
+    print(f"== installing {wheel.name} ({build.variant} build {build.key}) for this CPU "
+          f"({build.cpu})")  # fmt: skip
     subprocess.run(  # noqa: S603 - pip, with our own arguments
         [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-deps",
          "--no-index", "--force-reinstall", str(wheel)],
@@ -244,19 +260,29 @@ def main(argv: list[str] | None = None) -> int:
     if library is None:
         raise SystemExit(f"installed {wheel}, but llama_cpp's CPU library is not found")
     record = {
-        "llama_cpp_python": version,
-        "variant": variant,
-        "options": options,
-        "key": key,
-        "wheel": str(wheel),
-        "sdist_sha256": sdist,
-        "compiler": cc,
-        "cpu": model,
-        "library": library.name,
+        "llama_cpp_python": build.version, "variant": build.variant, "options": build.options,
+        "key": build.key, "wheel": str(wheel), "sdist_sha256": build.sdist,
+        "compiler": build.compiler, "cpu": build.cpu, "library": library.name,
         "library_sha256": file_sha256(library),
         "installed": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    record_path.write_text(json.dumps(record, indent=2) + "\n")
+    }  # fmt: skip
+    (venv / RECORD).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    build = this_build(args.cpu, args.variant)
+    if not args.force and installed(build, args.venv):
+        print(f"== llama-cpp-python {build.version}: the {build.variant} build is installed "
+              f"({build.key})")  # fmt: skip
+        return 0
+    folder = wheel_home() / f"llama_cpp_python-{build.version}-{build.variant}-{build.key}"
+    if args.force and folder.exists():
+        shutil.rmtree(folder)
+    wheels = list(folder.glob("llama_cpp_python-*.whl"))
+    python = args.venv / "bin" / "python"
+    wheel = wheels[0] if wheels else build_wheel(folder, build.version, build.options, python)
+    install(build, wheel, args.venv)
     return 0
 
 

@@ -129,14 +129,12 @@ def validate_changed(
     paths: list[Path], overrides: list[str] | None, llm: str | None, load_plugins: bool
 ) -> None:
     """``validate`` of one recipe file with ``--llm``/``--set`` applied."""
-    from chainrag.recipes.overrides import check_changed, parse_all
+    from chainrag.recipes.overrides import check_changed, describe, parse_all
 
     if len(paths) != 1 or not paths[0].is_file():
         raise fail("--set and --llm apply to one recipe file: give exactly one", 2, prefix="")
     checked = check_changed(paths[0], parse_all(overrides or ()), llm, load_plugins=load_plugins)
-    changes = " ".join(
-        [*((f"--llm {llm}",) if llm else ()), *(f"--set {o}" for o in overrides or ())]
-    )
+    changes = " ".join(describe(overrides or (), llm))
     typer.echo(f"ok   {paths[0]} ({checked.name}) with {changes}{notes(checked.unchecked)}")
 
 

@@ -55,42 +55,45 @@ def open_llm(
             limit). The limit sits between the response cache and the backend, so an answer
             from the cache never waits for a slot.
     """
-    retry = RetryPolicy(max_retries=spec.max_retries)
-    mode = managed_prompt_cache(spec)
     with contextlib.ExitStack() as stack:
-        if mode is not None:
-            from chainrag.llm.served import ServedLLM
-            from chainrag.llm.server import LocalServer
-
-            server = stack.enter_context(LocalServer.for_model(
-                spec.model, prompt_cache=mode, n_ctx=spec.n_ctx or DEFAULT_N_CTX))  # fmt: skip
-
-            def served(base: str, gone: Callable[[], str | None]) -> LLM:
-                return LiteLLMBackend(
-                    api_base=base, api_key="unused", timeout_s=spec.timeout_s, retry=retry,
-                    free=True, json_mode=_local_json_mode(spec), gone=gone,
-                )  # fmt: skip
-
-            backend: LLM = ServedLLM(server, served)
-            model = server.litellm_model
-        elif spec.kind == "local_gguf":
-            backend = LiteLLMBackend(
-                api_base=spec.api_base, api_key="unused", timeout_s=spec.timeout_s,
-                retry=retry, free=True, json_mode=_local_json_mode(spec),
-            )  # fmt: skip
-            model = f"openai/{spec.model}"
-        else:
-            backend = LiteLLMBackend(
-                api_base=spec.api_base, api_key=_keyless_server_key(spec), timeout_s=spec.timeout_s,
-                retry=retry, json_mode=spec.json_mode,
-            )  # fmt: skip
-            model = spec.model
+        backend, model = _backend(spec, stack)
         inner: LLM = backend if slots is None else LimitedLLM.at_most(backend, slots)
         if cache_path is not None:
             cache = ResponseCache(cache_path)
             stack.callback(cache.close)
             inner = CachedLLM(inner, cache, cache_mode, endpoint_identity(spec))
         yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed)
+
+
+def _backend(spec: LLMSpec, stack: contextlib.ExitStack) -> tuple[LLM, str]:
+    """The backend that answers ``spec`` and the model string it is asked for: the managed
+    server (started here, stopped with ``stack``; restarted once if it dies), a local model's
+    server at ``api_base``, or a provider through litellm."""
+    retry = RetryPolicy(max_retries=spec.max_retries)
+    mode = managed_prompt_cache(spec)
+    if mode is not None:
+        from chainrag.llm.served import ServedLLM
+        from chainrag.llm.server import LocalServer
+
+        server = stack.enter_context(LocalServer.for_model(
+            spec.model, prompt_cache=mode, n_ctx=spec.n_ctx or DEFAULT_N_CTX))  # fmt: skip
+
+        def served(base: str, gone: Callable[[], str | None]) -> LLM:
+            return LiteLLMBackend(
+                api_base=base, api_key="unused", timeout_s=spec.timeout_s, retry=retry,
+                free=True, json_mode=_local_json_mode(spec), gone=gone,
+            )  # fmt: skip
+
+        return ServedLLM(server, served), server.litellm_model
+    if spec.kind == "local_gguf":
+        return LiteLLMBackend(
+            api_base=spec.api_base, api_key="unused", timeout_s=spec.timeout_s,
+            retry=retry, free=True, json_mode=_local_json_mode(spec),
+        ), f"openai/{spec.model}"  # fmt: skip
+    return LiteLLMBackend(
+        api_base=spec.api_base, api_key=_keyless_server_key(spec), timeout_s=spec.timeout_s,
+        retry=retry, json_mode=spec.json_mode,
+    ), spec.model  # fmt: skip
 
 
 def managed_prompt_cache(spec: LLMSpec) -> PromptCache | None:

@@ -24,10 +24,9 @@ from typing import Any
 import attrs
 
 from chainrag.core.errors import Problem, RecipeError
+from chainrag.recipes.listing import RECIPES
 from chainrag.recipes.recipe import Checked, Recipe, check, merge, parse_yaml, resolve, structure
 
-RECIPES = Path(__file__).resolve().parents[2] / "recipes"
-"""The recipes that come with chainrag (a checkout's ``recipes/``)."""
 LLMS = RECIPES / "llms"
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
@@ -105,9 +104,10 @@ def apply(
     return out
 
 
-def describe(overrides: Sequence[Override], llm: str | None) -> tuple[str, ...]:
-    """How a run records the changes: ``--llm NAME`` then each ``--set`` as given."""
-    return ((f"--llm {llm}",) if llm else ()) + tuple(f"--set {o.text}" for o in overrides)
+def describe(overrides: Sequence[str], llm: str | None) -> tuple[str, ...]:
+    """The changes as a run records and a command says them: ``--llm NAME``, then each
+    ``--set PATH=VALUE`` as given."""
+    return ((f"--llm {llm}",) if llm else ()) + tuple(f"--set {o}" for o in overrides)
 
 
 def load_changed(

@@ -490,9 +490,9 @@ def is_paid(spec: LLMSpec) -> bool:
 def paid_samples(grid: Grid, sample: int = SAMPLE) -> list[PaidSample]:
     """The samples :func:`estimate_grid` would answer with a paid API, read from the run and
     sample folders without a call (a run over a corpus index counts its whole sample)."""
-    found = []
+    found, recipes = [], dict(grid.recipes)
     for job in grid.jobs:
-        recipe = dict(grid.recipes)[job.recipe]
+        recipe = recipes[job.recipe]
         if not is_paid(recipe.llm):
             continue
         examples = grid.questions[job.dataset]

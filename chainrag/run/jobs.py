@@ -60,8 +60,9 @@ class Job:
     @property
     def changes(self) -> tuple[str, ...]:
         """The command-line changes to the recipe, as ``run.json`` records them."""
-        return (*((f"--llm {self.llm}",) if self.llm else ()),
-                *(f"--set {o}" for o in self.overrides))  # fmt: skip
+        from chainrag.recipes.overrides import describe
+
+        return describe(self.overrides, self.llm)
 
 
 @attrs.frozen
@@ -140,11 +141,17 @@ def run_grid(
 def run_slug(dataset: str, shared: Any = None) -> str:
     """The folder of a dataset's runs; over a corpus index ``DATASET@CORPUS`` (the corpus named
     by its sources, so that runs over a graph and a chunk index of one corpus sit together)."""
-    if shared is None:
+    return index_slug(dataset, shared.manifest["sources"] if shared is not None else None)
+
+
+def index_slug(dataset: str, sources: Sequence[str] | None) -> str:
+    """:func:`run_slug` from the corpus index's sources (None: no index), read from its
+    manifest without opening the index."""
+    if sources is None:
         return dataset_slug(dataset)
     from chainrag.index.corpus.store import corpus_label
 
-    return f"{dataset_slug(dataset)}@{corpus_label(shared.manifest['sources'])}"
+    return f"{dataset_slug(dataset)}@{corpus_label(sources)}"
 
 
 def load_recipes(

@@ -16,10 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from chainrag.core.errors import ChainragError
-from chainrag.data.datasets import dataset_path, dataset_slug
+from chainrag.data.datasets import dataset_path
 from chainrag.recipes.recipe import LLMSpec, Recipe
 from chainrag.run.folder import RUN_FILE, RunDir
-from chainrag.run.jobs import Grid, Job
+from chainrag.run.jobs import Grid, Job, index_slug
 
 
 def llm_words(spec: LLMSpec) -> str:
@@ -34,12 +34,10 @@ def llm_words(spec: LLMSpec) -> str:
 def job_folder(job: Job, recipe: Recipe) -> Path:
     """Where ``chainrag run`` writes ``recipe`` over ``job.dataset`` (read from the corpus
     index's manifest, not opening the index, where there is one)."""
-    if job.index is None:
-        return job.out / dataset_slug(job.dataset) / recipe.name
-    from chainrag.index.corpus.store import corpus_label, read_manifest
+    from chainrag.index.corpus.store import read_manifest
 
-    sources = read_manifest(job.index)["sources"]
-    return job.out / f"{dataset_slug(job.dataset)}@{corpus_label(sources)}" / recipe.name
+    sources = read_manifest(job.index)["sources"] if job.index is not None else None
+    return job.out / index_slug(job.dataset, sources) / recipe.name
 
 
 def folder_state(folder: Path, job: Job, recipe: Recipe, wanted: set[str]) -> str:
