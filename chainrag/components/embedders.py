@@ -21,6 +21,7 @@ import attrs
 import numpy as np
 
 from chainrag.core.context import Context, model_folder
+from chainrag.core.device import PLACED, Device, resolve
 from chainrag.core.types import FloatArray
 from chainrag.protocols.index import EmbedRole
 from chainrag.recipes.registry import EMBEDDERS
@@ -49,11 +50,12 @@ def offline_minilm_path() -> str:
 @EMBEDDERS.register("flag_model", example={"batch_size": 8})
 @attrs.frozen
 class FlagModelEmbedder:
-    """Dense embeddings with FlagEmbedding's FlagModel, on the CPU, batched, L2-normalised.
+    """Dense embeddings with FlagEmbedding's FlagModel, batched, L2-normalised, in fp32.
 
     ``model_path`` None means the offline all-MiniLM-L6-v2; a path to nothing is an error
     when the model is loaded. ``query_instruction`` is prepended to queries only (BGE models
-    want one). Recipe:
+    want one). ``device``: ``auto`` (a GPU when torch sees one), ``cpu`` or ``cuda``
+    (:mod:`chainrag.core.device`). Recipe:
     ``{kind: flag_model, model_path: /models/bge-base-en-v1.5, pooling: cls}``.
     """
 
@@ -62,9 +64,11 @@ class FlagModelEmbedder:
     query_instruction: str = ""
     batch_size: int = attrs.field(default=64, validator=attrs.validators.ge(1))
     max_length: int = attrs.field(default=256, validator=attrs.validators.ge(8))
+    device: Device = attrs.field(default="auto", metadata=PLACED)
 
     def _model(self, ctx: Context) -> Any:
         path = self.model_path or offline_minilm_path()
+        device = resolve(self.device, "the flag_model embedder")
 
         def load() -> Any:
             from FlagEmbedding import FlagModel
@@ -77,13 +81,14 @@ class FlagModelEmbedder:
                 pooling_method=self.pooling,
                 normalize_embeddings=True,
                 use_fp16=False,
-                devices="cpu",
+                devices=device,
                 query_instruction_for_retrieval=self.query_instruction or None,
                 batch_size=self.batch_size,
                 query_max_length=self.max_length,
                 passage_max_length=self.max_length,
             )
-            model.model.eval()  # what FlagModel.encode does before every job; one_batch needs it
+            # what FlagModel.encode does before every job; one_batch needs it
+            model.model.to(device).eval()
             return model
 
         key = (
@@ -93,6 +98,7 @@ class FlagModelEmbedder:
             self.query_instruction,
             self.batch_size,
             self.max_length,
+            device,
         )
         return ctx.models.get(key, load)
 
@@ -135,11 +141,12 @@ def one_batch(model: Any, texts: Sequence[str], role: EmbedRole, max_length: int
     rows = [{key: tokens[key][i] for key in tokens} for i in order.tolist()]
     with torch.inference_mode():
         batch = pad_with_compat(model.tokenizer, rows, padding=True, return_tensors="pt")
+        batch = batch.to(model.model.device)
         hidden = model.model(**batch, return_dict=True).last_hidden_state
         pooled = model._truncate_embeddings(model.pooling(hidden, batch["attention_mask"]))
         if model.normalize_embeddings:
             pooled = torch.nn.functional.normalize(pooled, dim=-1)
-        vectors = pooled.float().numpy()
+        vectors = pooled.float().cpu().numpy()
     out: FloatArray = vectors[np.argsort(order)]
     return out
 

@@ -28,6 +28,7 @@ from chainrag.components.judges import numbered, parse_yes_no
 from chainrag.components.reasoning import ask_json, clean_answer
 from chainrag.components.rerankers import _minilm_example, cross_encoder
 from chainrag.core.context import Context
+from chainrag.core.device import PLACED, Device
 from chainrag.core.types import KnowledgeItem, QueryPlan
 from chainrag.llm.prompts import load_prompt
 from chainrag.recipes.registry import FOLLOW_UP_WRITERS, KNOWLEDGE_FILTERS, QUERY_REWRITERS
@@ -169,12 +170,14 @@ class NLICrossEncoderFilter:
     """An NLI cross-encoder from a local folder: premise = the item, hypothesis = "This
     answers: <question>"; keeps items whose most likely label is ``entailment`` (a label name
     from the model's config, or its index as digits, e.g. "0"). Recipe:
-    ``{kind: nli_cross_encoder, model_path: /models/nli-deberta-v3-small}``.
+    ``{kind: nli_cross_encoder, model_path: /models/nli-deberta-v3-small}``. ``device``:
+    ``auto`` (a GPU when torch sees one), ``cpu`` or ``cuda`` (:mod:`chainrag.core.device`).
     """
 
     model_path: str
     entailment: str = "entailment"
     batch_size: int = attrs.field(default=16, validator=attrs.validators.ge(1))
+    device: Device = attrs.field(default="auto", metadata=PLACED)
 
     def __call__(
         self, question: str, items: Sequence[KnowledgeItem], ctx: Context
@@ -182,7 +185,7 @@ class NLICrossEncoderFilter:
         if not items:
             return ()
 
-        model = cross_encoder("nli_cross_encoder", self.model_path, ctx)
+        model = cross_encoder("nli_cross_encoder", self.model_path, ctx, self.device)
         target = self._label_index(model)
         pairs = [[item.text, f"This answers the question: {question}"] for item in items]
         scores = np.asarray(

@@ -19,6 +19,7 @@ import attrs
 import numpy as np
 
 from chainrag.core.context import Context, model_folder
+from chainrag.core.device import PLACED, Device, resolve
 from chainrag.core.types import Hit
 from chainrag.protocols.index import Embedder
 from chainrag.recipes.registry import RERANKERS
@@ -44,30 +45,32 @@ def rerank_with(
     return rescored(hits, scores.reshape(-1).tolist())
 
 
-def cross_encoder(kind: str, model_path: str, ctx: Context) -> Any:
-    """The sentence-transformers CrossEncoder in the local folder ``model_path``, on the CPU,
-    loaded once per (kind, path) by the context's model store; ``kind`` names the component
-    in the error for a folder that does not exist."""
+def cross_encoder(kind: str, model_path: str, ctx: Context, device: Device = "cpu") -> Any:
+    """The sentence-transformers CrossEncoder in the local folder ``model_path``, on
+    ``device`` (:func:`chainrag.core.device.resolve`), loaded once per (kind, path, device) by
+    the context's model store; ``kind`` names the component in the errors."""
+    where = resolve(device, f"the {kind} component")
 
     def load() -> Any:
         from sentence_transformers import CrossEncoder
 
-        return CrossEncoder(model_folder(kind, "model_path", model_path), device="cpu")
+        return CrossEncoder(model_folder(kind, "model_path", model_path), device=where)
 
-    return ctx.models.get((kind, model_path), load)
+    return ctx.models.get((kind, model_path, where), load)
 
 
-def flag_reranker(model_path: str, ctx: Context) -> Any:
-    """FlagEmbedding's FlagReranker in the local folder ``model_path``, on the CPU, loaded
-    once per path by the context's model store."""
+def flag_reranker(model_path: str, ctx: Context, device: Device = "cpu") -> Any:
+    """FlagEmbedding's FlagReranker in the local folder ``model_path``, on ``device``, in
+    fp32, loaded once per (path, device) by the context's model store."""
+    where = resolve(device, "the flag_reranker component")
 
     def load() -> Any:
         from FlagEmbedding import FlagReranker
 
         folder = model_folder("flag_reranker", "model_path", model_path)
-        return FlagReranker(folder, use_fp16=False, devices="cpu")
+        return FlagReranker(folder, use_fp16=False, devices=where)
 
-    return ctx.models.get(("flag_reranker", model_path), load)
+    return ctx.models.get(("flag_reranker", model_path, where), load)
 
 
 @RERANKERS.register("none")
@@ -123,6 +126,8 @@ class LocalModelReranker(abc.ABC):
 
     model_path: str
     batch_size: int = attrs.field(default=32, validator=attrs.validators.ge(1))
+    device: Device = attrs.field(default="auto", metadata=PLACED)
+    """``auto`` (a GPU when torch sees one), ``cpu`` or ``cuda`` (:mod:`chainrag.core.device`)."""
 
     @abc.abstractmethod
     def scores(self, pairs: list[list[str]], ctx: Context) -> Any:
@@ -137,7 +142,7 @@ class LocalModelReranker(abc.ABC):
 @RERANKERS.register("flag_reranker", example=_minilm_example)
 @attrs.frozen
 class FlagRerankerComponent(LocalModelReranker):
-    """FlagEmbedding's FlagReranker (the paper's bge-reranker) from a local folder, on the CPU.
+    """FlagEmbedding's FlagReranker (the paper's bge-reranker) from a local folder, in fp32.
 
     Recipe: ``{kind: flag_reranker, model_path: /models/bge-reranker-base}``.
     """
@@ -145,18 +150,18 @@ class FlagRerankerComponent(LocalModelReranker):
     max_length: int = attrs.field(default=512, validator=attrs.validators.ge(8))
 
     def scores(self, pairs: list[list[str]], ctx: Context) -> Any:
-        model = flag_reranker(self.model_path, ctx)
+        model = flag_reranker(self.model_path, ctx, self.device)
         return model.compute_score(pairs, batch_size=self.batch_size, max_length=self.max_length)
 
 
 @RERANKERS.register("cross_encoder", example=_minilm_example)
 @attrs.frozen
 class CrossEncoderReranker(LocalModelReranker):
-    """A sentence-transformers CrossEncoder from a local folder, on the CPU.
+    """A sentence-transformers CrossEncoder from a local folder.
 
     Recipe: ``{kind: cross_encoder, model_path: /models/my-distilled-reranker}``.
     """
 
     def scores(self, pairs: list[list[str]], ctx: Context) -> Any:
-        model = cross_encoder("cross_encoder", self.model_path, ctx)
+        model = cross_encoder("cross_encoder", self.model_path, ctx, self.device)
         return model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)

@@ -26,13 +26,14 @@ import numpy as np
 
 from chainrag.components.key_entities import entity_vocabulary
 from chainrag.core.context import Context
+from chainrag.core.device import cache_devices
 from chainrag.core.errors import ChainragError
 from chainrag.core.paths import cache_root
 from chainrag.core.types import FloatArray, GraphInputs, Mention, Passage, ScoredEntity
 from chainrag.index.graph import FORMAT_VERSION, ChunkIndex, IndexFormatError, SentenceGraph
 from chainrag.protocols.index import Embedder, EmbedRole
 from chainrag.recipes.recipe import IndexSpec
-from chainrag.recipes.structure import unstructure
+from chainrag.recipes.structure import identity
 
 Index = SentenceGraph | ChunkIndex
 
@@ -88,9 +89,11 @@ class EmbeddingCache:
     def embed(
         self, embedder: Embedder, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
     ) -> FloatArray:
-        payload = {"embedder": unstructure(embedder), "role": role, "texts": list(texts)}
+        payload = {"embedder": identity(embedder), "role": role, "texts": list(texts)}
         if files := file_identities(embedder):  # only then: older keys stay valid
             payload["files"] = files
+        if devices := cache_devices(embedder):  # a GPU's vectors are keyed apart
+            payload["devices"] = devices
         key = digest(payload)
         path = self.folder / f"{key[:32]}.npy"
         if path.is_file():
@@ -119,11 +122,13 @@ class IndexCache:
     def path_for(self, passages: Sequence[Passage], spec: IndexSpec) -> Path:
         payload = {
             "format": FORMAT_VERSION,
-            "index": unstructure(spec),
+            "index": identity(spec),
             "passages": [[p.pid, p.title, p.text] for p in passages],
         }
         if files := file_identities(spec):  # only then: older keys stay valid
             payload["files"] = files
+        if devices := cache_devices(spec):
+            payload["devices"] = devices
         key = digest(payload)
         return self.folder / key[:32]
 

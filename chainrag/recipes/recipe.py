@@ -56,6 +56,7 @@ from chainrag.recipes.registry import find_plugin, load_plugin
 from chainrag.recipes.structure import (
     CONVERTER,
     describe,
+    identity,
     leaf_problems,
     leaves,
     type_name,
@@ -603,9 +604,11 @@ def check_recipe(
     return check(resolve(path, roots), str(path), load_plugins=load_plugins)
 
 
-def dump_recipe(recipe: Recipe) -> str:
-    """The fully resolved recipe as YAML: every default explicit; loads back to an equal object."""
-    text: str = yaml.safe_dump(unstructure(recipe), sort_keys=False, allow_unicode=True)
+def dump_recipe(recipe: Recipe, placement: bool = True) -> str:
+    """The fully resolved recipe as YAML: every default explicit; loads back to an equal object
+    (with ``placement`` False: without where its encoders run, the form its digest is made of)."""
+    data = unstructure(recipe) if placement else identity(recipe)
+    text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     return text
 
 

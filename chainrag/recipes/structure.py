@@ -28,6 +28,7 @@ from cattrs.errors import (
     IterableValidationNote,
 )
 
+from chainrag.core.device import PLACEMENT
 from chainrag.core.errors import ChainragError, Problem, UnknownComponentError
 from chainrag.recipes.registry import REGISTRIES, Registry, registered_key
 
@@ -214,18 +215,25 @@ def _article(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
 
 
-def _unstructure_component(conv: cattrs.Converter) -> Callable[[Any], dict[str, Any]]:
+def _unstructure_component(
+    conv: cattrs.Converter, placement: bool
+) -> Callable[[Any], dict[str, Any]]:
     def hook(obj: Any) -> dict[str, Any]:
         found = registered_key(type(obj))
         assert found is not None
-        fields = {f.name: conv.unstructure(getattr(obj, f.name)) for f in attrs.fields(type(obj))}
+        fields = {
+            f.name: conv.unstructure(getattr(obj, f.name))
+            for f in attrs.fields(type(obj))
+            if placement or not f.metadata.get(PLACEMENT)
+        }
         return {"kind": found[1], **fields}
 
     return hook
 
 
-def make_converter() -> cattrs.Converter:
-    """A new strict converter that knows every stage registry."""
+def make_converter(placement: bool = True) -> cattrs.Converter:
+    """A new strict converter that knows every stage registry; with ``placement`` False its
+    components unstructure without their placement fields."""
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for scalar in _SCALARS:
         conv.register_structure_hook(scalar, _scalar_hook(scalar))
@@ -237,7 +245,7 @@ def make_converter() -> cattrs.Converter:
         conv.register_structure_hook_func(_identity(reg.protocol), _component_hook(conv, reg))
     conv.register_unstructure_hook_func(
         lambda cl: isinstance(cl, type) and registered_key(cl) is not None,
-        _unstructure_component(conv),
+        _unstructure_component(conv, placement),
     )
     return conv
 
@@ -247,6 +255,7 @@ def _identity(t: type) -> Callable[[Any], bool]:
 
 
 CONVERTER = make_converter()
+_IDENTITY = make_converter(placement=False)
 
 
 def to_plain(value: Any) -> Any:
@@ -261,6 +270,14 @@ def to_plain(value: Any) -> Any:
 def unstructure(obj: Any) -> Any:
     """A recipe object (or component) as plain YAML/JSON data."""
     return to_plain(CONVERTER.unstructure(obj))
+
+
+def identity(obj: Any) -> Any:
+    """A recipe object (or component) as plain data, as far as what it computes goes: fields
+    that only say where it runs (``device``) left out. Digests and cache keys are made of this,
+    so a recipe has one digest on a laptop and on a GPU machine, and keys made before such a
+    field existed stay valid."""
+    return to_plain(_IDENTITY.unstructure(obj))
 
 
 # --------------------------------------------------------------------------- problems

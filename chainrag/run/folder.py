@@ -22,11 +22,12 @@ recurring experiment's folders too). Each line is a typed record (:mod:`chainrag
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
+from chainrag.core.device import resolved_devices
 from chainrag.core.errors import ChainragError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.data.datasets import dataset_setting
@@ -66,6 +67,21 @@ def build_change(folder: Path, before: LlamaBuild | None, now: LlamaBuild | None
         f"({before.describe()}); this session runs {now.describe()}. Answers are reproducible "
         "per build, not across builds, so new answers may differ from what the earlier build "
         "would have said; the cached ones are kept. run.json records each session's build."
+    )
+
+
+def device_change(folder: Path, sessions: Sequence[Session], now: Mapping[str, str]) -> str:
+    """A warning when this session's encoders run on other devices than the latest session
+    that recorded them; empty when they do not, or when either is unknown."""
+    before = next((s.devices for s in reversed(sessions) if s.devices), None)
+    if not before or not now or dict(before) == dict(now):
+        return ""
+    shown = ", ".join(f"{k}: {before.get(k, '-')} then, {v} now" for k, v in now.items())
+    return (
+        f"warning: {folder}'s encoders run on other devices this session ({shown}). Vectors "
+        "from cpu and cuda agree to a cosine of 0.999 or more, not bit for bit, so a new "
+        "answer may differ from what the earlier device would have given; run.json records "
+        "each session's devices."
     )
 
 
@@ -125,11 +141,14 @@ class RunDir:
         the command line's ``--llm``/``--set`` changes to the recipe file, recorded per session
         (the resolved recipe, changes applied, is ``recipe.yaml`` and the digest).
         """
-        session = Session.now(prompt_cache, llama_build, changes)
+        devices = resolved_devices(recipe, "")
+        session = Session.now(prompt_cache, llama_build, changes, devices)
         if (self.folder / RUN_FILE).exists():
             meta = self.check(recipe, dataset, dataset_file, index)
             self._check_prompt_cache(meta, prompt_cache)
             if warning := build_change(self.folder, last_build(meta.sessions), llama_build):
+                say(warning)
+            if warning := device_change(self.folder, meta.sessions, devices):
                 say(warning)
             meta = attrs.evolve(meta, sessions=(*meta.sessions, session))
         else:

@@ -133,17 +133,24 @@ class Session:
     changes: tuple[str, ...] = ()
     """The command line's changes to the recipe file (``--llm NAME``, ``--set PATH=VALUE``)."""
 
+    devices: Mapping[str, str] = attrs.field(factory=dict)
+    """Where each encoder of the recipe ran in this session, by its path in the recipe
+    (``{"index.embedder": "cuda"}``; :mod:`chainrag.core.device`); absent for a recipe without
+    one and before it was recorded."""
+
     @classmethod
     def now(
         cls,
         prompt_cache: str | None = None,
         llama_build: LlamaBuild | None = None,
         changes: tuple[str, ...] = (),
+        devices: Mapping[str, str] | None = None,
     ) -> Session:
         host = Host(platform.machine(), os.cpu_count())
         when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return cls(when, tuple(sys.argv), host, prompt_cache=prompt_cache,
-                   llama_build=llama_build, changes=changes)  # fmt: skip
+                   llama_build=llama_build, changes=changes,
+                   devices=dict(devices or {}))  # fmt: skip
 
 
 def last_build(sessions: tuple[Session, ...]) -> LlamaBuild | None:
@@ -184,10 +191,12 @@ def _unstructure_session(session: Session) -> dict[str, Any]:
         own["llama_build"] = plain(session.llama_build, _CONVERTER)
     if session.changes:
         own["changes"] = list(session.changes)
+    if session.devices:
+        own["devices"] = dict(session.devices)
     return own | (plain(session.end, _CONVERTER) if session.end is not None else {})
 
 
-SESSION_KEYS = ("started", "argv", "host", "prompt_cache", "llama_build", "changes")
+SESSION_KEYS = ("started", "argv", "host", "prompt_cache", "llama_build", "changes", "devices")
 """A session's own keys in its JSON object; the others are its end's."""
 
 
@@ -265,8 +274,9 @@ def _unset(line: str) -> bool:
 def recipe_digest(recipe: Recipe) -> str:
     """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded), as
     far as its answers go (:func:`answer_recipe`; ``n_ctx`` and an integrator's unset
-    ``name``, left out, keep the digests made before they existed)."""
-    text = dump_recipe(stored_recipe(answer_recipe(recipe)))
+    ``name``, left out, keep the digests made before they existed; so does leaving out where
+    the encoders run, :func:`~chainrag.recipes.structure.identity`)."""
+    text = dump_recipe(stored_recipe(answer_recipe(recipe)), placement=False)
     text = "\n".join(ln for ln in text.splitlines() if not _unset(ln))
     lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
     return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()

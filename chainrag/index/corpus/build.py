@@ -40,6 +40,7 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from chainrag.core.context import Context
+from chainrag.core.device import resolved_devices
 from chainrag.core.types import Chunk, GraphInputs, Passage, ScoredEntity, Sentence
 from chainrag.index.build import IndexBuildError, digest, entity_name
 from chainrag.index.corpus.source import read_passages
@@ -54,7 +55,7 @@ from chainrag.index.corpus.store import (
     write_manifest,
 )
 from chainrag.recipes.recipe import IndexSpec
-from chainrag.recipes.structure import unstructure
+from chainrag.recipes.structure import identity, unstructure
 
 Dtype = Literal["float32", "float16"]
 Progress = Callable[[str, int, int], None]
@@ -87,16 +88,17 @@ class LocalEngine:
 
 def index_digest(spec: IndexSpec) -> str:
     """``sha256:<hex>`` of the recipe's ``index:`` section: what decides the index's content."""
-    return "sha256:" + digest({"format": FORMAT, "index": unstructure(spec)})
+    return "sha256:" + digest({"format": FORMAT, "index": identity(spec)})
 
 
 def same_index(stored: Any, spec: IndexSpec) -> bool:
     """Whether the ``index:`` section a manifest stored is ``spec``, compared as components
-    (so a parameter added to a component since, with its default, changes nothing)."""
+    (so a parameter added to a component since, with its default, changes nothing) as far as
+    what they compute goes (a ``device`` may differ)."""
     from chainrag.recipes.recipe import structure_stored
 
     found = structure_stored({"name": "index", "index": stored}, "the index's manifest")
-    return found is not None and found.index == spec
+    return found is not None and identity(found.index) == identity(spec)
 
 
 def build_corpus_index(
@@ -117,6 +119,10 @@ def build_corpus_index(
                               "(a sentence graph) or index.chunker (chunk mode)")  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     manifest = _start(out, sources, spec, dtype, batch_passages, batch_sentences)
+    devices = resolved_devices(spec, "index")  # the devices of each session that built it
+    if devices and devices not in manifest.setdefault("devices", []):
+        manifest["devices"].append(devices)
+        write_manifest(out, manifest)
     engine = engine or LocalEngine(ctx)
     db = connect(out)
     try:

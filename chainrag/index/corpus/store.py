@@ -1,6 +1,7 @@
 """The corpus index folder: what a streamed build writes and how it is opened, memory-mapped.
 
-    DIR/manifest.json        format, recipe digest, sources and their sha256, counts, stages
+    DIR/manifest.json        format, recipe digest, sources and their sha256, counts, stages,
+                             the devices the encoders ran on (one mapping per device set)
     DIR/corpus.sqlite        passages, sentences (provenance and text), entity mentions, key
                              entities, each stage's progress (committed with its rows) and the
                              sha256 of every finished batch of passages
