@@ -38,7 +38,7 @@ by title), and ``chainrag index R --dataset NAME.json`` indexes the corpus, as f
 ``musique_train``. Without ``--index`` each question is answered over its own paragraphs (the
 per-question setting); the message :func:`load_file` says names the corpus it found.
 
-A file no format fits is a :class:`~chainrag.data.datasets.DatasetError` naming the file and
+A file no format fits is a :class:`~chainrag.data.records.DatasetError` naming the file and
 the first record that fits none (with what each format misses in it); one mixing formats
 names the first record that is not in the format of those before it, and the format it is in;
 records of the file's format with bad fields are all listed, as for a named dataset.
@@ -53,27 +53,21 @@ from pathlib import Path
 from typing import Any
 
 from chainrag.core.types import GoldStep, Passage, QAExample
-from chainrag.data.datasets import (
+from chainrag.data.formats import FORMATS, MUSIQUE_STEP, RecordFormat, examples_of
+from chainrag.data.names import corpus_beside
+from chainrag.data.records import DatasetError, checked, read_records, readable
+from chainrag.data.specs import (
     ALIASES,
     BOOLEAN,
-    FORMATS,
     KEY,
-    MUSIQUE_STEP,
     PASSAGE_OBJECT,
     STRING,
     TEXT,
-    DatasetError,
     Is,
     ListOf,
     Obj,
     OneOf,
-    RecordFormat,
     Spec,
-    checked,
-    corpus_beside,
-    examples_of,
-    read_records,
-    readable,
 )
 
 Say = Callable[[str], None]
@@ -178,7 +172,7 @@ def detect_format(path: Path, records: Sequence[tuple[str, Any]]) -> RecordForma
     each one JSON).
 
     It is the first of :data:`DETECTED` that every record fits; else the first that the first
-    record fits, whose check (:func:`~chainrag.data.datasets.checked`) then lists the records
+    record fits, whose check (:func:`~chainrag.data.records.checked`) then lists the records
     not in it. A first record no format fits, or a later one in another format than the
     first's, is a :class:`DatasetError` naming the file and that record.
     """
