@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import gc
 import importlib.util
 import json
 import os
@@ -87,6 +86,16 @@ from chainrag.core.types import GraphInputs, Sentence  # noqa: E402
 from chainrag.index.build import digest  # noqa: E402
 from chainrag.recipes.structure import unstructure  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from helpers import (  # noqa: E402
+    note,
+    perturbed_copy,
+    recall,
+    sample_rows,
+    timed,
+    write_copies,
+)
+
 M = 10
 CANDIDATES = 100
 WARM_UP = 5
@@ -116,10 +125,6 @@ CONFIGS = {
     "corpus: EC nearest 10, SS blocked_ivf": ("ec_nearest", "ss_blocked_ivf"),
 }
 COMMON = ("key_entities", "sa", "entity_index")
-
-
-def note(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- real data
@@ -205,27 +210,6 @@ def scaled_entities(real: Real, n: int, beta: float, seed: int) -> list[list[str
     return out
 
 
-def keeping_rotation(direction: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A random orthogonal matrix that maps ``direction`` (unit) to itself: uniform on its
-    orthogonal complement."""
-    d = direction.shape[0]
-    basis = np.linalg.qr(np.column_stack([direction, rng.standard_normal((d, d - 1))]))[0]
-    rest = basis[:, 1:]
-    q, r = np.linalg.qr(rng.standard_normal((d - 1, d - 1)))
-    out: np.ndarray = np.outer(direction, direction) + rest @ (q * np.sign(np.diag(r))) @ rest.T
-    return out
-
-
-def perturbed_copy(real: np.ndarray, copy: int, noise: float, seed: int) -> np.ndarray:
-    rng = np.random.default_rng([seed, copy, 1])
-    mean = real.mean(axis=0, dtype=np.float64)
-    rotation = keeping_rotation(mean / np.linalg.norm(mean), rng).astype(np.float32)
-    x = real @ rotation.T
-    x += noise * rng.standard_normal(x.shape, dtype=np.float32)
-    out: np.ndarray = x / np.linalg.norm(x, axis=1, keepdims=True)
-    return out
-
-
 def vectors_file(cache: Path, rows: int, noise: float, seed: int) -> Path:
     return cache / f"vectors_seed{seed}_noise{noise:g}_{rows}.npy"
 
@@ -244,15 +228,7 @@ def scaled_vectors(real: Real, n: int, noise: float, seed: int, cache: Path) -> 
             return np.load(path, mmap_mode="r")[:n]
     path = vectors_file(cache, n, noise, seed)
     note(f"writing {n:,} vectors to {path}")
-    base = np.asarray(real.vectors, dtype=np.float32)
-    tmp = path.with_suffix(".tmp.npy")
-    out = np.lib.format.open_memmap(tmp, "w+", np.float32, (n, base.shape[1]))
-    for copy, start in enumerate(range(0, n, len(base))):
-        block = base if copy == 0 else perturbed_copy(base, copy, noise, seed)
-        out[start : start + len(base)] = block[: n - start]
-    out.flush()
-    del out
-    os.replace(tmp, path)
+    write_copies(real.vectors, n, path, lambda base, c: perturbed_copy(base, c, noise, seed))
     return np.load(path, mmap_mode="r")
 
 
@@ -288,32 +264,6 @@ def scaled_inputs(real: Real, n: int, config: dict[str, Any], entities: bool) ->
 
 
 # --------------------------------------------------------------------------- measuring
-
-
-def status_mib(field: str) -> float:
-    """``VmRSS`` or ``VmHWM`` (peak RSS since the last reset) of this process, in MiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    raise KeyError(field)
-
-
-def timed(fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-    """fn's result and its seconds, the RSS before it (baseline) and the peak RSS while it ran
-    (VmHWM reset first; where the kernel refuses, the process's peak so far)."""
-    gc.collect()
-    load, base = os.getloadavg()[0], status_mib("VmRSS")
-    with contextlib.suppress(OSError):
-        Path("/proc/self/clear_refs").write_text("5")
-    start = time.perf_counter()
-    out = fn()
-    seconds = time.perf_counter() - start
-    return out, {
-        "seconds": seconds,
-        "baseline_mib": base,
-        "peak_mib": status_mib("VmHWM"),
-        "load": load,
-    }
 
 
 def refusing(build: Callable[[], Any]) -> Callable[[], Any]:
@@ -363,8 +313,7 @@ def truth_file(config: dict[str, Any], n: int) -> Path:
 def ground_truth(inp: Inputs, config: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
     """Sampled rows, their exact top-10 (self excluded) and the seconds that took (computed
     afresh, written under the cache for the FAISS stages)."""
-    rng = np.random.default_rng(config["seed"])
-    rows = np.sort(rng.choice(inp.n, min(config["sample"], inp.n), replace=False))
+    rows = sample_rows(inp.n, config["sample"], config["seed"])
     queries = np.ascontiguousarray(inp.vectors[rows], np.float32)
     exact_top_k(queries[:8], inp.vectors, M, rows[:8])  # imports torch, maps the vectors
     start = time.perf_counter()
@@ -372,11 +321,6 @@ def ground_truth(inp: Inputs, config: dict[str, Any]) -> tuple[np.ndarray, np.nd
     seconds = time.perf_counter() - start
     np.savez(truth_file(config, inp.n), rows=rows, ids=ids)
     return rows, ids, seconds
-
-
-def recall(found: np.ndarray, truth: np.ndarray) -> float:
-    hits = sum(len(set(f) & set(t)) for f, t in zip(found.tolist(), truth.tolist(), strict=True))
-    return hits / truth.size
 
 
 def index_file(config: dict[str, Any], n: int, search: Any) -> Path:

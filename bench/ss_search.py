@@ -1,8 +1,11 @@
-"""SS search at corpus scale: exact against FAISS HNSW and IVF, on real MiniLM structure.
+"""SS search at corpus scale: exact against FAISS HNSW and IVF, on real MiniLM structure; and
+the SS layer's k-NN graph built by ``blocked_ivf`` against NN-descent (FAISS, pynndescent).
 
     .venv/bin/python bench/ss_search.py [--sizes 0 100000 1000000] [--sample 1000]
         [--hnsw M:EF_CONSTRUCTION:EF_SEARCH[,EF_SEARCH...] ...]
         [--ivf LISTS_PER_SQRT_N:NPROBE[,NPROBE...] ...] [--no-exact]
+    .venv/bin/python bench/ss_search.py --graphs blocked_ivf faiss_nndescent:K pynndescent:K
+        [--sizes ...] [--limit SECONDS]
 
 Vectors: HippoRAG's 2Wiki corpus (6,119 passages) split by the project's spaCy splitter and
 embedded by the offline all-MiniLM-L6-v2 (cached in /tmp/ss_search/real.npy, so reruns skip
@@ -18,6 +21,15 @@ does, 100 queries); recall@10 of the sample's exact top-10 (self excluded); the 
 time estimated as batch ms × n; and the worker process's peak RSS (VmHWM: its imports, the
 sample, the index, and the file-backed pages of the mapped vectors it touched). Several
 breadths (efSearch, nprobe) are measured on one build.
+
+``--graphs``: what the SS layer needs, the 10 nearest others of every one of the n vectors, by
+each builder in a fresh process, timed whole (index or graph built, every row's neighbours
+taken), with the process's peak RSS and recall@10 of the sample's exact top-10:
+``blocked_ivf`` (chainrag's, at its defaults: 4·√n lists, nprobe 32, one refinement step);
+``faiss_nndescent:K`` (FAISS's IndexNNDescentFlat, inner product, a K-neighbour graph at its
+other defaults, the 10 best of each row's K kept); ``pynndescent:K`` (pynndescent's NNDescent,
+metric dot, K neighbours, its numba compilation included; chainrag's ``nndescent`` search).
+A builder still running after ``--limit`` seconds is stopped and its row says so.
 """
 
 from __future__ import annotations
@@ -37,6 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainrag.components.search import ExactSearch, FaissHNSW, FaissIVF, exact_top_k
 from chainrag.protocols import VectorSearch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from helpers import recall, rotated_copy, sample_rows, status_mib, timed, write_copies
 
 CACHE = Path("/tmp/ss_search")
 M = 10
@@ -63,28 +78,12 @@ def real_vectors() -> np.ndarray:
     return np.load(path)
 
 
-def rotated_copy(real: np.ndarray, seed: int, noise: float = 0.02) -> np.ndarray:
-    """The real vectors under one random rotation, plus Gaussian noise, re-normalised."""
-    rng = np.random.default_rng(seed)
-    q, r = np.linalg.qr(rng.standard_normal((real.shape[1], real.shape[1])))
-    rotation = q * np.sign(np.diag(r))  # uniform over orthogonal matrices
-    x = real @ rotation.astype(np.float32)
-    x += noise * rng.standard_normal(x.shape).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
 def vectors_file(n: int) -> Path:
     """A float32 .npy of n vectors: the real ones, then rotated copies (cached)."""
     path = CACHE / f"vectors_{n}.npy"
     if path.exists():
         return path
-    real = real_vectors()
-    out = np.lib.format.open_memmap(path, "w+", np.float32, (n, real.shape[1]))
-    for copy, start in enumerate(range(0, n, len(real))):
-        block = real if copy == 0 else rotated_copy(real, seed=copy)
-        out[start : start + len(real)] = block[: n - start]
-    out.flush()
-    return path
+    return write_copies(real_vectors(), n, path, lambda real, c: rotated_copy(real, seed=c))
 
 
 def ground_truth(n: int, sample: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +91,7 @@ def ground_truth(n: int, sample: int) -> tuple[np.ndarray, np.ndarray]:
     path = CACHE / f"truth_{n}_{sample}.npz"
     if not path.exists():
         x = np.load(vectors_file(n), mmap_mode="r")
-        rows = np.sort(np.random.default_rng(0).choice(n, min(sample, n), replace=False))
+        rows = sample_rows(n, sample, 0)
         ids, _ = exact_top_k(np.asarray(x[rows]), x, M, rows)
         np.savez(path, rows=rows, ids=ids)
     saved = np.load(path)
@@ -100,11 +99,6 @@ def ground_truth(n: int, sample: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- one build
-
-
-def recall(found: np.ndarray, truth: np.ndarray) -> float:
-    hits = sum(len(set(f) & set(t)) for f, t in zip(found.tolist(), truth.tolist(), strict=True))
-    return hits / truth.size
 
 
 def searches(kind: str, spec: str) -> list[tuple[str, VectorSearch]]:
@@ -144,18 +138,6 @@ def worker(n: int, sample: int, kind: str, spec: str) -> list[dict[str, Any]]:
     return out
 
 
-def status_mib(field: str) -> float:
-    """A memory figure of this process from /proc/self/status, in MiB.
-
-    ``VmHWM`` (peak RSS) rather than ``ru_maxrss``: the latter survives ``exec`` and so starts
-    at the RSS of the parent that forked this worker.
-    """
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    raise KeyError(field)
-
-
 def measure(index: Any, queries: np.ndarray, rows: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
     start = time.perf_counter()
     found, _ = index.search(queries, M, rows)
@@ -193,6 +175,82 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([head, *lines])
 
 
+GRAPHS = ("blocked_ivf", "faiss_nndescent", "pynndescent")
+
+
+def best_others(x: np.ndarray, candidates: np.ndarray, block: int = 8192) -> np.ndarray:
+    """Each row's M most similar candidates other than itself (ids < 0 skipped), by the inner
+    product, in blocks of rows."""
+    n, out = len(candidates), np.zeros((len(candidates), M), np.int64)
+    for start in range(0, n, block):
+        ids = candidates[start : start + block].astype(np.int64)
+        rows = np.arange(start, start + len(ids))[:, None]
+        sims = np.einsum("rd,rkd->rk", x[start : start + len(ids)], x[np.maximum(ids, 0)])
+        sims[(ids < 0) | (ids == rows)] = -np.inf
+        out[start : start + len(ids)] = np.take_along_axis(
+            ids, np.argsort(-sims, axis=1, kind="stable")[:, :M], axis=1
+        )
+    return out
+
+
+def knn_graph(kind: str, spec: str, x: np.ndarray) -> tuple[np.ndarray, str]:
+    """Every row's M nearest others by the builder ``kind`` (``spec``: its K), and a label."""
+    if kind == "blocked_ivf":
+        from chainrag.components.search import BlockedIVF
+
+        ids, _ = BlockedIVF()(x).self_join(M, 65536)
+        return ids, "4·√n lists, nprobe 32, refine 1"
+    k = int(spec or 32)
+    dense = np.ascontiguousarray(x, dtype=np.float32)
+    if kind == "faiss_nndescent":
+        import faiss
+
+        index = faiss.IndexNNDescentFlat(dense.shape[1], k, faiss.METRIC_INNER_PRODUCT)
+        index.add(dense)
+        graph = faiss.vector_to_array(index.nndescent.final_graph).reshape(len(dense), -1)
+        return best_others(dense, graph), f"K={k}"
+    try:
+        from pynndescent import NNDescent
+    except ImportError:
+        raise SystemExit("pynndescent is not installed (requirements/lock.txt has it)") from None
+    graph, _ = NNDescent(dense, metric="dot", n_neighbors=k, random_state=0).neighbor_graph
+    return best_others(dense, graph), f"K={k}"
+
+
+def graph_worker(n: int, sample: int, kind: str, spec: str) -> list[dict[str, Any]]:
+    x = np.load(vectors_file(n), mmap_mode="r")
+    rows, truth = ground_truth(n, sample)
+    (ids, label), run = timed(lambda: knn_graph(kind, spec, x))
+    return [{"params": label, "build_s": run["seconds"], "recall": recall(ids[rows], truth),
+             "rss_mib": run["peak_mib"], "load": run["load"]}]  # fmt: skip
+
+
+def run_graph(n: int, sample: int, kind: str, spec: str, limit: float) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--graph-worker", str(n), str(sample), kind, spec]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return {"n": n, "kind": kind, "params": spec, "build_s": None, "recall": None,
+                "rss_mib": None, "load": None}  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"{kind} {spec} at n={n} failed:\n{done.stderr}")
+    row: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])[0]
+    return row | {"n": n, "kind": kind}
+
+
+def graph_table(rows: list[dict[str, Any]], limit: float) -> str:
+    head = ("| n | builder | parameters | seconds (built + all rows) | recall@10 | peak RSS MiB "
+            "| load |\n|---|---|---|---|---|---|---|")  # fmt: skip
+    lines = [
+        f"| {r['n']:,} | {r['kind']} | {r['params']} | {r['build_s']:,.1f} | {r['recall']:.3f} "
+        f"| {r['rss_mib']:,.0f} | {r['load']:.1f} |"
+        if r["build_s"] is not None
+        else f"| {r['n']:,} | {r['kind']} | {r['params']} | > {limit:,.0f} (stopped) | — | — | — |"
+        for r in rows
+    ]
+    return "\n".join([head, *lines])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[0, 100_000])
@@ -200,11 +258,44 @@ def main() -> None:
     parser.add_argument("--hnsw", nargs="*", default=["32:40:32,64"])
     parser.add_argument("--ivf", nargs="*", default=["1:24"])
     parser.add_argument("--no-exact", action="store_true")
+    parser.add_argument(
+        "--graphs",
+        nargs="*",
+        default=None,
+        metavar="BUILDER[:K]",
+        help=f"compare k-NN graph builders instead ({', '.join(GRAPHS)})",
+    )
+    parser.add_argument(
+        "--limit",
+        type=float,
+        default=1800.0,
+        help="--graphs: seconds a builder may run at one size",
+    )
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--graph-worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         n, sample, kind, spec = args.worker
         print(json.dumps(worker(int(n), int(sample), kind, spec)))
+        return
+    if args.graph_worker:
+        n, sample, kind, spec = args.graph_worker
+        print(json.dumps(graph_worker(int(n), int(sample), kind, spec)))
+        return
+    if args.graphs is not None:
+        graphs = []
+        for size in args.sizes:
+            n = size or len(real_vectors())
+            ground_truth(n, args.sample)
+            for builder in args.graphs:
+                kind, _, spec = builder.partition(":")
+                if kind not in GRAPHS:
+                    parser.error(
+                        f"--graphs {builder}: unknown builder (known: {', '.join(GRAPHS)})"
+                    )
+                graphs.append(run_graph(n, args.sample, kind, spec, args.limit))
+                print(graph_table(graphs[-1:], args.limit), file=sys.stderr, flush=True)
+        print(graph_table(graphs, args.limit))
         return
     rows = []
     for size in args.sizes:
