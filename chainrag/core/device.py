@@ -75,11 +75,11 @@ def resolve(device: Device, who: str) -> Resolved:
 
 
 def placed(component: object, path: str) -> Iterator[tuple[str, Any]]:
-    """Every component inside ``component`` (itself included) with a placement field, with its
+    """Every component inside ``component`` (itself included) with a ``device`` field, with its
     path from ``path`` (``index.embedder``, ``method.retrieval.reranker``)."""
     if attrs.has(type(component)):
         fields = attrs.fields(type(component))  # type: ignore[arg-type]
-        if any(f.metadata.get(PLACEMENT) for f in fields):
+        if any(f.name == "device" and f.metadata.get(PLACEMENT) for f in fields):
             yield path, component
         for field in fields:
             yield from placed(getattr(component, field.name), _join(path, field.name))

@@ -171,11 +171,23 @@ def _run_window(
     return mapped.iter_rows()
 
 
+def in_one_process(spec: IndexSpec) -> IndexSpec:
+    """``spec`` with its spaCy stages in the actor's own process: each actor holds one CPU of
+    the cluster, so worker processes of its own would oversubscribe it (the sentences and
+    mentions are the same either way)."""
+    changes = {
+        name: attrs.evolve(part, processes=1)
+        for name in ("splitter", "ner")
+        if (part := getattr(spec, name)) is not None and hasattr(part, "processes")
+    }
+    return attrs.evolve(spec, **changes)
+
+
 class EncoderActor:
     """A Ray Data actor: its own context (models loaded once), one pickled batch per call."""
 
     def __init__(self, fn: Encoder, spec: IndexSpec) -> None:
-        self.fn, self.spec, self.ctx = fn, spec, Context()
+        self.fn, self.spec, self.ctx = fn, in_one_process(spec), Context()
 
     def __call__(self, table: Any) -> Any:
         import pyarrow as pa
