@@ -1,4 +1,4 @@
-"""The ``nndescent`` search (chainrag/components/nndescent.py): the SS layer's k-NN graph by
+"""The ``nndescent`` search (chainrag/components/search/nndescent.py): the SS layer's k-NN graph by
 pynndescent, read best first without the row itself; exact search for queries; saved and
 loaded; the same layer as exact search on a corpus small enough to join exactly."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from chainrag.components.edges import SimilarityTopK
-from chainrag.components.nndescent import NNDescentSearch
 from chainrag.components.search import ExactSearch
+from chainrag.components.search.nndescent import NNDescentSearch
 from chainrag.core.types import GraphInputs, Sentence
 
 

@@ -22,9 +22,8 @@ from typing import Any
 
 import attrs
 
-from chainrag.components.search import cores
 from chainrag.core.context import Context
-from chainrag.core.device import PLACED
+from chainrag.core.device import PLACED, cores
 from chainrag.core.types import Mention, Passage, Sentence
 from chainrag.recipes.registry import NERS, SENTENCE_SPLITTERS
 

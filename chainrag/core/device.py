@@ -17,6 +17,7 @@ GPU are keyed apart from the CPU's (:func:`cache_devices`).
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,11 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def cores() -> int:
+    """CPU cores this process may run on (its affinity where the system tells it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def resolve(device: Device, who: str) -> Resolved:

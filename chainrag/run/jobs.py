@@ -282,7 +282,7 @@ def open_job_llm(
     if spec.kind == "local_gguf":
         say(f"starting the local {spec.model} server…")
     if managed_prompt_cache(spec) is not None:  # chainrag starts a server: are cores free?
-        from chainrag.components.search import cores
+        from chainrag.core.device import cores
         from chainrag.llm.server import crowding, running_servers
 
         if warning := crowding(running_servers(), cores()):
