@@ -236,19 +236,20 @@ class LLMAnswerable:
     ``llm_yes_no``). It exists because a small model answers that question "yes" to nearly
     anything: ``chainrag experiment judge`` measures how well a judge tells the gold paragraphs
     from distractors. Its request is exactly the sub-answer's, so after the last check the
-    server's prompt cache holds the whole prompt. Its verdict's text is the cleaned sub-answer
-    (``answers``), so ChainRAG's ``answer_from_judge`` can take it instead of asking again.
+    server's prompt cache holds the whole prompt. Its verdict carries the cleaned sub-answer
+    (``Verdict.answer``), so ChainRAG's ``answer_from_judge`` can take it instead of asking
+    again.
     Recipe: ``{kind: llm_answerable}``.
     """
 
     answers: ClassVar[bool] = True
-    """Its verdict's ``raw`` is the sub-answer (what ``answer_from_judge`` reads)."""
+    """Its verdicts carry the sub-answer (``Verdict.answer``, what ``answer_from_judge`` reads)."""
 
     prompt_version: int = 2
 
     def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> Verdict:
         answer = LLMShortAnswer("answer_sub", self.prompt_version)(question, evidence, ctx)
-        return Verdict(ok=answer.answered, raw=answer.answer)
+        return Verdict(ok=answer.answered, raw=answer.answer, answer=answer.answer)
 
 
 @INTEGRATORS.register("ans_int")

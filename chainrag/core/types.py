@@ -193,10 +193,13 @@ class Hit:
 
 @attrs.frozen
 class Verdict:
-    """A yes/no judgement by an LLM (sufficiency, support, entailment) and its raw text."""
+    """A yes/no judgement by an LLM (sufficiency, support, entailment) and its raw text;
+    ``answer``: the sub-answer of a judge that answers while it judges (``llm_answerable``),
+    None for a judge that only says yes or no."""
 
     ok: bool
     raw: str = ""
+    answer: str | None = None
 
 
 NOT_CHECKED = "not checked (judge: none)"

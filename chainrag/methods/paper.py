@@ -157,11 +157,12 @@ class ChainRAG:
         self, query: str, expansion: Expansion, carried: str | None
     ) -> SubAnswer | None:
         """The sub-answer the walk's judge already gave (``answer_from_judge``): its last
-        verdict's text when it said "yes" over exactly what the answerer would read; else None."""
+        verdict's answer when it said "yes" over exactly what the answerer would read; else
+        None."""
         if not (self.answer_from_judge and expansion.verdicts and carried is None):
             return None
         last = expansion.verdicts[-1]
-        return SubAnswer(query, last.raw, True) if last.ok else None
+        return SubAnswer(query, last.answer, True) if last.ok and last.answer is not None else None
 
     def should_rewrite(self, sub_question: str, history: Sequence[SubAnswer], ctx: Context) -> bool:
         """Rewrite when enabled, the previous step was answered, and the trigger fires (and,

@@ -26,7 +26,7 @@ import attrs
 import cattrs
 
 from chainrag.core.errors import ChainragError
-from chainrag.core.types import Prediction, Usage, read_legacy_step
+from chainrag.core.types import Prediction, Usage, Verdict, read_legacy_step
 from chainrag.recipes.structure import make_converter, problems, to_plain, type_name
 
 T = TypeVar("T")
@@ -129,13 +129,20 @@ def _make() -> cattrs.Converter:
     conv = make_converter()
     omit = cattrs.gen.make_dict_unstructure_fn(QuestionError, conv, _cattrs_omit_if_default=True)
     conv.register_unstructure_hook(QuestionError, omit)
+    conv.register_unstructure_hook(Verdict, _verdict_data)
     return conv
+
+
+def _verdict_data(verdict: Verdict) -> dict[str, Any]:
+    own: dict[str, Any] = {"ok": verdict.ok, "raw": verdict.raw}
+    return own | ({"answer": verdict.answer} if verdict.answer is not None else {})
 
 
 CONVERTER = _make()
 """The strict project converter (:func:`chainrag.recipes.structure.make_converter`) that run records
 are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
-``traceback`` when they are unset."""
+``traceback`` when they are unset, and a verdict its ``answer`` (so a yes/no judge's verdicts
+are written as before it existed)."""
 
 
 def plain(value: Any, converter: cattrs.Converter = CONVERTER) -> Any:
