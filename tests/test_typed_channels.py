@@ -1,9 +1,14 @@
 """Typed channels between components: a judge that answers while it judges hands its sub-answer
-over in ``Verdict.answer`` (not in its raw text), and a record keeps it only where there is one."""
+over in ``Verdict.answer`` (not in its raw text), and a record keeps it only where there is one;
+an integrator runs once a question for every integrator that builds on it."""
 
 from __future__ import annotations
 
-from chainrag.core.types import Expansion, Verdict
+import attrs
+
+from chainrag.components.reasoning import Choose, FormChecked
+from chainrag.core.context import Context
+from chainrag.core.types import Answer, Expansion, IntegrationInput, Verdict
 from chainrag.methods.paper import ChainRAG
 from chainrag.run.record import CONVERTER, plain, structured
 
@@ -30,3 +35,34 @@ def test_a_record_keeps_a_verdicts_answer_only_where_there_is_one() -> None:
     assert plain(answering) == {"ok": True, "raw": "Fårö", "answer": "Fårö"}
     for verdict in (yes_no, answering, Verdict(False)):
         assert structured(plain(verdict), Verdict, "verdict", CONVERTER) == verdict
+
+
+CALLS: list[str] = []
+
+
+@attrs.frozen
+class Counted:
+    """An integrator that answers ``text`` and counts its runs in CALLS."""
+
+    text: str
+    name: str | None = None
+
+    def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
+        CALLS.append(self.text)
+        return Answer(self.text, f"said {self.text}")
+
+
+def test_an_integrator_runs_once_a_question_for_all_that_build_on_it() -> None:
+    """Without a response cache (cache_mode bypass), a recipe that lists CxtInt and AnsInt and
+    a form_checked and a choose over them used to run AnsInt and CxtInt three times each."""
+    CALLS.clear()
+    first, second = Counted("Yes"), Counted("Fårö")
+    integrators = (first, second, FormChecked(first, second), Choose(first, second),
+                   Counted("Fårö", name="again"))  # fmt: skip
+    inputs, ctx = IntegrationInput("Where did Ingmar Bergman die?"), Context()
+    answers = [inputs.integrated.answer(i, inputs, ctx) for i in integrators]
+    assert [a.text for a in answers] == ["Yes", "Fårö", "Fårö", "Fårö", "Fårö"]
+    assert CALLS == ["Yes", "Fårö"]
+    again = IntegrationInput("Where did Ingmar Bergman die?")  # another question: run again
+    assert again.integrated.answer(first, again, ctx).text == "Yes"
+    assert CALLS == ["Yes", "Fårö", "Yes"]

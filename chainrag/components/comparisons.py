@@ -264,7 +264,7 @@ class ComparedByRule:
         ruling = rule_comparison(inputs.question, inputs.sub_answers, inputs.original_sub_questions)
         if ruling is not None:
             return Answer(ruling.answer, f"[by rule: {ruling.why}]")
-        other = self.fallback(inputs, ctx)
+        other = inputs.integrated.answer(self.fallback, inputs, ctx)
         return Answer(other.text, f"[fallback: no comparison the rule decides]\n{other.raw}")
 
 

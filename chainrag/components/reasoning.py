@@ -400,9 +400,9 @@ class FormChecked:
     (:func:`misfit`): then ``fallback``'s, if that one fits (not the paper's).
 
     The fallback is asked only for those questions, so it adds a call only to them; when the
-    recipe's list also holds the fallback, its request is that one's word for word (a cache
-    hit in the default cache mode). Made for issue 24: with the passage layout the 1.5B reader
-    answered "Yes" to 5 of 60 which/who questions, where AnsInt named an answer.
+    recipe's list also holds the fallback, its answer is that one's, computed once a question
+    (:class:`~chainrag.core.types.Integrated`). Made for issue 24: with the passage layout
+    the 1.5B reader answered "Yes" to 5 of 60 which/who questions, where AnsInt named one.
     The answer's ``raw`` starts with a line that says which integrator answered and why.
     Recipe: ``{kind: form_checked, integrator: {kind: cxt_int, …}, fallback: {kind: ans_int}}``.
     """
@@ -418,11 +418,11 @@ class FormChecked:
         return self.integrator, self.fallback
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
-        first = self.integrator(inputs, ctx)
+        first = inputs.integrated.answer(self.integrator, inputs, ctx)
         why = misfit(inputs.question, first.text)
         if why is None:
             return Answer(first.text, f"[first: fits]\n{first.raw}")
-        other = self.fallback(inputs, ctx)
+        other = inputs.integrated.answer(self.fallback, inputs, ctx)
         if misfit(inputs.question, other.text) is not None:
             note = f"[first: {why}; the fallback's {other.text!r} does not fit either]"
             return Answer(first.text, f"{note}\n{first.raw}")
@@ -518,7 +518,8 @@ class Choose:
         return self.first, self.second
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
-        first, second = self.first(inputs, ctx), self.second(inputs, ctx)
+        first = inputs.integrated.answer(self.first, inputs, ctx)
+        second = inputs.integrated.answer(self.second, inputs, ctx)
         if normalize_answer(first.text) == normalize_answer(second.text):
             return Answer(first.text, f"[first: both said it]\n{first.raw}")
         first_misfit = misfit(inputs.question, first.text)

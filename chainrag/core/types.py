@@ -281,6 +281,29 @@ class Answer:
     raw: str = ""
 
 
+class Integrated:
+    """The answers integrators gave for one question, by what each computes: an integrator
+    that builds on others (``form_checked``, ``choose``, a comparison's fallback) asks for
+    theirs here, so each integrator runs once a question, whatever the response cache's mode
+    (with ``cache_mode: bypass`` a repeated integrator used to pay for its calls twice). Two
+    integrators that differ only in their answer's ``name`` compute the same answer."""
+
+    def __init__(self) -> None:
+        self._answers: dict[object, Answer] = {}
+
+    def answer(self, integrator: Any, inputs: IntegrationInput, ctx: Any) -> Answer:
+        """``integrator``'s answer to ``inputs``: computed the first time it is asked for."""
+        key = attrs.evolve(integrator, name=None) if hasattr(integrator, "name") else integrator
+        try:
+            hash(key)
+        except TypeError:  # a value that cannot be a key: computed each time, as before
+            answer: Answer = integrator(inputs, ctx)
+            return answer
+        if key not in self._answers:
+            self._answers[key] = integrator(inputs, ctx)
+        return self._answers[key]
+
+
 @attrs.frozen
 class IntegrationInput:
     """Everything an integrator may use to produce the final answer.
@@ -292,6 +315,8 @@ class IntegrationInput:
         evidence: All retrieved unit texts, de-duplicated, in retrieval order (CxtInt uses these).
         evidence_units: The index unit each evidence text first came from, aligned with
             ``evidence`` (CxtInt's passage layout reads their provenance); empty when unknown.
+        integrated: The answers of the integrators already run for this question
+            (:class:`Integrated`), shared by those that build on them.
     """
 
     question: str
@@ -299,6 +324,7 @@ class IntegrationInput:
     original_sub_questions: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
     evidence_units: tuple[int, ...] = ()
+    integrated: Integrated = attrs.field(factory=Integrated, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.evidence_units and len(self.evidence_units) != len(self.evidence):

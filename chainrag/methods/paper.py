@@ -142,7 +142,10 @@ class ChainRAG:
             evidence=tuple(evidence),
             evidence_units=tuple(evidence.values()),
         )
-        answers = tuple(NamedAnswer(answer_name(i), i(inputs, ctx)) for i in self.integrators)
+        answers = tuple(
+            NamedAnswer(answer_name(i), inputs.integrated.answer(i, inputs, ctx))
+            for i in self.integrators
+        )
         return Prediction(answers, tuple(steps), decomposition)
 
     def decompose(self, question: str, ctx: Context) -> Decomposition:
