@@ -21,8 +21,9 @@ corpus), and chainrag's own components are run with ``device: cpu`` and ``device
    and query vectors (the one-pass path) on both devices, the cosine of each vector pair; the
    ``cross_encoder`` and ``flag_reranker`` rerankers' scores on both (their classification head
    is untrained on this folder: seeded the same for both loads);
-2. speed: the embedder over all sentences on cuda at batch sizes 64 (the default), 256 and
-   1,024, and on the machine's CPUs over a slice; the cross-encoder over pairs on each;
+2. speed: the embedder over all sentences on cuda at batch sizes 64 (the default), 256,
+   1,024 and 4,096, in one call and (``--calls``) in calls of so many sentences as ``chainrag
+   index`` makes them, and on the machine's CPUs over a slice; the cross-encoder over pairs;
    seconds, sentences a second, the 1M-sentence time extrapolated linearly, peak GPU memory.
 
 It prints a table and writes the figures as JSON to ``--out``.
@@ -227,6 +228,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         embedder(texts[: batch * 2], ctx)  # load and warm up
         reset()
         row("embedder", gpu, batch, len(texts), timed(functools.partial(embedder, texts, ctx))[1])
+        for size in args.calls:  # as chainrag index calls it: --batch-sentences at a time
+
+            def in_calls(e: FlagModelEmbedder = embedder, size: int = size) -> None:
+                for start in range(0, len(texts), size):
+                    e(texts[start : start + size], ctx)
+
+            row(f"embedder, calls of {size:,}", gpu, batch, len(texts), timed(in_calls)[1])
     pairs = [[queries[i % len(queries)], t] for i, t in enumerate(texts[: args.rerank_pairs])]
     runs: tuple[tuple[Device, int], ...] = (
         ("cpu", args.rerank_pairs // 10),
@@ -283,6 +291,9 @@ def main() -> None:
     meas.add_argument("--cpu-sentences", type=int, default=8192)
     meas.add_argument("--rerank-pairs", type=int, default=20_000)
     meas.add_argument("--batches", type=int, nargs="+", default=[64, 256, 1024, 4096])
+    meas.add_argument("--calls", type=int, nargs="*", default=[], metavar="SENTENCES",
+                      help="also embed the sentences in calls of this many, as chainrag index "
+                      "does with --batch-sentences")  # fmt: skip
     meas.add_argument("--out", type=Path, default=None)
     meas.add_argument(
         "--device",
