@@ -133,6 +133,52 @@ def torch_path() -> Callable[[Sequence[str], int], np.ndarray]:
     return embed
 
 
+def paths_of(threads: int) -> dict[str, Callable[[Sequence[str], int], np.ndarray]]:
+    """PyTorch's path and ONNX Runtime's three, the network exported and quantised anew."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from chainrag.components.embedders import offline_minilm_path
+
+    work = Path(tempfile.mkdtemp(prefix="cpu_embedders_"))
+    fp32, int8 = work / "minilm.onnx", work / "minilm.int8.onnx"
+    channel = work / "minilm.int8-channel.onnx"
+    export(offline_minilm_path(), fp32)
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    quantize_dynamic(str(fp32), str(channel), weight_type=QuantType.QInt8, per_channel=True,
+                     op_types_to_quantize=["MatMul"])  # fmt: skip
+    return {
+        "pytorch (flag_model)": torch_path(),
+        "onnxruntime fp32": onnx_path(fp32, threads),
+        "onnxruntime int8": onnx_path(int8, threads),
+        "onnxruntime int8, per channel, MatMul only": onnx_path(channel, threads),
+    }
+
+
+def compare(paths: dict[str, Any], texts: list[str], batch: int, repeats: int) -> list[Any]:
+    """Each path's median seconds over ``repeats`` rounds (the paths alternating, so drift
+    hits each alike) and its vectors against PyTorch's."""
+    for embed in paths.values():
+        embed(texts[:128], batch)  # load, warm
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    vectors: dict[str, np.ndarray] = {}
+    for _ in range(repeats):
+        for name, embed in paths.items():
+            start = time.perf_counter()
+            vectors[name] = embed(texts, batch)
+            times[name].append(time.perf_counter() - start)
+    base = vectors["pytorch (flag_model)"].astype(np.float64)
+    rows = []
+    for name in paths:
+        v = vectors[name].astype(np.float64)
+        cos = (v * base).sum(1) / (np.linalg.norm(v, axis=1) * np.linalg.norm(base, axis=1))
+        seconds = statistics.median(times[name])
+        rows.append({"path": name, "seconds": seconds, "per_second": len(texts) / seconds,
+                     "rounds": [round(t, 2) for t in times[name]],
+                     "max_abs_diff": float(np.abs(v - base).max()),
+                     "min_cosine": float(cos.min())})  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -144,51 +190,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    from chainrag.components.embedders import offline_minilm_path
 
     torch.set_num_threads(args.threads)
     with gzip.open(ROOT / ".gpu" / "sentences.txt.gz", "rt", encoding="utf-8") as fh:
         texts = [line.rstrip("\n") for line in fh][: args.sentences]
-    work = Path(tempfile.mkdtemp(prefix="cpu_embedders_"))
-    fp32, int8 = work / "minilm.onnx", work / "minilm.int8.onnx"
-    channel = work / "minilm.int8-channel.onnx"
-    export(offline_minilm_path(), fp32)
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
-    quantize_dynamic(str(fp32), str(channel), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"])  # fmt: skip
-    paths = {
-        "pytorch (flag_model)": torch_path(),
-        "onnxruntime fp32": onnx_path(fp32, args.threads),
-        "onnxruntime int8": onnx_path(int8, args.threads),
-        "onnxruntime int8, per channel, MatMul only": onnx_path(channel, args.threads),
-    }
-    for embed in paths.values():
-        embed(texts[:128], args.batch)  # load, warm
-    times: dict[str, list[float]] = {name: [] for name in paths}
-    vectors: dict[str, np.ndarray] = {}
-    for _ in range(args.repeats):  # the paths alternate, so drift hits each alike
-        for name, embed in paths.items():
-            start = time.perf_counter()
-            vectors[name] = embed(texts, args.batch)
-            times[name].append(time.perf_counter() - start)
-    base = vectors["pytorch (flag_model)"].astype(np.float64)
-    rows = []
-    for name in paths:
-        v = vectors[name].astype(np.float64)
-        cos = (v * base).sum(1) / (np.linalg.norm(v, axis=1) * np.linalg.norm(base, axis=1))
-        seconds = statistics.median(times[name])
-        rows.append(
-            {
-                "path": name,
-                "seconds": seconds,
-                "per_second": len(texts) / seconds,
-                "rounds": [round(t, 2) for t in times[name]],
-                "max_abs_diff": float(np.abs(v - base).max()),
-                "min_cosine": float(cos.min()),
-            }
-        )
+    rows = compare(paths_of(args.threads), texts, args.batch, args.repeats)
     print(f"{len(texts):,} real sentences, batch {args.batch}, {args.threads} threads, "
           f"median of {args.repeats}")  # fmt: skip
     print("| path | s | sentences/s | rounds (s) | max abs diff vs PyTorch | min cosine |")

@@ -147,26 +147,13 @@ def cosines(a: Any, b: Any) -> dict[str, float]:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    import numpy as np
+    """The machine, then :func:`agreement` and :func:`speeds`."""
     import torch
 
-    from chainrag.components.embedders import FlagModelEmbedder
-    from chainrag.components.rerankers import CrossEncoderReranker, FlagRerankerComponent
-    from chainrag.core.context import Context
-    from chainrag.core.device import Device
-
-    gpu: Device = args.device
+    gpu = args.device
     on_gpu = gpu == "cuda"
     if on_gpu and not torch.cuda.is_available():
         raise SystemExit("measure --device cuda needs a machine whose torch sees a GPU")
-
-    def peak() -> float | None:
-        return float(torch.cuda.max_memory_allocated()) if on_gpu else None
-
-    def reset() -> None:
-        if on_gpu:
-            torch.cuda.reset_peak_memory_stats()
-
     model = str(widened(args.folder, Path(args.work) / "minilm"))
     with gzip.open(args.folder / "sentences.txt.gz", "rt", encoding="utf-8") as fh:
         real = [line.rstrip("\n") for line in fh]
@@ -178,76 +165,93 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_threads": torch.get_num_threads(),
         "real_sentences": len(real),
         "sentences": len(texts),
-        "agreement": {},
-        "speed": [],
     }
-    ctx = Context()
+    out["agreement"] = agreement(model, texts, real, args)
+    print(json.dumps(out["agreement"], indent=1), flush=True)
+    out["speed"] = speeds(model, texts, real[:64], args)
+    return out
+
+
+def agreement(model: str, texts: list[str], real: list[str], args: argparse.Namespace) -> Any:
+    """cpu against ``args.device``: the embedder's vectors (batched passages, one-pass queries)
+    and both rerankers' scores."""
+    import numpy as np
+    import torch
+
+    from chainrag.components.embedders import FlagModelEmbedder
+    from chainrag.components.rerankers import CrossEncoderReranker, FlagRerankerComponent
+    from chainrag.core.context import Context
+
+    ctx, found = Context(), {}
     cpu = FlagModelEmbedder(model_path=model, device="cpu")
-    other = FlagModelEmbedder(model_path=model, device=gpu)
+    other = FlagModelEmbedder(model_path=model, device=args.device)
     part, queries = texts[: args.agree], real[:64]
-    out["agreement"]["embedder passages"] = cosines(cpu(part, ctx), other(part, ctx))
+    found["embedder passages"] = cosines(cpu(part, ctx), other(part, ctx))
     one = [[e([q], ctx, "query")[0] for q in queries] for e in (cpu, other)]
-    out["agreement"]["embedder queries (one pass)"] = cosines(*one)
+    found["embedder queries (one pass)"] = cosines(*one)
     rerankers = {"cross_encoder": CrossEncoderReranker, "flag_reranker": FlagRerankerComponent}
     pairs = [[queries[0], t] for t in real[: args.pairs]]
     for name, cls in rerankers.items():
         scored = []
-        for d in ("cpu", gpu):
+        for d in ("cpu", args.device):
             torch.manual_seed(0)  # the same untrained head for both loads
             scored.append(np.asarray(cls(model_path=model, device=d).scores(pairs, ctx)))
         a, b = (s.reshape(len(s), -1)[:, 0] for s in scored)
         order_a, order_b = np.argsort(-a, kind="stable"), np.argsort(-b, kind="stable")
-        out["agreement"][f"{name} scores"] = {
+        found[f"{name} scores"] = {
             "max_abs_diff": float(np.abs(a - b).max()),
             "scale": float(np.abs(a).max()),
             "same_order": bool((order_a == order_b).all()),
             "rows": len(a),
         }
-    print(json.dumps(out["agreement"], indent=1), flush=True)
+    return found
 
-    def row(what: str, device: str, batch: int, n: int, seconds: float) -> None:
-        used = peak() if device == "cuda" else None
-        entry = {
-            "what": what,
-            "device": device,
-            "batch": batch,
-            "n": n,
-            "seconds": round(seconds, 2),
-            "per_second": round(n / seconds),
+
+def speeds(model: str, texts: list[str], queries: list[str], args: argparse.Namespace) -> Any:
+    """The embedder on the CPU over a slice and on ``args.device`` at each batch size (in one
+    call and in calls of ``args.calls``), then the cross-encoder on each: one row each."""
+    import torch
+
+    from chainrag.components.embedders import FlagModelEmbedder
+    from chainrag.components.rerankers import CrossEncoderReranker
+    from chainrag.core.context import Context
+
+    gpu, ctx, rows = args.device, Context(), []
+
+    def row(what: str, device: str, batch: int, n: int, fn: Callable[[], Any]) -> None:
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        seconds = timed(fn)[1]
+        used = torch.cuda.max_memory_allocated() if device == "cuda" else None
+        rows.append({
+            "what": what, "device": device, "batch": batch, "n": n,
+            "seconds": round(seconds, 2), "per_second": round(n / seconds),
             "1M_minutes": round(1e6 / (n / seconds) / 60, 2),
             "peak_gpu_gib": None if used is None else round(used / 2**30, 2),
-        }
-        out["speed"].append(entry)
-        print(entry, flush=True)
+        })  # fmt: skip
+        print(rows[-1], flush=True)
 
-    cut = texts[: args.cpu_sentences]
+    cpu, cut = FlagModelEmbedder(model_path=model, device="cpu"), texts[: args.cpu_sentences]
     cpu(texts[:128], ctx)  # warm
-    row("embedder", "cpu", cpu.batch_size, len(cut), timed(lambda: cpu(cut, ctx))[1])
+    row("embedder", "cpu", cpu.batch_size, len(cut), functools.partial(cpu, cut, ctx))
     for batch in args.batches:
         embedder = FlagModelEmbedder(model_path=model, device=gpu, batch_size=batch)
         embedder(texts[: batch * 2], ctx)  # load and warm up
-        reset()
-        row("embedder", gpu, batch, len(texts), timed(functools.partial(embedder, texts, ctx))[1])
+        row("embedder", gpu, batch, len(texts), functools.partial(embedder, texts, ctx))
         for size in args.calls:  # as chainrag index calls it: --batch-sentences at a time
 
             def in_calls(e: FlagModelEmbedder = embedder, size: int = size) -> None:
                 for start in range(0, len(texts), size):
                     e(texts[start : start + size], ctx)
 
-            row(f"embedder, calls of {size:,}", gpu, batch, len(texts), timed(in_calls)[1])
+            row(f"embedder, calls of {size:,}", gpu, batch, len(texts), in_calls)
     pairs = [[queries[i % len(queries)], t] for i, t in enumerate(texts[: args.rerank_pairs])]
-    runs: tuple[tuple[Device, int], ...] = (
-        ("cpu", args.rerank_pairs // 10),
-        (gpu, args.rerank_pairs),
-    )
-    for d, n in runs:
+    for d, n in (("cpu", args.rerank_pairs // 10), (gpu, args.rerank_pairs)):
         torch.manual_seed(0)
         reranker = CrossEncoderReranker(model_path=model, device=d, batch_size=256)
         reranker.scores(pairs[:256], ctx)
-        reset()
-        seconds = timed(functools.partial(reranker.scores, pairs[:n], ctx))[1]
-        row("cross_encoder pairs", d, 256, n, seconds)
-    return out
+        row("cross_encoder pairs", d, 256, n, functools.partial(reranker.scores, pairs[:n], ctx))
+    return rows
 
 
 def show(out: dict[str, Any]) -> str:

@@ -178,21 +178,6 @@ def table(rows: list[dict[str, Any]]) -> str:
 GRAPHS = ("blocked_ivf", "faiss_nndescent", "pynndescent")
 
 
-def best_others(x: np.ndarray, candidates: np.ndarray, block: int = 8192) -> np.ndarray:
-    """Each row's M most similar candidates other than itself (ids < 0 skipped), by the inner
-    product, in blocks of rows."""
-    n, out = len(candidates), np.zeros((len(candidates), M), np.int64)
-    for start in range(0, n, block):
-        ids = candidates[start : start + block].astype(np.int64)
-        rows = np.arange(start, start + len(ids))[:, None]
-        sims = np.einsum("rd,rkd->rk", x[start : start + len(ids)], x[np.maximum(ids, 0)])
-        sims[(ids < 0) | (ids == rows)] = -np.inf
-        out[start : start + len(ids)] = np.take_along_axis(
-            ids, np.argsort(-sims, axis=1, kind="stable")[:, :M], axis=1
-        )
-    return out
-
-
 def knn_graph(kind: str, spec: str, x: np.ndarray) -> tuple[np.ndarray, str]:
     """Every row's M nearest others by the builder ``kind`` (``spec``: its K), and a label."""
     if kind == "blocked_ivf":
@@ -201,20 +186,20 @@ def knn_graph(kind: str, spec: str, x: np.ndarray) -> tuple[np.ndarray, str]:
         ids, _ = BlockedIVF()(x).self_join(M, 65536)
         return ids, "4·√n lists, nprobe 32, refine 1"
     k = int(spec or 32)
-    dense = np.ascontiguousarray(x, dtype=np.float32)
     if kind == "faiss_nndescent":
         import faiss
 
+        from chainrag.components.search import NNDescentIndex
+
+        dense = np.ascontiguousarray(x, dtype=np.float32)
         index = faiss.IndexNNDescentFlat(dense.shape[1], k, faiss.METRIC_INNER_PRODUCT)
         index.add(dense)
         graph = faiss.vector_to_array(index.nndescent.final_graph).reshape(len(dense), -1)
-        return best_others(dense, graph), f"K={k}"
-    try:
-        from pynndescent import NNDescent
-    except ImportError:
-        raise SystemExit("pynndescent is not installed (requirements/lock.txt has it)") from None
-    graph, _ = NNDescent(dense, metric="dot", n_neighbors=k, random_state=0).neighbor_graph
-    return best_others(dense, graph), f"K={k}"
+        # its K candidates a row, read as chainrag's nndescent index reads pynndescent's
+        return NNDescentIndex(dense, graph.astype(np.int64)).self_join(M, 0)[0], f"K={k}"
+    from chainrag.components.search import NNDescentSearch
+
+    return NNDescentSearch(n_neighbors=k)(x).self_join(M, 0)[0], f"K={k}"
 
 
 def graph_worker(n: int, sample: int, kind: str, spec: str) -> list[dict[str, Any]]:

@@ -45,8 +45,6 @@ def worker_count(processes: int | None, texts: int) -> int:
 def pipe(nlp: Any, texts: Sequence[str], batch_size: int, processes: int | None) -> Iterator[Any]:
     """``nlp.pipe`` over ``texts``, in :func:`worker_count` processes; docs in input order."""
     n = worker_count(processes, len(texts))
-    if n == 1:
-        return iter(nlp.pipe(texts, batch_size=batch_size))
     return iter(nlp.pipe(texts, batch_size=batch_size, n_process=n))
 
 

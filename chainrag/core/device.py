@@ -26,6 +26,7 @@ from typing import Any, Literal
 import attrs
 
 from chainrag.core.errors import ChainragError
+from chainrag.core.parts import parts
 
 PLACEMENT = "placement"
 """The metadata key of a component field that says where it computes, not what (``device``):
@@ -81,24 +82,12 @@ def resolve(device: Device, who: str) -> Resolved:
 
 
 def placed(component: object, path: str) -> Iterator[tuple[str, Any]]:
-    """Every component inside ``component`` (itself included) with a ``device`` field, with its
-    path from ``path`` (``index.embedder``, ``method.retrieval.reranker``)."""
-    if attrs.has(type(component)):
-        fields = attrs.fields(type(component))  # type: ignore[arg-type]
+    """Every component inside ``component`` (itself included) with a ``device`` placement
+    field, with its path from ``path`` (``index.embedder``, ``method.retrieval.reranker``)."""
+    for where, part in parts(component, path):
+        fields = attrs.fields(type(part))
         if any(f.name == "device" and f.metadata.get(PLACEMENT) for f in fields):
-            yield path, component
-        for field in fields:
-            yield from placed(getattr(component, field.name), _join(path, field.name))
-    elif isinstance(component, tuple | list):
-        for i, item in enumerate(component):
-            yield from placed(item, f"{path}[{i}]")
-    elif isinstance(component, dict):
-        for key, item in component.items():
-            yield from placed(item, _join(path, str(key)))
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
+            yield where, part
 
 
 def resolved_devices(component: object, path: str) -> dict[str, Resolved]:

@@ -28,6 +28,7 @@ from chainrag.components.key_entities import entity_vocabulary
 from chainrag.core.context import Context
 from chainrag.core.device import cache_devices
 from chainrag.core.errors import ChainragError
+from chainrag.core.parts import parts
 from chainrag.core.paths import cache_root
 from chainrag.core.types import FloatArray, GraphInputs, Mention, Passage, ScoredEntity
 from chainrag.index.graph import FORMAT_VERSION, ChunkIndex, IndexFormatError, SentenceGraph
@@ -68,16 +69,8 @@ def file_identities(component: object) -> list[str]:
     """The ``cache_identity()`` of every component inside ``component`` that has one: the
     content hash of a file it reads (a trained adapter), so that retraining it into the same
     path invalidates the cached embeddings and indexes built with it."""
-    found: list[str] = []
-    if hasattr(component, "cache_identity"):
-        found.append(str(component.cache_identity()))
-    if attrs.has(type(component)):
-        for field in attrs.fields(type(component)):  # type: ignore[arg-type]
-            found.extend(file_identities(getattr(component, field.name)))
-    elif isinstance(component, tuple | list):
-        for item in component:
-            found.extend(file_identities(item))
-    return found
+    return [str(part.cache_identity()) for _, part in parts(component)
+            if hasattr(part, "cache_identity")]  # fmt: skip
 
 
 class EmbeddingCache:
