@@ -1,4 +1,4 @@
-"""``chainrag experiment lost-in-retrieval|judge|filter``: the probe experiments.
+"""``chainrag experiment lost-in-retrieval|judge|judge-steps|filter``: the probe experiments.
 
 Each command calls one function of :mod:`chainrag.experiments` and prints the table it saved
 (``recurring``, which answers questions through the run machinery, is in ``cli_runs``).
@@ -84,6 +84,38 @@ def judge_probe(
     recipe = renamed("--recipe FILE", "the RECIPE argument", recipe_option, recipe)
     out_dir = renamed("--out", "--out-dir", out, out_dir)
     llm_probe(judge.PROBE, recipe, dataset, limit, out_dir, cache_mode)
+
+
+@reports_errors()
+def judge_steps_probe(
+    recipe: Annotated[Path, recipe_arg("A recipe with an index embedder and an LLM.")] = Path(
+        "recipes/chainrag/ansint.yaml"
+    ),
+    dataset: Annotated[
+        str, typer.Option(help="Questions measured: a set with MuSiQue's gold decompositions.")
+    ] = "musique",
+    train: Annotated[
+        str,
+        typer.Option(
+            help="Questions the thresholds and the combined judge are chosen on ('' for none)."
+        ),
+    ] = "musique_train",
+    limit: Annotated[int, typer.Option(min=1, help="Questions probed in each set.")] = 100,
+    out_dir: ProbeOut = Path("runs"),
+    cache_mode: ProbeCacheMode = "use",
+) -> None:
+    """Does a sufficiency judge tell a sub-question's evidence that holds its gold paragraph
+    from evidence that does not? Probes each MuSiQue step with its gold paragraph and with
+    the next-best paragraphs instead; prints each judge's ROC AUC (the 1.5B reply, its P(yes),
+    embedding similarity, word overlap, their combination) and its yes-rates at a threshold
+    chosen on the training questions."""
+    from chainrag.experiments import judge_steps
+
+    check_cache_mode(cache_mode)
+    with Progress("question") as bars:
+        mode = cast("CacheMode", cache_mode)
+        saved = judge_steps.experiment(recipe, dataset, train or None, limit, out_dir, mode, bars)
+    say_saved(saved.table, saved.folder)
 
 
 def filter_probe(

@@ -22,7 +22,12 @@ from chainrag.cli.analysis import compare, integration_gap, walks
 from chainrag.cli.common import LLMOption, SetOption, fail, reports_errors, show_notes
 from chainrag.cli.corpus import index_command
 from chainrag.cli.datasets import datasets
-from chainrag.cli.experiments import filter_probe, judge_probe, lost_in_retrieval
+from chainrag.cli.experiments import (
+    filter_probe,
+    judge_probe,
+    judge_steps_probe,
+    lost_in_retrieval,
+)
 from chainrag.cli.models import models_app, serve_llm
 from chainrag.cli.runs import ask, recurring, report, run
 from chainrag.cli.train import train_app
@@ -199,6 +204,7 @@ app.command("index")(index_command)
 
 experiment_app.command("lost-in-retrieval")(lost_in_retrieval)
 experiment_app.command("judge")(judge_probe)
+experiment_app.command("judge-steps")(judge_steps_probe)
 experiment_app.command("filter")(filter_probe)
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
 from chainrag.core.context import Context
-from chainrag.core.types import NOT_CHECKED, Verdict
+from chainrag.core.types import NOT_CHECKED, LLMResponse, Verdict
 from chainrag.llm.prompts import load_prompt
 from chainrag.recipes.registry import SUFFICIENCY_JUDGES
 
@@ -19,6 +20,26 @@ def parse_yes_no(text: str) -> bool | None:
     """The first standalone yes/no in ``text`` (any case, any punctuation), or None."""
     match = _YES_NO.search(text)
     return None if match is None else match.group(1).lower() == "yes"
+
+
+def first_token_share(
+    response: LLMResponse, wanted: str, rival: str, fold: Callable[[str], str] = str.strip
+) -> float:
+    """``wanted``'s share of the probability that the response's first token gives ``wanted``
+    and ``rival`` (its top log-probabilities, each token read through ``fold``; tokens that fold
+    alike add up); 0.5 when neither is among them."""
+    mass = {wanted: 0.0, rival: 0.0}
+    for token, logprob in response.top_logprobs:
+        if (read := fold(token)) in mass:
+            mass[read] += math.exp(logprob)
+    total = mass[wanted] + mass[rival]
+    return 0.5 if total == 0 else mass[wanted] / total
+
+
+def yes_share(response: LLMResponse) -> float:
+    """P(yes) / (P(yes) + P(no)) from the first token's top log-probabilities, any case, any
+    spaces ("Yes", " yes" and "YES" add up); 0.5 when neither is among them."""
+    return first_token_share(response, "yes", "no", lambda token: token.strip().lower())
 
 
 def numbered(evidence: Sequence[str]) -> str:
@@ -44,6 +65,37 @@ class LLMYesNo:
         prompt = load_prompt("sufficiency", self.prompt_version)
         reply = llm.complete(prompt.request(question=question, evidence=numbered(evidence)))
         return Verdict(ok=parse_yes_no(reply.text) is True, raw=reply.text)
+
+
+@SUFFICIENCY_JUDGES.register("llm_yes_probability", example={"threshold": 0.5})
+@attrs.frozen
+class LLMYesProbability:
+    """``llm_yes_no``'s question, read from the first token's log-probabilities: "yes" when
+    P(yes) / (P(yes) + P(no)) is at least ``threshold`` (not the paper's).
+
+    The same prompt as ``llm_yes_no`` asks for the first token's ``top_logprobs`` likeliest
+    tokens; the verdict's ``score`` is the yes share and its ``raw`` the reply. An endpoint that
+    returns no log-probabilities is an error (the backend's ``LLMUnsupportedError``); a reply
+    whose likeliest tokens hold neither yes nor no scores 0.5. Made for issue 49: the 1.5B
+    model's reply says "yes" after nearly every first hop; ``chainrag experiment judge-steps``
+    measures how well its P(yes) orders enough evidence above too little, and chooses the
+    threshold on MuSiQue's training questions.
+    Recipe: ``{kind: llm_yes_probability, threshold: 0.5}``.
+    """
+
+    threshold: float = attrs.field(
+        default=0.5, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
+    )
+    top_logprobs: int = attrs.field(default=10, validator=attrs.validators.ge(2))
+    prompt_version: int = 2
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> Verdict:
+        llm = ctx.require_llm("llm_yes_probability sufficiency judge")
+        prompt = load_prompt("sufficiency", self.prompt_version)
+        request = prompt.request(question=question, evidence=numbered(evidence))
+        reply = llm.complete(attrs.evolve(request, top_logprobs=self.top_logprobs))
+        score = yes_share(reply)
+        return Verdict(ok=score >= self.threshold, raw=reply.text, score=score)
 
 
 @SUFFICIENCY_JUDGES.register("none")

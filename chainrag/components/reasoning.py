@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
 
-from chainrag.components.judges import numbered
+from chainrag.components.judges import first_token_share, numbered
 from chainrag.components.rerankers import NoRerank
 from chainrag.core.budget import fit, words
 from chainrag.core.context import Context, MissingResourceError
@@ -470,12 +469,7 @@ def naming_evidence(evidence: Sequence[str], answers: Sequence[str], budget: int
 def letter_share(response: LLMResponse, letter: str) -> float:
     """``letter``'s share of the probability the response's first token gives "A" and "B"
     (its top log-probabilities, tokens read without spaces); 0.5 when neither is among them."""
-    mass = {"A": 0.0, "B": 0.0}
-    for token, logprob in response.top_logprobs:
-        if token.strip() in mass:
-            mass[token.strip()] += math.exp(logprob)
-    total = mass["A"] + mass["B"]
-    return 0.5 if total == 0 else mass[letter] / total
+    return first_token_share(response, letter, "B" if letter == "A" else "A")
 
 
 @INTEGRATORS.register(

@@ -195,11 +195,14 @@ class Hit:
 class Verdict:
     """A yes/no judgement by an LLM (sufficiency, support, entailment) and its raw text;
     ``answer``: the sub-answer of a judge that answers while it judges (``llm_answerable``),
-    None for a judge that only says yes or no."""
+    None for a judge that only says yes or no; ``score``: how sure a judge that scores is that
+    the answer is yes, 0..1 (``llm_yes_probability``'s P(yes)), None for a judge that does
+    not score."""
 
     ok: bool
     raw: str = ""
     answer: str | None = None
+    score: float | None = None
 
 
 NOT_CHECKED = "not checked (judge: none)"

@@ -135,14 +135,15 @@ def _make() -> cattrs.Converter:
 
 def _verdict_data(verdict: Verdict) -> dict[str, Any]:
     own: dict[str, Any] = {"ok": verdict.ok, "raw": verdict.raw}
-    return own | ({"answer": verdict.answer} if verdict.answer is not None else {})
+    extra = {"answer": verdict.answer, "score": verdict.score}
+    return own | {key: value for key, value in extra.items() if value is not None}
 
 
 CONVERTER = _make()
 """The strict project converter (:func:`chainrag.recipes.structure.make_converter`) that run records
 are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
-``traceback`` when they are unset, and a verdict its ``answer`` (so a yes/no judge's verdicts
-are written as before it existed)."""
+``traceback`` when they are unset, and a verdict its ``answer`` and ``score`` (so a yes/no
+judge's verdicts are written as before they existed)."""
 
 
 def plain(value: Any, converter: cattrs.Converter = CONVERTER) -> Any:

@@ -1,0 +1,400 @@
+"""Does a sufficiency judge tell a sub-question's evidence that holds its gold paragraph from
+evidence that does not? (issue 49; ``chainrag experiment judge-steps``.)
+
+ChainRAG's walk asks its judge, after each hop, whether the evidence gathered for one
+sub-question suffices. MuSiQue gives every step of a question's gold decomposition its
+supporting paragraph, so the judge can be probed where the walk uses it. For each step:
+
+- the **sub-question** is the step's question with ``#k`` replaced by step k's gold answer
+  (what the rewriting stage aims at), a Wikidata-form step (``Columbia >> shares border
+  with``) read as ``What is the shares border with of Columbia?``;
+- the question's own paragraphs are ranked against it by the recipe's embedder, and two
+  probes of two paragraphs each are made: **sufficient**, the step's gold paragraph and the
+  best-ranked other paragraph, and **insufficient**, the two best-ranked other paragraphs.
+  Both hold as many paragraphs, and the insufficient one holds what a retriever finds next
+  (hard negatives), so length tells nothing.
+
+Every probe gets five scores from one LLM call (prompt ``sufficiency@v2``, the walk's):
+
+- ``llm_yes_no``: today's judge, 1 where its reply says yes;
+- ``P(yes)``: the same reply's first-token yes share (``llm_yes_probability``);
+- ``similarity``: the best cosine between the sub-question and an evidence paragraph;
+- ``overlap``: the best paragraph's share of the sub-question's content words;
+- ``combined``: a logistic regression over the three before, fit on the training probes.
+
+The table gives each judge's ROC AUC on the measured questions (a 95% interval from 2,000
+bootstrap resamples of questions, since a question's probes are not independent) and on the
+training questions; for each scoring judge, the threshold that maximises balanced accuracy on
+the training probes — never on the measured ones — and what that threshold says on the
+measured probes: its yes-rate on insufficient and on sufficient evidence.
+
+Layer: experiments.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from chainrag.components.judges import numbered, parse_yes_no, yes_share
+from chainrag.core.context import Context
+from chainrag.core.types import GoldStep, QAExample
+from chainrag.experiments.judge import JudgeProbeError
+from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
+from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.index import Embedder
+from chainrag.recipes.recipe import Recipe, load_recipe
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from chainrag.llm.cache import CacheMode
+
+TOP_LOGPROBS = 10
+"""The first token's likeliest tokens asked for (the ``llm_yes_probability`` default)."""
+
+FEATURES = ("P(yes)", "similarity", "overlap")
+"""The scores the combined judge is fit on."""
+
+JUDGES = ("llm_yes_no", *FEATURES, "combined")
+
+_REFERENCE = re.compile(r"#(\d+)")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@attrs.frozen
+class StepProbe:
+    """One probe: a sub-question, two paragraphs, whether they hold its gold paragraph, and
+    what each judge said (``combined`` is computed from the others when the table is made)."""
+
+    split: str
+    qid: str
+    step: int
+    sub_question: str
+    sufficient: bool
+    paragraphs: tuple[int, ...]
+    words: int
+    said_yes: bool
+    p_yes: float
+    similarity: float
+    overlap: float
+    raw: str
+
+    def score(self, judge: str) -> float:
+        """The probe's score by ``judge`` (one of :data:`JUDGES` but ``combined``)."""
+        return {
+            "llm_yes_no": float(self.said_yes),
+            "P(yes)": self.p_yes,
+            "similarity": self.similarity,
+            "overlap": self.overlap,
+        }[judge]
+
+
+@attrs.frozen
+class Draft:
+    """A probe before the judges: the sub-question and its evidence."""
+
+    qid: str
+    step: int
+    sub_question: str
+    sufficient: bool
+    paragraphs: tuple[int, ...]
+    texts: tuple[str, ...]
+    similarity: float
+
+
+def sub_question(steps: Sequence[GoldStep], i: int) -> str:
+    """Step ``i``'s question with ``#k`` as step k's gold answer, a Wikidata-form step
+    (``SUBJECT >> relation``) read as ``What is the relation of SUBJECT?``."""
+
+    def answer(match: re.Match[str]) -> str:
+        k = int(match.group(1))
+        return steps[k - 1].answer if 1 <= k <= len(steps) else match.group(0)
+
+    text = _REFERENCE.sub(answer, steps[i].question).strip()
+    if ">>" in text:
+        subject, relation = (part.strip() for part in text.split(">>", 1))
+        text = f"What is the {relation} of {subject}?"
+    return text
+
+
+def content_words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` that are not English stop words (spaCy's list)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return {w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS}
+
+
+def overlap(question: str, paragraphs: Sequence[str]) -> float:
+    """The best paragraph's share of the question's content words (0 when it has none)."""
+    wanted = content_words(question)
+    if not wanted:
+        return 0.0
+    return max(len(wanted & set(_WORD.findall(p.lower()))) / len(wanted) for p in paragraphs)
+
+
+def drafts(example: QAExample, embedder: Embedder, ctx: Context) -> list[Draft]:
+    """The two probes of each step of ``example`` with a gold paragraph (none where the
+    question has fewer than three paragraphs)."""
+    texts = [f"{p.title}: {p.text}" if p.title else p.text for p in example.passages]
+    if len(texts) < 3:
+        return []
+    steps = example.decomposition
+    questions = [sub_question(steps, i) for i in range(len(steps))]
+    vectors = embedder(texts, ctx, "passage")
+    queries = embedder(questions, ctx, "query")
+    out = []
+    for i, step in enumerate(steps):
+        gold = step.paragraph
+        if gold is None or not 0 <= gold < len(texts):
+            continue
+        cosine = vectors @ queries[i]
+        ranked = [int(j) for j in np.argsort(-cosine, kind="stable")]
+        others = [j for j in ranked if j != gold]
+        for sufficient, chosen in ((True, {gold, others[0]}), (False, set(others[:2]))):
+            order = tuple(j for j in ranked if j in chosen)
+            out.append(
+                Draft(
+                    example.qid,
+                    i + 1,
+                    questions[i],
+                    sufficient,
+                    order,
+                    tuple(texts[j] for j in order),
+                    float(cosine[list(order)].max()),
+                )
+            )
+    return out
+
+
+def ask(split: str, draft: Draft, ctx: Context) -> StepProbe:
+    """The judges' scores for one draft: one LLM call (the walk's judge prompt with the first
+    token's log-probabilities) and the overlap."""
+    llm = ctx.require_llm("judge-steps probe")
+    request = load_prompt("sufficiency", 2).request(
+        question=draft.sub_question, evidence=numbered(draft.texts)
+    )
+    reply = llm.complete(attrs.evolve(request, top_logprobs=TOP_LOGPROBS))
+    return StepProbe(
+        split, draft.qid, draft.step, draft.sub_question, draft.sufficient, draft.paragraphs,
+        sum(len(t.split()) for t in draft.texts), parse_yes_no(reply.text) is True,
+        yes_share(reply), draft.similarity, overlap(draft.sub_question, draft.texts), reply.text,
+    )  # fmt: skip
+
+
+def probe(
+    split: str, examples: Iterable[QAExample], embedder: Embedder, ctx: Context
+) -> list[StepProbe]:
+    """Every probe of ``examples``, asked through ``ctx.llm``."""
+    return [ask(split, d, ctx) for example in examples for d in drafts(example, embedder, ctx)]
+
+
+# --------------------------------------------------------------------------- measures
+
+
+def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """The probability that a random positive scores above a random negative (ties count
+    half): the Mann–Whitney form of ROC AUC; NaN without both classes."""
+    from scipy.stats import rankdata
+
+    y = np.asarray(labels, dtype=bool)
+    positives, negatives = int(y.sum()), int((~y).sum())
+    if positives == 0 or negatives == 0:
+        return math.nan
+    ranks = rankdata(np.asarray(scores, dtype=float))
+    return float((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+def auc_interval(
+    scores: Sequence[float], labels: Sequence[bool], groups: Sequence[str], resamples: int = 2000
+) -> tuple[float, float]:
+    """A 95% percentile interval of the ROC AUC over bootstrap resamples of ``groups`` (the
+    questions), seeded so that a table is made the same way twice."""
+    rng = np.random.default_rng(0)
+    names = sorted(set(groups))
+    members = {name: [i for i, g in enumerate(groups) if g == name] for name in names}
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    found = []
+    for _ in range(resamples):
+        picked = rng.choice(len(names), size=len(names), replace=True)
+        rows = [i for n in picked for i in members[names[n]]]
+        auc = roc_auc(s[rows].tolist(), y[rows].tolist())
+        if not math.isnan(auc):
+            found.append(auc)
+    low, high = np.percentile(found, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """The threshold t ("yes" where score ≥ t) with the best balanced accuracy, the mean of
+    the yes-rate on positives and the no-rate on negatives; the lowest such t."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    best, chosen = -1.0, float(s.min())
+    for t in np.unique(s):
+        said = s >= t
+        balanced = (said[y].mean() + (~said[~y]).mean()) / 2
+        if balanced > best + 1e-12:
+            best, chosen = float(balanced), float(t)
+    return chosen
+
+
+def features(probes: Sequence[StepProbe]) -> NDArray[np.float64]:
+    """The combined judge's inputs: logit P(yes) (clipped to 1e-6), similarity, overlap."""
+    p = np.clip([x.p_yes for x in probes], 1e-6, 1 - 1e-6)
+    return np.column_stack(
+        [np.log(p / (1 - p)), [x.similarity for x in probes], [x.overlap for x in probes]]
+    )
+
+
+def combination(train: Sequence[StepProbe]) -> Callable[[Sequence[StepProbe]], list[float]]:
+    """A logistic regression over :func:`features`, standardised, fit on ``train``."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(StandardScaler(), LogisticRegression())
+    model.fit(features(train), [p.sufficient for p in train])
+
+    def score(probes: Sequence[StepProbe]) -> list[float]:
+        return [float(v) for v in model.predict_proba(features(probes))[:, 1]]
+
+    return score
+
+
+@attrs.frozen
+class JudgeRow:
+    """One judge's line of the table."""
+
+    judge: str
+    auc: float
+    interval: tuple[float, float]
+    train_auc: float
+    threshold: float | None
+    yes_insufficient: float
+    yes_sufficient: float
+
+
+def rows(measured: Sequence[StepProbe], train: Sequence[StepProbe]) -> list[JudgeRow]:
+    """Each judge's AUC on ``measured`` and ``train``, its threshold chosen on ``train`` and
+    its yes-rates on ``measured`` at that threshold (``llm_yes_no``: its own reply)."""
+    scored: dict[str, tuple[list[float], list[float]]] = {
+        j: ([p.score(j) for p in measured], [p.score(j) for p in train]) for j in JUDGES[:-1]
+    }
+    if train:
+        combine = combination(train)
+        scored["combined"] = (combine(measured), combine(train))
+    y = [p.sufficient for p in measured]
+    y_train = [p.sufficient for p in train]
+    groups = [p.qid for p in measured]
+    out = []
+    for judge, (scores, train_scores) in scored.items():
+        threshold = None
+        if judge == "llm_yes_no":
+            said = [s >= 0.5 for s in scores]
+        else:
+            threshold = best_threshold(train_scores, y_train) if train else math.nan
+            said = [s >= threshold for s in scores]
+        out.append(
+            JudgeRow(
+                judge,
+                roc_auc(scores, y),
+                auc_interval(scores, y, groups),
+                roc_auc(train_scores, y_train) if train else math.nan,
+                threshold,
+                100 * _mean([s for s, ok in zip(said, y, strict=True) if not ok]),
+                100 * _mean([s for s, ok in zip(said, y, strict=True) if ok]),
+            )
+        )
+    return out
+
+
+def _mean(values: Sequence[bool]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def table(measured: Sequence[StepProbe], train: Sequence[StepProbe], recipe: str) -> str:
+    """The markdown table of :func:`rows` with a title and the probes' sizes."""
+    splits = f"{measured[0].split}" if measured else "?"
+    trained = f"{train[0].split}" if train else "none"
+    lines = [
+        f"Sufficiency judges on {splits} sub-questions, thresholds chosen on {trained} "
+        f"(recipe {recipe})",
+        "",
+        f"Measured: {len({p.qid for p in measured})} questions, {len(measured)} probes "
+        f"({sum(p.sufficient for p in measured)} sufficient); training: "
+        f"{len({p.qid for p in train})} questions, {len(train)} probes.",
+        "",
+        "| judge | ROC AUC | 95% interval | AUC on training | threshold | yes on insufficient % "
+        "| yes on sufficient % |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows(measured, train):
+        threshold = "its reply" if r.threshold is None else f"{r.threshold:.3f}"
+        lines.append(
+            f"| {r.judge} | {r.auc:.3f} | {r.interval[0]:.3f}–{r.interval[1]:.3f} | "
+            f"{r.train_auc:.3f} | {threshold} | {r.yes_insufficient:.1f} | "
+            f"{r.yes_sufficient:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def embedder_of(recipe: Recipe) -> Embedder:
+    """The recipe's index embedder, or a clear error."""
+    if recipe.index is None or recipe.index.embedder is None:
+        raise JudgeProbeError(
+            f"recipe {recipe.name!r} has no index embedder (index.embedder), which ranks the "
+            "paragraphs; use a ChainRAG recipe such as recipes/chainrag/ansint.yaml"
+        )
+    return recipe.index.embedder
+
+
+def with_decompositions(examples: Sequence[QAExample], dataset: str) -> Sequence[QAExample]:
+    """``examples``, or a clear error where none has a gold decomposition with paragraphs."""
+    if not any(s.paragraph is not None for e in examples for s in e.decomposition):
+        raise JudgeProbeError(
+            f"dataset {dataset!r} has no gold decomposition with supporting paragraphs "
+            "(MuSiQue's question_decomposition); this probe needs one"
+        )
+    return examples
+
+
+def experiment(
+    recipe: Path,
+    dataset: str,
+    train: str | None,
+    limit: int,
+    out: Path,
+    cache_mode: CacheMode = "use",
+    progress: Progress | None = None,
+) -> SavedProbes:
+    """Probe ``dataset``'s first ``limit`` questions (and ``train``'s, where thresholds and
+    the combination are chosen), through the recipe's LLM and the response cache, and save
+    the table and the probes in ``out``.
+
+    The recipe and both datasets are checked before the LLM is opened; a run stopped part way
+    asks again only what the response cache does not hold.
+    """
+    from chainrag.core.paths import llm_cache_path
+    from chainrag.data.datasets import load_dataset
+    from chainrag.llm import open_llm
+
+    resolved = load_recipe(recipe)
+    embedder = embedder_of(resolved)
+    measured = with_decompositions(load_dataset(dataset, limit), dataset)
+    training = with_decompositions(load_dataset(train, limit), train) if train else []
+    found: dict[str, list[StepProbe]] = {}
+    with open_llm(resolved.llm, cache_path=llm_cache_path(), cache_mode=cache_mode) as llm:
+        ctx = Context(llm=llm)
+        for split, examples in ((train, training), (dataset, measured)):
+            if split:
+                label = f"probing {split}"
+                found[split] = probe(split, counted(examples, progress, label), embedder, ctx)
+    probes: list[Any] = [*found.get(train or "", []), *found[dataset]]
+    text = table(found[dataset], found.get(train or "", []), str(recipe))
+    return save_probes(out / f"judge-steps-{dataset}", text, resolved, probes)
