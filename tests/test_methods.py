@@ -344,6 +344,55 @@ def test_confirmed_rewriting_needs_an_exact_yes(
     assert llm.calls("refers_back") == 1
 
 
+def test_the_rewrite_confirmation_is_a_stage_whose_verdict_the_trace_keeps(
+    bergman: QAExample, tmp_path: Path
+) -> None:
+    """The confirmation is a typed stage (``confirmer``, default ``llm_refers_back``): its
+    verdict is the step's ``rewrite_check``; another confirmer replaces the LLM call."""
+    from chainrag.core.types import Verdict
+
+    script = {
+        "decompose": ['["Who directed The Serpent\'s Egg?", "Where did this director die?"]'],
+        "sufficiency": lambda r: "yes", "answer_sub": lambda r: "Ingmar Bergman",
+        "refers_back": ["no"], "rewrite": ["Where did Ingmar Bergman die?"],
+        "ansint": ["Fårö"], "cxtint": ["Fårö"],
+    }  # fmt: skip
+    llm = ScriptedLLM(script)
+    prediction = answer_question(
+        _chainrag(confirm_rewrite=True), bergman, llm, cache=IndexCache(tmp_path)
+    )
+    assert prediction.steps[0].rewrite_check is None  # the trigger did not fire there
+    assert prediction.steps[1].rewrite_check == Verdict(False, "no")
+    assert prediction.steps[1].rewritten is None
+
+    @attrs.frozen
+    class AlwaysRefersBack:
+        def __call__(self, sub_question: str, history: Any, ctx: Any) -> Verdict:
+            assert [h.answer for h in history] == ["Ingmar Bergman"]
+            return Verdict(True, f"rule: {sub_question}")
+
+    llm = ScriptedLLM({k: v for k, v in script.items() if k != "refers_back"})
+    recipe = _chainrag(confirm_rewrite=True, confirmer=AlwaysRefersBack())
+    prediction = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path))
+    assert prediction.steps[1].rewritten == "Where did Ingmar Bergman die?"
+    assert prediction.steps[1].rewrite_check == Verdict(True, "rule: Where did this director die?")
+
+
+def test_a_confirmer_without_confirm_rewrite_is_refused_at_load(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"base: {ROOT / 'recipes' / 'chainrag' / 'ansint.yaml'}\n"
+        "method: {confirmer: {kind: llm_refers_back}}\n"
+    )
+    with pytest.raises(RecipeError, match="confirm_rewrite: true"):
+        load_recipe(recipe)
+    recipe.write_text(
+        f"base: {ROOT / 'recipes' / 'chainrag' / 'ansint.yaml'}\n"
+        "method: {confirm_rewrite: true, confirmer: {kind: llm_refers_back}}\n"
+    )
+    assert load_recipe(recipe).method.confirmer is not None  # type: ignore[union-attr]
+
+
 def answering_judge() -> Callable[[LLMRequest], str]:
     """``answer_sub`` replies: the first sub-question is unanswerable at its first check and
     answered after; the second is answered at once."""

@@ -186,6 +186,10 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
     "rewriter": lambda: [
         ("Where was this author born?", (SubAnswer("Who wrote X?", "Ann", True),), _llm_context())
     ],
+    "rewrite_confirmer": lambda: [
+        ("Where was this author born?", (SubAnswer("Who wrote X?", "Ann", True),), _llm_context()),
+        ("Where was this author born?", (), _llm_context()),
+    ],
     "summarizer": lambda: [("Who wrote X?", ("X is a book.",), _llm_context())],
     "answerer": lambda: [("Who wrote X?", ("X was written by Ann.",), _llm_context())],
     "integrator": lambda: [

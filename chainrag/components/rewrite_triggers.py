@@ -1,5 +1,6 @@
-"""Rewrite triggers: does a sub-question refer to an earlier answer? (ChainRAG §3.3). And the
-rewriter that needs no LLM where the decomposition numbered its references (``#1``)."""
+"""Rewrite triggers: does a sub-question refer to an earlier answer? (ChainRAG §3.3). The
+confirmation the authors' code asks of the LLM after a trigger fires, and the rewriter that
+needs no LLM where the decomposition numbered its references (``#1``)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from chainrag.components.reasoning import LLMRewriter
+from chainrag.components.reasoning import LLMRewriter, history_text
 from chainrag.core.context import Context
-from chainrag.core.types import SubAnswer
+from chainrag.core.types import SubAnswer, Verdict
+from chainrag.llm.prompts import load_prompt
 from chainrag.protocols.reasoning import Rewriter
-from chainrag.recipes.registry import REWRITE_TRIGGERS, REWRITERS
+from chainrag.recipes.registry import REWRITE_CONFIRMERS, REWRITE_TRIGGERS, REWRITERS
 
 PRONOUNS_AND_DEMONSTRATIVES = (
     "he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs",
@@ -102,6 +104,24 @@ def resolve_numbered(sub_question: str, history: Sequence[SubAnswer]) -> str:
         return step.answer if step.answered else f"(the answer to: {step.question.rstrip('?')})"
 
     return NUMBERED_REFERENCE.sub(fill, sub_question)
+
+
+@REWRITE_CONFIRMERS.register("llm_refers_back")
+@attrs.frozen
+class LLMRefersBack:
+    """Asks the LLM whether the sub-question refers to an earlier answer (prompt
+    ``refers_back``, with the earlier questions and answers); only a reply that is exactly
+    "yes" (any case, spaces aside) confirms, as in the authors' code. The reply is the
+    verdict's ``raw``. Recipe: ``{kind: llm_refers_back}``.
+    """
+
+    prompt_version: int = 1
+
+    def __call__(self, sub_question: str, history: Sequence[SubAnswer], ctx: Context) -> Verdict:
+        llm = ctx.require_llm("llm_refers_back rewrite confirmation")
+        prompt = load_prompt("refers_back", self.prompt_version)
+        reply = llm.complete(prompt.request(question=sub_question, history=history_text(history)))
+        return Verdict(ok=reply.text.strip().lower() == "yes", raw=reply.text)
 
 
 @REWRITERS.register("numbered")

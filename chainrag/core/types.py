@@ -470,6 +470,9 @@ class StepTrace:
             :func:`read_legacy_step` reads them.
         summary: ChainRAG's summary of an unanswered step's units, which the next step's
             answerer reads (§3.3), or None (traces written before this field hold none).
+        rewrite_check: The rewrite confirmer's verdict (``confirm_rewrite``: does the
+            triggered sub-question refer back?), or None where none was asked (traces
+            written before this field hold none; a record leaves it out when None).
     """
 
     question: str
@@ -481,6 +484,7 @@ class StepTrace:
     kept: tuple[int, ...] | None = None
     from_memory: bool = False
     summary: str | None = None
+    rewrite_check: Verdict | None = None
 
 
 LEGACY_MEMORY_PREFIX = "memory: "

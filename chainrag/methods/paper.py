@@ -21,11 +21,10 @@ from chainrag.components.reasoning import (
     LLMShortAnswer,
     LLMSummarizer,
     final_answer,
-    history_text,
     is_unanswerable,
     stated_answer,
 )
-from chainrag.components.rewrite_triggers import PronounWords
+from chainrag.components.rewrite_triggers import LLMRefersBack, PronounWords
 from chainrag.core.context import Context
 from chainrag.core.types import (
     Answer,
@@ -37,6 +36,7 @@ from chainrag.core.types import (
     QAExample,
     StepTrace,
     SubAnswer,
+    Verdict,
 )
 from chainrag.llm.prompts import load_prompt
 from chainrag.protocols.reasoning import (
@@ -44,6 +44,7 @@ from chainrag.protocols.reasoning import (
     Decomposer,
     Integrator,
     MultiHopJudge,
+    RewriteConfirmer,
     Rewriter,
     RewriteTrigger,
     Summarizer,
@@ -84,11 +85,13 @@ class ChainRAG:
     the first integrator gives the primary answer). ``rewrite: false`` is the "w/o rewriting"
     ablation; ``summarizer: null`` drops the summary step (the authors' code has none). For the
     authors' code: ``multi_hop_judge`` keeps a question the judge calls single-hop whole, and
-    ``confirm_rewrite`` asks the LLM whether a triggered sub-question really refers back,
-    rewriting only on an exact "yes". ``answer_from_judge`` (not the paper's) takes a step's
-    sub-answer from its walk's last verdict when that said "yes" and no summary is carried:
-    with a judge that answers (``llm_answerable``, whose request is the sub-answer's) the
-    answerer would send the same request again; the recipe check refuses it with another judge.
+    ``confirm_rewrite`` asks ``confirmer`` (default ``llm_refers_back``: the LLM, rewriting
+    only on an exact "yes") whether a triggered sub-question really refers back; its verdict
+    is the step's ``rewrite_check`` in the trace. ``answer_from_judge`` (not the paper's)
+    takes a step's sub-answer from its walk's last verdict when that said "yes" and no summary
+    is carried: with a judge that answers (``llm_answerable``, whose request is the
+    sub-answer's) the answerer would send the same request again; the recipe check refuses it
+    with another judge.
     Recipe: ``{kind: chainrag, integrators: [{kind: ans_int}, {kind: cxt_int}]}``.
     """
 
@@ -102,10 +105,14 @@ class ChainRAG:
     rewrite: bool = True
     confirm_rewrite: bool = False
     answer_from_judge: bool = False
+    confirmer: RewriteConfirmer | None = None
+    """The stage ``confirm_rewrite`` asks; None: ``llm_refers_back``."""
 
     def __attrs_post_init__(self) -> None:
         if not self.integrators:
             raise ValueError("'integrators' needs at least one integrator")
+        if self.confirmer is not None and not self.confirm_rewrite:
+            raise ValueError("'confirmer' is asked only with 'confirm_rewrite: true'; set both")
         unique_answer_names(self.integrators)
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
@@ -117,7 +124,8 @@ class ChainRAG:
         for sub_question in decomposition.sub_questions:
             before = ctx.usage()
             rewritten = None
-            if self.should_rewrite(sub_question, history, ctx):
+            rewrites, check = self.rewrite_check(sub_question, history, ctx)
+            if rewrites:
                 rewritten = self.rewriter(sub_question, history, ctx)
             query = rewritten or sub_question
             expansion = ctx.retrieve(query)
@@ -134,7 +142,8 @@ class ChainRAG:
             for unit, text in zip(expansion.units, found, strict=True):
                 evidence.setdefault(text, unit)
             steps.append(StepTrace(sub_question, rewritten, expansion.units, expansion, answer,
-                                   ctx.usage() - before, summary=carried))  # fmt: skip
+                                   ctx.usage() - before, summary=carried,
+                                   rewrite_check=check))  # fmt: skip
         inputs = IntegrationInput(
             question=example.question,
             sub_answers=tuple(history),
@@ -167,19 +176,20 @@ class ChainRAG:
         last = expansion.verdicts[-1]
         return SubAnswer(query, last.answer, True) if last.ok and last.answer is not None else None
 
-    def should_rewrite(self, sub_question: str, history: Sequence[SubAnswer], ctx: Context) -> bool:
-        """Rewrite when enabled, the previous step was answered, and the trigger fires (and,
-        with ``confirm_rewrite``, the LLM answers exactly "yes")."""
+    def rewrite_check(
+        self, sub_question: str, history: Sequence[SubAnswer], ctx: Context
+    ) -> tuple[bool, Verdict | None]:
+        """Whether to rewrite, and the confirmer's verdict where it was asked: rewrite when
+        enabled, the previous step was answered, and the trigger fires (and, with
+        ``confirm_rewrite``, the confirmer says yes)."""
         if not (self.rewrite and history and history[-1].answered):
-            return False
+            return False, None
         if not self.rewrite_trigger(sub_question):
-            return False
+            return False, None
         if not self.confirm_rewrite:
-            return True
-        llm = ctx.require_llm("chainrag rewrite confirmation")
-        prompt = load_prompt("refers_back")
-        reply = llm.complete(prompt.request(question=sub_question, history=history_text(history)))
-        return reply.text.strip().lower() == "yes"
+            return True, None
+        verdict = (self.confirmer or LLMRefersBack())(sub_question, history, ctx)
+        return verdict.ok, verdict
 
 
 @METHODS.register("naive")

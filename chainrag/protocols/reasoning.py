@@ -33,6 +33,17 @@ class RewriteTrigger(Protocol):
 
 
 @runtime_checkable
+class RewriteConfirmer(Protocol):
+    """Does a sub-question the trigger fired on really refer to an earlier answer? (the
+    authors' code asks the LLM before rewriting). ``ok`` means rewrite; the verdict goes into
+    the step's trace."""
+
+    def __call__(
+        self, sub_question: str, history: Sequence[SubAnswer], ctx: Context
+    ) -> Verdict: ...
+
+
+@runtime_checkable
 class Rewriter(Protocol):
     """A sub-question + all earlier sub-questions and answers → a self-contained question."""
 

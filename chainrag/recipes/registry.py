@@ -164,6 +164,7 @@ SUFFICIENCY_JUDGES: Registry[p.SufficiencyJudge] = Registry("sufficiency_judge",
 MULTI_HOP_JUDGES: Registry[p.MultiHopJudge] = Registry("multi_hop_judge", p.MultiHopJudge)
 DECOMPOSERS: Registry[p.Decomposer] = Registry("decomposer", p.Decomposer)
 REWRITE_TRIGGERS: Registry[p.RewriteTrigger] = Registry("rewrite_trigger", p.RewriteTrigger)
+REWRITE_CONFIRMERS: Registry[p.RewriteConfirmer] = Registry("rewrite_confirmer", p.RewriteConfirmer)
 REWRITERS: Registry[p.Rewriter] = Registry("rewriter", p.Rewriter)
 SUMMARIZERS: Registry[p.Summarizer] = Registry("summarizer", p.Summarizer)
 ANSWERERS: Registry[p.Answerer] = Registry("answerer", p.Answerer)
@@ -189,6 +190,7 @@ REGISTRIES: tuple[Registry[Any], ...] = (
     MULTI_HOP_JUDGES,
     DECOMPOSERS,
     REWRITE_TRIGGERS,
+    REWRITE_CONFIRMERS,
     REWRITERS,
     SUMMARIZERS,
     ANSWERERS,

@@ -26,7 +26,7 @@ import attrs
 import cattrs
 
 from chainrag.core.errors import ChainragError
-from chainrag.core.types import Prediction, Usage, Verdict, read_legacy_step
+from chainrag.core.types import Prediction, StepTrace, Usage, Verdict, read_legacy_step
 from chainrag.recipes.structure import make_converter, problems, to_plain, type_name
 
 T = TypeVar("T")
@@ -130,6 +130,10 @@ def _make() -> cattrs.Converter:
     omit = cattrs.gen.make_dict_unstructure_fn(QuestionError, conv, _cattrs_omit_if_default=True)
     conv.register_unstructure_hook(QuestionError, omit)
     conv.register_unstructure_hook(Verdict, _verdict_data)
+    step = cattrs.gen.make_dict_unstructure_fn(
+        StepTrace, conv, rewrite_check=cattrs.gen.override(omit_if_default=True)
+    )
+    conv.register_unstructure_hook(StepTrace, step)
     return conv
 
 
@@ -142,8 +146,8 @@ def _verdict_data(verdict: Verdict) -> dict[str, Any]:
 CONVERTER = _make()
 """The strict project converter (:func:`chainrag.recipes.structure.make_converter`) that run records
 are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
-``traceback`` when they are unset, and a verdict its ``answer`` and ``score`` (so a yes/no
-judge's verdicts are written as before they existed)."""
+``traceback`` when they are unset, a verdict its ``answer`` and ``score``, and a trace step
+its ``rewrite_check`` (so records are written as before those fields existed)."""
 
 
 def plain(value: Any, converter: cattrs.Converter = CONVERTER) -> Any:
