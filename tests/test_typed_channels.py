@@ -66,3 +66,24 @@ def test_an_integrator_runs_once_a_question_for_all_that_build_on_it() -> None:
     again = IntegrationInput("Where did Ingmar Bergman die?")  # another question: run again
     assert again.integrated.answer(first, again, ctx).text == "Yes"
     assert CALLS == ["Yes", "Fårö", "Yes"]
+
+
+def test_evidence_is_one_entry_a_unit_and_a_reader_sees_each_text_once() -> None:
+    """Issue 47, item 3: ChainRAG's evidence is kept by unit (two units with one text are two
+    entries); what a reader is shown has each text once, at the first unit that gave it, so
+    the requests are those of the text-keyed evidence before."""
+    from chainrag.components.reasoning import CxtInt
+    from chainrag.llm.fake import ScriptedLLM
+
+    inputs = IntegrationInput(
+        "Where did Ingmar Bergman die?",
+        evidence=("He died on Fårö.", "Bergman was Swedish.", "He died on Fårö."),
+        evidence_units=(7, 2, 11),
+    )
+    assert inputs.readable() == [("He died on Fårö.", 7), ("Bergman was Swedish.", 2)]
+    unknown = IntegrationInput("q", evidence=("a", "b", "a"))
+    assert unknown.readable() == [("a", None), ("b", None)]
+    llm = ScriptedLLM({"cxtint": ["Fårö"]})
+    assert CxtInt()(inputs, Context(llm=llm)).text == "Fårö"
+    shown = llm.requests[0].messages[-1].content
+    assert shown.count("He died on Fårö.") == 1 and "[2] Bergman was Swedish." in shown

@@ -317,13 +317,14 @@ class CxtInt:
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         llm = ctx.require_llm("cxt_int integrator")
-        texts = list(dict.fromkeys(inputs.evidence))
-        hits = [Hit(i, 0.0) for i in range(len(texts))]
+        readable = inputs.readable()
+        texts = [text for text, _ in readable]
+        hits = [Hit(i, 0.0) for i in range(len(texts))]  # the candidates, by position
         ranked = self.reranker(inputs.question, hits, texts, ctx)
         kept, _, _ = fit(ranked, lambda hit: words(texts[hit.index]), self.word_budget)
         shown = [texts[hit.index] for hit in kept]
         if self.layout == "passages":
-            shown = as_passages(shown, inputs, ctx)
+            shown = as_passages([readable[hit.index][1] for hit in kept], ctx)
         if self.order == "best_last":
             shown.reverse()
         values = {"question": inputs.question, "evidence": numbered(shown)}
@@ -335,19 +336,16 @@ class CxtInt:
         return Answer(read(reply.text), reply.text)
 
 
-def as_passages(kept: Sequence[str], inputs: IntegrationInput, ctx: Context) -> list[str]:
-    """The evidence texts ``kept`` (best first) as one ``title: sentence sentence …`` text per
+def as_passages(kept: Sequence[int | None], ctx: Context) -> list[str]:
+    """The sentence units ``kept`` (best first) as one ``title: sentence sentence …`` text per
     passage, sentences in passage order, passages in the order of their best sentence."""
     index = ctx.require_index()
-    if not isinstance(index, Sentenced) or not inputs.evidence_units:
+    if not isinstance(index, Sentenced) or None in kept:
         raise MissingResourceError(
             "cxt_int with layout: passages needs an index of sentences and the units its "
             "evidence came from (ChainRAG over a sentence graph or a corpus index)"
         )
-    unit_of: dict[str, int] = {}
-    for text, unit in zip(inputs.evidence, inputs.evidence_units, strict=True):
-        unit_of.setdefault(text, unit)
-    sentences = [index.sentences[unit_of[text]] for text in kept]
+    sentences = [index.sentences[unit] for unit in kept if unit is not None]
     groups: dict[int, list[Sentence]] = {}
     for sentence in sentences:
         groups.setdefault(sentence.passage, []).append(sentence)
@@ -525,7 +523,8 @@ class Choose:
             return Answer(first.text, f"[first: the second, {second.text!r}, is "
                                       f"{second_misfit}]\n{first.raw}")  # fmt: skip
         llm = ctx.require_llm("choose integrator")
-        shown = naming_evidence(inputs.evidence, [first.text, second.text], self.word_budget)
+        texts = [text for text, _ in inputs.readable()]
+        shown = naming_evidence(texts, [first.text, second.text], self.word_budget)
         prompt = load_prompt("choose", self.prompt_version)
         values = {
             "question": inputs.question,

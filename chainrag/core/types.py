@@ -11,7 +11,7 @@ rewriting, answers), and the LLM request/response pair with its accounting.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -315,9 +315,11 @@ class IntegrationInput:
         question: The original question.
         sub_answers: Sub-question/answer pairs in order (AnsInt uses these).
         original_sub_questions: The sub-questions before rewriting (the authors' code feeds these).
-        evidence: All retrieved unit texts, de-duplicated, in retrieval order (CxtInt uses these).
-        evidence_units: The index unit each evidence text first came from, aligned with
-            ``evidence`` (CxtInt's passage layout reads their provenance); empty when unknown.
+        evidence: The texts of all retrieved units, one per unit (de-duplicated by unit, not
+            by text), in retrieval order (CxtInt uses these; :meth:`readable` is what a reader
+            sees).
+        evidence_units: The index unit of each evidence text, aligned with ``evidence``
+            (CxtInt's passage layout reads their provenance); empty when unknown.
         integrated: The answers of the integrators already run for this question
             (:class:`Integrated`), shared by those that build on them.
     """
@@ -335,6 +337,16 @@ class IntegrationInput:
                 f"evidence_units has {len(self.evidence_units)} units for "
                 f"{len(self.evidence)} evidence texts: they must be aligned"
             )
+
+    def readable(self) -> list[tuple[str, int | None]]:
+        """The evidence as a reader sees it: each text once, with the first unit that gave it
+        (None where units are unknown), in retrieval order. Two units with one text (a
+        sentence two passages share) read as one: shown twice it adds words, not facts."""
+        units: Sequence[int | None] = self.evidence_units or [None] * len(self.evidence)
+        first: dict[str, int | None] = {}
+        for text, unit in zip(self.evidence, units, strict=True):
+            first.setdefault(text, unit)
+        return list(first.items())
 
 
 @attrs.frozen

@@ -119,7 +119,7 @@ class ChainRAG:
         decomposition = self.decompose(example.question, ctx)
         history: list[SubAnswer] = []
         steps: list[StepTrace] = []
-        evidence: dict[str, int] = {}  # each text, in retrieval order → the unit it came from
+        evidence: dict[int, str] = {}  # each unit, in retrieval order → its text
         carried: str | None = None  # summary of an unanswered previous step
         for sub_question in decomposition.sub_questions:
             before = ctx.usage()
@@ -140,7 +140,7 @@ class ChainRAG:
                 carried = self.summarizer(query, found, ctx)
             history.append(answer)
             for unit, text in zip(expansion.units, found, strict=True):
-                evidence.setdefault(text, unit)
+                evidence.setdefault(unit, text)
             steps.append(StepTrace(sub_question, rewritten, expansion.units, expansion, answer,
                                    ctx.usage() - before, summary=carried,
                                    rewrite_check=check))  # fmt: skip
@@ -148,8 +148,8 @@ class ChainRAG:
             question=example.question,
             sub_answers=tuple(history),
             original_sub_questions=decomposition.sub_questions,
-            evidence=tuple(evidence),
-            evidence_units=tuple(evidence.values()),
+            evidence=tuple(evidence.values()),
+            evidence_units=tuple(evidence),
         )
         answers = tuple(
             NamedAnswer(answer_name(i), inputs.integrated.answer(i, inputs, ctx))
