@@ -12,6 +12,7 @@ judge first reads the seeds alone, and a "yes" there ends the walk before its fi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -22,6 +23,9 @@ from chainrag.core.context import Context
 from chainrag.core.types import Expansion, Hit, Verdict
 from chainrag.protocols.retrieval import Graph, Reranker, SufficiencyJudge
 from chainrag.recipes.registry import EXPANDERS
+
+if TYPE_CHECKING:
+    from chainrag.recipes.recipe import Recipe
 
 
 def take_within(
@@ -78,6 +82,17 @@ def expand_hops(
     return Expansion(tuple(gathered), unique, hops, tuple(verdicts), total, budget_cut=full)
 
 
+def needs_a_graph(kind: str, recipe: Recipe) -> None:
+    """Refuse an expander over chunks: it walks a sentence graph's edges, and chunks have
+    none (it used to be skipped without a word)."""
+    if recipe.index is not None and recipe.index.chunker is not None:
+        raise ValueError(
+            f"{kind} walks the sentence graph's edges, but this recipe's index is chunks "
+            "(index.chunker), which have none: remove retrieval.expander, or index sentences "
+            "(index.splitter and index.edges)"
+        )
+
+
 @EXPANDERS.register("iterative_hops", example={"max_hops": 0})
 @attrs.frozen
 class IterativeHops:
@@ -91,6 +106,9 @@ class IterativeHops:
     word_budget: int = attrs.field(default=3000, validator=attrs.validators.ge(1))
     max_hops: int = attrs.field(default=3, validator=attrs.validators.ge(0))
     judge_seeds: bool = False
+
+    def check_recipe(self, recipe: Recipe) -> None:
+        needs_a_graph("iterative_hops", recipe)
 
     def __call__(
         self, question: str, seeds: Sequence[Hit], graph: Graph, ctx: Context
@@ -122,6 +140,9 @@ class OneStepRerank:
     from_seeds: int = attrs.field(default=3, validator=attrs.validators.ge(1))
     add: int = attrs.field(default=5, validator=attrs.validators.ge(0))
     dedupe: bool = True
+
+    def check_recipe(self, recipe: Recipe) -> None:
+        needs_a_graph("one_step_rerank", recipe)
 
     def __call__(
         self, question: str, seeds: Sequence[Hit], graph: Graph, ctx: Context

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import attrs
 
@@ -37,6 +37,9 @@ from chainrag.recipes.registry import (
     SUFFICIENCY_JUDGES,
     SUMMARIZERS,
 )
+
+if TYPE_CHECKING:
+    from chainrag.recipes.recipe import Recipe
 
 T = TypeVar("T")
 
@@ -315,6 +318,15 @@ class CxtInt:
                 "(cxtint_notes, cxtint_reason); choose one"
             )
 
+    def check_recipe(self, recipe: Recipe) -> None:
+        """``layout: passages`` needs an index of sentences."""
+        if self.layout == "passages" and recipe.index is not None and recipe.index.chunker:
+            raise ValueError(
+                "cxt_int's layout: passages shows each sentence with its passage's other kept "
+                "sentences and title; this recipe's index is chunks (index.chunker): use "
+                "layout: ranked"
+            )
+
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         llm = ctx.require_llm("cxt_int integrator")
         readable = inputs.readable()
@@ -409,11 +421,6 @@ class FormChecked:
     name: str | None = attrs.field(default=None, validator=answer_name_ok)
     """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
 
-    @property
-    def parts(self) -> tuple[Integrator, Integrator]:
-        """The integrators it chooses between (what a recipe check looks inside)."""
-        return self.integrator, self.fallback
-
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         first = inputs.integrated.answer(self.integrator, inputs, ctx)
         why = misfit(inputs.question, first.text)
@@ -503,11 +510,6 @@ class Choose:
     prompt_version: int = 1
     name: str | None = attrs.field(default=None, validator=answer_name_ok)
     """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
-
-    @property
-    def parts(self) -> tuple[Integrator, Integrator]:
-        """The integrators it chooses between (what a recipe check looks inside)."""
-        return self.first, self.second
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         first = inputs.integrated.answer(self.first, inputs, ctx)

@@ -100,6 +100,13 @@ class DenseRerank:
     rrf_k: int = attrs.field(default=60, validator=attrs.validators.ge(1))
     search: VectorSearch = attrs.field(factory=ExactSearch)
 
+    def __attrs_post_init__(self) -> None:
+        if self.hybrid and not isinstance(self.search, ExactSearch):
+            raise ValueError(
+                "hybrid: true fuses the dense and BM25 rankings of every unit, so it never "
+                f"uses its search ({type(self.search).__name__}); drop one of the two"
+            )
+
     def candidate_hits(self, query: str, index: Searchable, ctx: Context) -> tuple[Hit, ...]:
         """The first stage: dense (or hybrid) candidates, best first."""
         n = len(index.texts)

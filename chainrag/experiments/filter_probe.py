@@ -20,6 +20,7 @@ from chainrag.experiments.judge import distractors, gold_passages
 from chainrag.experiments.probes import LLMProbe
 from chainrag.experiments.shares import Shares, probe_table
 from chainrag.protocols import KnowledgeFilter
+from chainrag.protocols.parts import Filtered
 from chainrag.recipes.recipe import Recipe
 
 KINDS = ("gold", "distractor")
@@ -40,13 +41,12 @@ class Probe:
 
 def filter_of(recipe: Recipe) -> KnowledgeFilter:
     """The knowledge filter of the recipe's method, or a clear error."""
-    found = getattr(recipe.method, "knowledge_filter", None)
-    if found is None:
+    if not isinstance(recipe.method, Filtered):
         raise FilterProbeError(
             f"recipe {recipe.name!r} has no knowledge filter (method.knowledge_filter); "
             "use a Shi et al. recipe such as recipes/seeds/four_module.yaml"
         )
-    return found  # type: ignore[no-any-return]
+    return recipe.method.knowledge_filter
 
 
 def items(example: QAExample) -> list[tuple[str, KnowledgeItem]]:

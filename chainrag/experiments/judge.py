@@ -45,14 +45,13 @@ class Probe:
 
 def judge_of(recipe: Recipe) -> Callable[[str, Sequence[str], Context], Verdict]:
     """The sufficiency judge of the recipe's expander, or a clear error."""
-    expander = recipe.retrieval.expander if recipe.retrieval else None
-    judge = getattr(expander, "judge", None)
+    judge = recipe.judge
     if judge is None:
         raise JudgeProbeError(
             f"recipe {recipe.name!r} has no sufficiency judge (retrieval.expander.judge); "
             "use a ChainRAG recipe such as recipes/chainrag/ansint.yaml"
         )
-    return judge  # type: ignore[no-any-return]
+    return judge
 
 
 def gold_passages(example: QAExample) -> list[int]:

@@ -9,6 +9,7 @@ the index built for the question) and reads the LLM usage there (``ctx.usage``);
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -39,6 +40,7 @@ from chainrag.core.types import (
     Verdict,
 )
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.parts import AnsweringJudge, Named
 from chainrag.protocols.reasoning import (
     Answerer,
     Decomposer,
@@ -51,13 +53,15 @@ from chainrag.protocols.reasoning import (
 )
 from chainrag.recipes.registry import METHODS, registered_key
 
+if TYPE_CHECKING:
+    from chainrag.recipes.recipe import Recipe
+
 
 def answer_name(integrator: Integrator) -> str:
     """The name of the answer ``integrator`` gives: its ``name`` where the recipe gives one,
     else its registered kind without ``_`` (``ans_int`` → ``ansint``)."""
-    given = getattr(integrator, "name", None)
-    if isinstance(given, str):
-        return given
+    if isinstance(integrator, Named) and integrator.name is not None:
+        return integrator.name
     found = registered_key(type(integrator))
     return found[1].replace("_", "") if found else type(integrator).__name__.lower()
 
@@ -114,6 +118,16 @@ class ChainRAG:
         if self.confirmer is not None and not self.confirm_rewrite:
             raise ValueError("'confirmer' is asked only with 'confirm_rewrite: true'; set both")
         unique_answer_names(self.integrators)
+
+    def check_recipe(self, recipe: Recipe) -> None:
+        """``answer_from_judge`` needs a judge that answers."""
+        judge = recipe.judge
+        if self.answer_from_judge and not (isinstance(judge, AnsweringJudge) and judge.answers):
+            raise ValueError(
+                "answer_from_judge takes each sub-answer from the walk's sufficiency judge, "
+                "which must be one that answers (retrieval.expander.judge: {kind: "
+                f"llm_answerable}}); this recipe's is {type(judge).__name__}"
+            )
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
         decomposition = self.decompose(example.question, ctx)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +40,7 @@ from chainrag.core.errors import (
     RecipeError,
     UnknownComponentError,
 )
+from chainrag.core.parts import parts
 from chainrag.protocols import (
     NER,
     Chunker,
@@ -50,7 +51,9 @@ from chainrag.protocols import (
     Method,
     SeedRetriever,
     SentenceSplitter,
+    SufficiencyJudge,
 )
+from chainrag.protocols.parts import ChecksRecipe, Judged
 from chainrag.recipes.models import LOCAL_MODELS
 from chainrag.recipes.registry import find_plugin, load_plugin
 from chainrag.recipes.structure import (
@@ -164,31 +167,18 @@ class Recipe:
                     "retrieval.edge_weights names edge layers the index does not build: "
                     f"{', '.join(missing)} (index.edges has: {built})"
                 )
-        integrators = _with_parts(getattr(self.method, "integrators", ()))
-        layouts = [getattr(i, "layout", None) for i in integrators]
-        if "passages" in layouts and self.index is not None and self.index.chunker is not None:
-            raise ValueError(
-                "cxt_int's layout: passages shows each sentence with its passage's other kept "
-                "sentences and title; this recipe's index is chunks (index.chunker): use "
-                "layout: ranked"
-            )
-        if getattr(self.method, "answer_from_judge", False):
-            expander = self.retrieval.expander if self.retrieval is not None else None
-            judge = getattr(expander, "judge", None)
-            if not getattr(judge, "answers", False):
-                raise ValueError(
-                    "method.answer_from_judge takes each sub-answer from the walk's sufficiency "
-                    "judge, which must be one that answers (retrieval.expander.judge: {kind: "
-                    f"llm_answerable}}); this recipe's is {type(judge).__name__}"
-                )
+        for path, part in parts(self):
+            if isinstance(part, ChecksRecipe):
+                try:
+                    part.check_recipe(self)
+                except ValueError as exc:
+                    raise ValueError(f"{path}: {exc}") from None
 
-
-def _with_parts(items: Iterable[object]) -> Iterator[object]:
-    """Each item, then the items inside it (an integrator that chooses between others holds
-    them in ``parts``)."""
-    for item in items:
-        yield item
-        yield from _with_parts(getattr(item, "parts", ()))
+    @property
+    def judge(self) -> SufficiencyJudge | None:
+        """The sufficiency judge of the recipe's expander, None where it has none."""
+        expander = self.retrieval.expander if self.retrieval is not None else None
+        return expander.judge if isinstance(expander, Judged) else None
 
 
 # --------------------------------------------------------------------------- YAML

@@ -29,6 +29,7 @@ from chainrag.index.build import IndexBuildError, IndexCache, build_index
 from chainrag.index.corpus.build import Dtype, Engine, LocalEngine, build_corpus_index
 from chainrag.index.corpus.store import CorpusIndexError
 from chainrag.protocols.index import VectorSearch
+from chainrag.protocols.parts import Searched
 from chainrag.recipes.recipe import IndexSpec, Recipe, load_recipe
 
 Progress = Callable[[str, int, int], None]
@@ -223,7 +224,8 @@ def prepare_search(recipe: Path | Recipe, out: Path) -> SearchReady | None:
     from chainrag.index.corpus.store import CorpusIndex
 
     recipe = loaded(recipe)
-    search = getattr(recipe.retrieval.seed, "search", None) if recipe.retrieval else None
+    seed = recipe.retrieval.seed if recipe.retrieval else None
+    search = seed.search if isinstance(seed, Searched) else None
     if search is None or isinstance(search, ExactSearch) or recipe.index is None:
         return None
     assert recipe.index.embedder is not None

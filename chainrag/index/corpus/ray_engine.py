@@ -41,6 +41,7 @@ import attrs
 
 from chainrag.core.context import Context
 from chainrag.core.errors import ChainragError
+from chainrag.protocols.parts import InProcesses
 
 if TYPE_CHECKING:
     from chainrag.index.corpus.build import Encoder
@@ -175,12 +176,12 @@ def in_one_process(spec: IndexSpec) -> IndexSpec:
     """``spec`` with its spaCy stages in the actor's own process: each actor holds one CPU of
     the cluster, so worker processes of its own would oversubscribe it (the sentences and
     mentions are the same either way)."""
-    changes = {
-        name: attrs.evolve(part, processes=1)
-        for name in ("splitter", "ner")
-        if (part := getattr(spec, name)) is not None and hasattr(part, "processes")
-    }
-    return attrs.evolve(spec, **changes)
+    splitter, ner = spec.splitter, spec.ner
+    if isinstance(splitter, InProcesses):
+        splitter = attrs.evolve(splitter, processes=1)
+    if isinstance(ner, InProcesses):
+        ner = attrs.evolve(ner, processes=1)
+    return attrs.evolve(spec, splitter=splitter, ner=ner)
 
 
 class EncoderActor:

@@ -1,0 +1,76 @@
+"""Optional parts of components, as Protocols: what code looking inside a recipe may ask of a
+component beyond its stage's call, checked with ``isinstance`` instead of ``getattr``.
+
+- :class:`ChecksRecipe`: a component that needs something of the recipe around it says so in
+  ``check_recipe``; a recipe runs every such check when it loads (``Recipe`` walks its
+  components with :func:`chainrag.core.parts.parts`), so an impossible combination is an error
+  that names the component's path before anything runs.
+- :class:`Judged`: an expander that asks a sufficiency judge.
+- :class:`AnsweringJudge`: a judge that answers while it judges (``llm_answerable``).
+- :class:`Filtered`: a method with a knowledge filter (Shi et al.'s).
+- :class:`Searched`: a seed retriever with a vector search.
+- :class:`Named`: an integrator whose answer a recipe may name.
+- :class:`InProcesses`: a spaCy stage that may run in worker processes.
+
+Layer: protocols (the bottom); the recipe type is named for type checkers only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from chainrag.protocols.index import VectorSearch
+    from chainrag.protocols.knowledge import KnowledgeFilter
+    from chainrag.protocols.retrieval import SufficiencyJudge
+    from chainrag.recipes.recipe import Recipe
+
+
+@runtime_checkable
+class ChecksRecipe(Protocol):
+    """A component with needs of the recipe around it (an index of sentences, a judge that
+    answers): ``check_recipe`` raises ``ValueError`` saying what the recipe must change."""
+
+    def check_recipe(self, recipe: Recipe) -> None: ...
+
+
+@runtime_checkable
+class Judged(Protocol):
+    """An expander that asks a sufficiency judge after each hop."""
+
+    judge: SufficiencyJudge
+
+
+@runtime_checkable
+class AnsweringJudge(Protocol):
+    """A sufficiency judge that answers while it judges (its verdict's ``answer``)."""
+
+    answers: ClassVar[bool]
+
+
+@runtime_checkable
+class Filtered(Protocol):
+    """A method that passes retrieved knowledge through a filter."""
+
+    knowledge_filter: KnowledgeFilter
+
+
+@runtime_checkable
+class Searched(Protocol):
+    """A seed retriever whose dense candidates come from a vector search."""
+
+    search: VectorSearch
+
+
+@runtime_checkable
+class Named(Protocol):
+    """An integrator whose answer the recipe may name (None: named after its kind)."""
+
+    name: str | None
+
+
+@runtime_checkable
+class InProcesses(Protocol):
+    """A stage that may run in worker processes (None: as many as the work warrants)."""
+
+    processes: int | None
