@@ -10,7 +10,6 @@ The same retriever serves the sentence graph and chunk mode: it only needs a ``S
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,18 +48,19 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], n: int, k: int = 6
     return out
 
 
-def bm25_scores(query: str, texts: Sequence[str], ctx: Context) -> np.ndarray:
-    """BM25 scores of every text for ``query`` (bm25s; the index is built once per text set)."""
+def bm25_scores(query: str, index: Searchable, ctx: Context) -> np.ndarray:
+    """BM25 scores of every text of ``index`` for ``query`` (bm25s; its BM25 index is built
+    once per index and kept in ``ctx.index_data`` while the index lives)."""
     import bm25s
 
-    key = ("bm25s", hashlib.sha256("\x00".join(texts).encode()).hexdigest())
+    texts = index.texts
 
     def build() -> Any:
         retriever = bm25s.BM25()
         retriever.index(bm25s.tokenize(list(texts), show_progress=False), show_progress=False)
         return retriever
 
-    retriever = ctx.models.get(key, build)
+    retriever = ctx.index_data.get(index, "bm25s", build)
     tokens = bm25s.tokenize([query], show_progress=False, return_ids=False)[0]
     known = [t for t in tokens if t in retriever.vocab_dict]
     if not known:
@@ -73,7 +73,7 @@ def vector_index(index: Searchable, search: VectorSearch, ctx: Context) -> Vecto
     inner products serve (exact search of an index held in memory: one matrix product).
 
     A corpus index keeps its vector indexes on disk (built once per search); for an index in
-    memory one is built per index and kept in ``ctx.models`` while the index lives.
+    memory one is built per index and kept in ``ctx.index_data`` while the index lives.
     """
     opener = getattr(index, "vector_index", None)
     if opener is not None:
@@ -82,7 +82,7 @@ def vector_index(index: Searchable, search: VectorSearch, ctx: Context) -> Vecto
     if isinstance(search, ExactSearch):
         return None
     embeddings = index.embeddings
-    return ctx.models.get(("vector_index", id(embeddings), search), lambda: search(embeddings))
+    return ctx.index_data.get(index, ("vector_index", search), lambda: search(embeddings))
 
 
 @SEED_RETRIEVERS.register("dense_rerank", example={"k": 2, "candidates": 4})
@@ -121,7 +121,7 @@ class DenseRerank:
         dense = np.asarray(index.embeddings @ q[0])
         if not self.hybrid:
             return top_k_hits(dense, self.candidates)
-        lexical = bm25_scores(query, index.texts, ctx)
+        lexical = bm25_scores(query, index, ctx)
         rankings = [[h.index for h in top_k_hits(s, n)] for s in (dense, lexical)]
         return top_k_hits(reciprocal_rank_fusion(rankings, n, self.rrf_k), self.candidates)
 

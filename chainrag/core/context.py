@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from chainrag.core.budget import words
 from chainrag.core.errors import ChainragError
+from chainrag.core.retrieval import IndexData, Retriever
 from chainrag.core.types import Expansion, Usage
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.retrieval import Graph, Retrieval, Searchable
@@ -45,13 +45,25 @@ class ModelStore:
     def __init__(self) -> None:
         self._models: dict[Hashable, Any] = {}
         self._lock = threading.Lock()
+        self._loading: dict[Hashable, threading.Lock] = {}
 
     def get(self, key: Hashable, load: Callable[[], T]) -> T:
-        """The model stored under ``key``, loading it with ``load()`` the first time."""
+        """The model stored under ``key``, loading it with ``load()`` the first time. A load
+        holds only its key's lock: another model is found, or loaded, meanwhile."""
         with self._lock:
-            if key not in self._models:
-                self._models[key] = load()
-            model: T = self._models[key]
+            if key in self._models:
+                found: T = self._models[key]
+                return found
+            loading = self._loading.setdefault(key, threading.Lock())
+        with loading:
+            with self._lock:
+                if key in self._models:
+                    done: T = self._models[key]
+                    return done
+            model = load()
+            with self._lock:
+                self._models[key] = model
+                self._loading.pop(key, None)
             return model
 
     def __len__(self) -> int:
@@ -95,6 +107,8 @@ class Context:
             :meth:`retrieve` runs on ``index``.
         ledger: Where ``llm`` counts its usage (the runner's per-question ``MeteredLLM``), or
             None when nothing counts it; :meth:`usage` reads it.
+        index_data: What retrieval derives from an index (BM25, vector indexes), per index
+            and bounded (:class:`~chainrag.core.retrieval.IndexData`); shared by copies.
     """
 
     llm: LLM | None = None
@@ -102,6 +116,7 @@ class Context:
     index: Searchable | None = None
     retrieval: Retrieval | None = None
     ledger: Ledger | None = None
+    index_data: IndexData = attrs.field(factory=IndexData)
 
     def require_llm(self, stage: str) -> LLM:
         """The LLM, or a clear error naming the stage that needed one."""
@@ -117,19 +132,18 @@ class Context:
             raise MissingResourceError("a method needs ctx.index (the runner sets it)")
         return self.index
 
-    def retrieve(self, query: str) -> Expansion:
-        """Seeds for ``query`` from ``index``, expanded over the graph when the index is one
-        and the recipe has an expander."""
+    def retriever(self) -> Retriever:
+        """The recipe's retrieval bound to the index (a
+        :class:`~chainrag.core.retrieval.Retriever`)."""
         index = self.require_index()
         if self.retrieval is None:
             raise MissingResourceError("a method needs ctx.retrieval (the runner sets it)")
-        seeds = self.retrieval.seed(query, index, self)
-        expander = self.retrieval.expander
-        if expander is not None and isinstance(index, Graph):
-            return expander(query, seeds, index, self)
-        units = tuple(h.index for h in seeds)
-        texts = index.texts
-        return Expansion(units, units, 0, (), sum(words(texts[u]) for u in units))
+        return Retriever(self.retrieval, index)
+
+    def retrieve(self, query: str) -> Expansion:
+        """What :meth:`retriever` finds for ``query``: seeds, expanded over the graph where the
+        recipe has an expander."""
+        return self.retriever()(query, self)
 
     def texts(self, units: Sequence[int]) -> list[str]:
         """The texts of ``units`` of the index."""
