@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import chainrag.recipes.recipe as recipe_module
+import chainrag.recipes.bases as recipe_module
 from chainrag.cli.main import app
 from chainrag.core.errors import RecipeError
 from chainrag.recipes import registry
