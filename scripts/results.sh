@@ -19,6 +19,9 @@
 #   bash scripts/results.sh long-variants   # our candidates to beat ChainRAG there, 3 dev sets
 #   bash scripts/results.sh long-heldout    # compare_by_rule's held-out test (questions 31-60)
 #   bash scripts/results.sh long-heldout-roles  # compare_roles_by_rule's (questions 61-90)
+#   bash scripts/results.sh judge-steps     # issue 49: does a sufficiency judge tell a MuSiQue
+#                                           # step's gold paragraph from the next-best ones?
+#   bash scripts/results.sh long-fewer-calls  # issue 49, item 4: one_hop_cxtint, 3 long sets
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
 # methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
@@ -152,6 +155,14 @@ for what in ${targets[@]}; do
     [[ $what == long-k* ]] && recipes=("${K_SWEEP[@]}")
     run "${recipes[@]}" --dataset long:musique --limit "$limit" --out-dir $OUT \
       --cache-mode refresh --no-report
+  elif [[ $what == judge-steps ]]; then
+    # 60 MuSiQue dev questions measured, thresholds chosen on 60 of MuSiQue train (HippoRAG's)
+    twice $BIN/chainrag experiment judge-steps --limit 60 --out-dir docs/probes
+  elif [[ $what == long-fewer-calls ]]; then
+    for dataset in musique 2wiki hotpotqa; do
+      run recipes/variants/one_hop_cxtint.yaml --dataset "long:$dataset" --limit $N \
+        --out-dir $OUT --cache-mode refresh --no-report
+    done
   elif [[ $what == long-variants ]]; then
     for dataset in musique 2wiki hotpotqa; do
       replay=("${REPLAY[@]}")
