@@ -279,9 +279,29 @@ class FourModule:
                 items.setdefault(u, KnowledgeItem(index.texts[u], units[u].title, source=u))
         return list(items.values())
 
+    def run_state(self, ctx: Context) -> ReservoirState | None:
+        """The reservoir as the run's cross-question state (None without one)."""
+        reservoir = self._reservoir(ctx)
+        return ReservoirState(reservoir) if reservoir is not None else None
+
     def _reservoir(self, ctx: Context) -> Reservoir | None:
         if self.reservoir is None:
             return None
         path = Path(self.reservoir).expanduser()
         path = path if path.is_absolute() else cache_root() / path
         return ctx.models.get(("reservoir", str(path)), lambda: Reservoir(path))
+
+
+@attrs.frozen
+class ReservoirState:
+    """A knowledge reservoir as a run's cross-question state: its marker is the newest item's
+    id; rolling back removes the items added after one."""
+
+    reservoir: Reservoir
+    name: str = "reservoir"
+
+    def marker(self) -> int:
+        return self.reservoir.last_id()
+
+    def rollback(self, marker: int) -> None:
+        self.reservoir.remove_after(marker)

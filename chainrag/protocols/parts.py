@@ -11,6 +11,8 @@ component beyond its stage's call, checked with ``isinstance`` instead of ``geta
 - :class:`Searched`: a seed retriever with a vector search.
 - :class:`Named`: an integrator whose answer a recipe may name.
 - :class:`InProcesses`: a spaCy stage that may run in worker processes.
+- :class:`Stateful`: a method that carries state from one question to the next (seed 004's
+  knowledge reservoir), which a run declares, records and rolls back (:class:`RunState`).
 
 Layer: protocols (the bottom); the recipe type is named for type checkers only.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from chainrag.core.context import Context
     from chainrag.protocols.index import VectorSearch
     from chainrag.protocols.knowledge import KnowledgeFilter
     from chainrag.protocols.retrieval import SufficiencyJudge
@@ -74,3 +77,25 @@ class InProcesses(Protocol):
     """A stage that may run in worker processes (None: as many as the work warrants)."""
 
     processes: int | None
+
+
+@runtime_checkable
+class RunState(Protocol):
+    """State a method carries across a run's questions. The run records :meth:`marker` after
+    each question and rolls the state back to the last recorded marker when it resumes (and
+    to the one before a question that failed), so that a question is answered over the state
+    the questions before it left, whatever stopped the run."""
+
+    @property
+    def name(self) -> str: ...
+
+    def marker(self) -> int: ...
+
+    def rollback(self, marker: int) -> None: ...
+
+
+@runtime_checkable
+class Stateful(Protocol):
+    """A method with cross-question state: ``run_state`` gives it (None: none this time)."""
+
+    def run_state(self, ctx: Context) -> RunState | None: ...

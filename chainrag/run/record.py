@@ -70,6 +70,9 @@ class RunRecord:
         trace: The method's prediction, with the question's LLM usage (``trace.usage``, and per
             prompt id ``trace.usage_by_prompt``).
         seconds: Wall time of the question, index building included (rounded to ms).
+        state: The run's cross-question state after the question, a marker per state
+            (``{"reservoir": 17}``), where the method has any (None otherwise, and the line
+            leaves it out).
     """
 
     id: str
@@ -81,6 +84,7 @@ class RunRecord:
     retrieval: RetrievalRecord | None
     trace: Prediction
     seconds: float
+    state: Mapping[str, int] | None = None
 
     @property
     def primary(self) -> str:
@@ -191,7 +195,7 @@ def record_line(record: RunRecord) -> dict[str, Any]:
         "seconds": record.seconds,
         "trace": plain(attrs.evolve(trace, usage_by_prompt=())),
         "format": RECORD_FORMAT,
-    }
+    } | ({"state": dict(record.state)} if record.state is not None else {})
 
 
 _DERIVED = ("primary", "answer", "em", "f1", "format")

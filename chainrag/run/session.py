@@ -14,11 +14,18 @@ those in flight finish or fail and are recorded, and the session ends as interru
 that is no question's own but the run's (``stops_run``: the managed server died twice) ends the
 session the same way, without a line for the questions it stopped, and is raised again once the
 session's end is recorded (:attr:`SessionResult.stopped`).
+
+A method with cross-question state (seed 004's knowledge reservoir: a
+:class:`~chainrag.protocols.parts.Stateful` method) answers one question at a time; each line
+records the state's marker after its question, a failed question's writes are rolled back, and
+a resumed run first rolls the state back to the last recorded marker (or to the run's start,
+``state.json``), so a killed run resumes over the state its recorded questions left.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import time
 import traceback
@@ -28,16 +35,17 @@ from types import FrameType
 
 import attrs
 
-from chainrag.core.context import ModelStore
+from chainrag.core.context import Context, ModelStore
 from chainrag.core.credentials import redact
 from chainrag.core.errors import ChainragError, Interrupted, signal_name
 from chainrag.core.types import QAExample
 from chainrag.index.build import IndexCache
 from chainrag.llm.stack import LimitedLLM
 from chainrag.protocols.llm import LLM
+from chainrag.protocols.parts import RunState, Stateful
 from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.recipe import Recipe
-from chainrag.run.files import LineWriter
+from chainrag.run.files import LineWriter, RunError, write_json
 from chainrag.run.folder import ERRORS, RunDir
 from chainrag.run.meta import SessionEnd
 from chainrag.run.question import answer_and_score
@@ -146,6 +154,10 @@ def run_recipe(
     """
     started = time.perf_counter()
     records, torn = run.records(repair=True)
+    models = models or ModelStore()
+    state = restored_state(recipe, run, records, models)
+    if state is not None:
+        concurrency = 1  # each question reads the state the one before it left
     remaining = pending(examples, records)
     wanted = {e.qid for e in examples}
     tally = Tally()
@@ -154,19 +166,24 @@ def run_recipe(
             tally.add(record)
     skipped = tally.n  # the examples with a line
     limited = LimitedLLM.at_most(llm, llm_slots) if llm_slots is not None else llm
-    models = models or ModelStore()
 
     stopping: list[ChainragError] = []  # the error that stops the run, once one has
 
     def work(example: QAExample) -> RunRecord:
         if stopping:
             raise NotStartedError(example.qid)
+        before = state.marker() if state is not None else None
         try:
-            return answer_and_score(recipe, example, limited, models, cache, index)
-        except ChainragError as exc:
-            if stops_run(exc):
+            record = answer_and_score(recipe, example, limited, models, cache, index)
+        except Exception as exc:
+            if state is not None and before is not None:
+                state.rollback(before)  # what the failed question wrote goes with it
+            if isinstance(exc, ChainragError) and stops_run(exc):
                 stopping.append(exc)
             raise
+        if state is None:
+            return record
+        return attrs.evolve(record, state={state.name: state.marker()})
 
     interrupted = None
     try:
@@ -187,6 +204,39 @@ def run_recipe(
         interrupted=interrupted,
         stopped=stopping[0] if stopping else None,
     )
+
+
+STATE_FILE = "state.json"
+"""A run folder's cross-question state at the run's start, a marker per state, written by its
+first session (what a resume rolls back to before any question is recorded)."""
+
+
+def restored_state(
+    recipe: Recipe, run: RunDir, records: Sequence[RunRecord], models: ModelStore
+) -> RunState | None:
+    """The method's cross-question state (:class:`~chainrag.protocols.parts.Stateful`),
+    rolled back to what the last recorded question left (to the run's start when none is
+    recorded), so that a question cut off part way leaves nothing; None without state."""
+    method = recipe.method
+    state = method.run_state(Context(models=models)) if isinstance(method, Stateful) else None
+    if state is None:
+        return None
+    start_file = run.folder / STATE_FILE
+    marked = [r.state[state.name] for r in records if r.state and state.name in r.state]
+    if marked:
+        state.rollback(marked[-1])
+    elif start_file.is_file():
+        try:
+            start = int(json.loads(start_file.read_text(encoding="utf-8"))[state.name])
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
+            raise RunError(
+                f"{start_file}: not this run's state at its start ({type(exc).__name__}: {exc}); "
+                "it is written by the run's first session: remove the run folder to start again"
+            ) from None
+        state.rollback(start)
+    elif not records:
+        write_json(start_file, {state.name: state.marker()})
+    return state
 
 
 class NotStartedError(ChainragError):
