@@ -182,3 +182,20 @@ def test_the_command_refuses_a_dataset_without_decompositions_before_any_llm(
     assert result.exit_code == 1, result.output
     assert "dataset 'hotpotqa' has no gold decomposition" in result.output
     assert not list(tmp_path.glob("judge-steps-*"))
+
+
+def test_longer_probes_hold_more_paragraphs_and_the_same_gold_rule() -> None:
+    """--paragraphs N: the sufficient probe is the gold paragraph and the N - 1 best others,
+    the insufficient one the N best others (walk-length evidence)."""
+    ctx = Context()
+    example = load_dataset("musique", 1)[0]
+    found = js.drafts(example, EMBEDDER, ctx, paragraphs=6)
+    for sufficient, insufficient in zip(found[::2], found[1::2], strict=True):
+        gold = example.decomposition[sufficient.step - 1].paragraph
+        assert len(sufficient.paragraphs) == len(insufficient.paragraphs) == 6
+        assert gold in sufficient.paragraphs and gold not in insufficient.paragraphs
+        assert len(set(sufficient.paragraphs) & set(insufficient.paragraphs)) == 5
+    assert js.drafts(example, EMBEDDER, ctx, paragraphs=len(example.passages)) == []
+    says_yes = Context(llm=ScriptedLLM({"sufficiency": lambda r: "Yes"}))
+    probes = js.probe("musique", [example], EMBEDDER, says_yes, paragraphs=6)
+    assert "6 paragraphs a probe" in js.table(probes, [], "r.yaml")

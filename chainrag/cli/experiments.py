@@ -101,6 +101,10 @@ def judge_steps_probe(
         ),
     ] = "musique_train",
     limit: Annotated[int, typer.Option(min=1, help="Questions probed in each set.")] = 100,
+    paragraphs: Annotated[
+        int,
+        typer.Option(min=1, help="Paragraphs a probe (more: nearer a walk's evidence length)."),
+    ] = 2,
     out_dir: ProbeOut = Path("runs"),
     cache_mode: ProbeCacheMode = "use",
 ) -> None:
@@ -114,7 +118,9 @@ def judge_steps_probe(
     check_cache_mode(cache_mode)
     with Progress("question") as bars:
         mode = cast("CacheMode", cache_mode)
-        saved = judge_steps.experiment(recipe, dataset, train or None, limit, out_dir, mode, bars)
+        saved = judge_steps.experiment(
+            recipe, dataset, train or None, limit, out_dir, mode, bars, paragraphs
+        )
     say_saved(saved.table, saved.folder)
 
 

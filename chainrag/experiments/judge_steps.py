@@ -139,11 +139,13 @@ def overlap(question: str, paragraphs: Sequence[str]) -> float:
     return max(len(wanted & set(_WORD.findall(p.lower()))) / len(wanted) for p in paragraphs)
 
 
-def drafts(example: QAExample, embedder: Embedder, ctx: Context) -> list[Draft]:
-    """The two probes of each step of ``example`` with a gold paragraph (none where the
-    question has fewer than three paragraphs)."""
+def drafts(
+    example: QAExample, embedder: Embedder, ctx: Context, paragraphs: int = 2
+) -> list[Draft]:
+    """The two probes of each step of ``example`` with a gold paragraph, ``paragraphs``
+    paragraphs each (none where the question has no more paragraphs than that)."""
     texts = [f"{p.title}: {p.text}" if p.title else p.text for p in example.passages]
-    if len(texts) < 3:
+    if len(texts) <= paragraphs:
         return []
     steps = example.decomposition
     questions = [sub_question(steps, i) for i in range(len(steps))]
@@ -157,7 +159,8 @@ def drafts(example: QAExample, embedder: Embedder, ctx: Context) -> list[Draft]:
         cosine = vectors @ queries[i]
         ranked = [int(j) for j in np.argsort(-cosine, kind="stable")]
         others = [j for j in ranked if j != gold]
-        for sufficient, chosen in ((True, {gold, others[0]}), (False, set(others[:2]))):
+        enough, short = {gold, *others[: paragraphs - 1]}, set(others[:paragraphs])
+        for sufficient, chosen in ((True, enough), (False, short)):
             order = tuple(j for j in ranked if j in chosen)
             out.append(
                 Draft(
@@ -189,10 +192,19 @@ def ask(split: str, draft: Draft, ctx: Context) -> StepProbe:
 
 
 def probe(
-    split: str, examples: Iterable[QAExample], embedder: Embedder, ctx: Context
+    split: str,
+    examples: Iterable[QAExample],
+    embedder: Embedder,
+    ctx: Context,
+    paragraphs: int = 2,
 ) -> list[StepProbe]:
-    """Every probe of ``examples``, asked through ``ctx.llm``."""
-    return [ask(split, d, ctx) for example in examples for d in drafts(example, embedder, ctx)]
+    """Every probe of ``examples`` (``paragraphs`` paragraphs each), asked through
+    ``ctx.llm``."""
+    return [
+        ask(split, d, ctx)
+        for example in examples
+        for d in drafts(example, embedder, ctx, paragraphs)
+    ]
 
 
 # --------------------------------------------------------------------------- measures
@@ -314,12 +326,22 @@ def rows(measured: Sequence[StepProbe], train: Sequence[StepProbe]) -> list[Judg
     return out
 
 
+def _paragraphs(probes: Sequence[StepProbe]) -> str:
+    sizes = sorted({len(p.paragraphs) for p in probes})
+    return (
+        "–".join(str(n) for n in (sizes[0], sizes[-1]) if sizes)
+        if len(sizes) > 1
+        else (str(sizes[0]) if sizes else "0")
+    )
+
+
 def _mean(values: Sequence[bool]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
 def table(measured: Sequence[StepProbe], train: Sequence[StepProbe], recipe: str) -> str:
-    """The markdown table of :func:`rows` with a title and the probes' sizes."""
+    """The markdown table of :func:`rows` with a title and the probes' sizes (paragraphs and
+    mean words)."""
     splits = f"{measured[0].split}" if measured else "?"
     trained = f"{train[0].split}" if train else "none"
     lines = [
@@ -328,7 +350,9 @@ def table(measured: Sequence[StepProbe], train: Sequence[StepProbe], recipe: str
         "",
         f"Measured: {len({p.qid for p in measured})} questions, {len(measured)} probes "
         f"({sum(p.sufficient for p in measured)} sufficient); training: "
-        f"{len({p.qid for p in train})} questions, {len(train)} probes.",
+        f"{len({p.qid for p in train})} questions, {len(train)} probes. "
+        f"{_paragraphs(measured)} paragraphs a probe, "
+        f"{sum(p.words for p in measured) / max(1, len(measured)):.0f} words on average.",
         "",
         "| judge | ROC AUC | 95% interval | AUC on training | threshold | yes on insufficient % "
         "| yes on sufficient % |",
@@ -372,10 +396,12 @@ def experiment(
     out: Path,
     cache_mode: CacheMode = "use",
     progress: Progress | None = None,
+    paragraphs: int = 2,
 ) -> SavedProbes:
     """Probe ``dataset``'s first ``limit`` questions (and ``train``'s, where thresholds and
-    the combination are chosen), through the recipe's LLM and the response cache, and save
-    the table and the probes in ``out``.
+    the combination are chosen), ``paragraphs`` paragraphs a probe (more: nearer the length of
+    the evidence a walk has after one hop), through the recipe's LLM and the response cache,
+    and save the table and the probes in ``out`` (``judge-steps-DATASET[-pN]-<time>``).
 
     The recipe and both datasets are checked before the LLM is opened; a run stopped part way
     asks again only what the response cache does not hold.
@@ -394,7 +420,10 @@ def experiment(
         for split, examples in ((train, training), (dataset, measured)):
             if split:
                 label = f"probing {split}"
-                found[split] = probe(split, counted(examples, progress, label), embedder, ctx)
+                found[split] = probe(
+                    split, counted(examples, progress, label), embedder, ctx, paragraphs
+                )
     probes: list[Any] = [*found.get(train or "", []), *found[dataset]]
     text = table(found[dataset], found.get(train or "", []), str(recipe))
-    return save_probes(out / f"judge-steps-{dataset}", text, resolved, probes)
+    stem = f"judge-steps-{dataset}" + (f"-p{paragraphs}" if paragraphs != 2 else "")
+    return save_probes(out / stem, text, resolved, probes)
