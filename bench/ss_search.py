@@ -236,7 +236,7 @@ def graph_table(rows: list[dict[str, Any]], limit: float) -> str:
     return "\n".join([head, *lines])
 
 
-def main() -> None:
+def arguments() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[0, 100_000])
     parser.add_argument("--sample", type=int, default=1000)
@@ -258,30 +258,24 @@ def main() -> None:
     )
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--graph-worker", nargs=4, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        n, sample, kind, spec = args.worker
-        print(json.dumps(worker(int(n), int(sample), kind, spec)))
-        return
-    if args.graph_worker:
-        n, sample, kind, spec = args.graph_worker
-        print(json.dumps(graph_worker(int(n), int(sample), kind, spec)))
-        return
-    if args.graphs is not None:
-        graphs = []
-        for size in args.sizes:
-            n = size or len(real_vectors())
-            ground_truth(n, args.sample)
-            for builder in args.graphs:
-                kind, _, spec = builder.partition(":")
-                if kind not in GRAPHS:
-                    parser.error(
-                        f"--graphs {builder}: unknown builder (known: {', '.join(GRAPHS)})"
-                    )
-                graphs.append(run_graph(n, args.sample, kind, spec, args.limit))
-                print(graph_table(graphs[-1:], args.limit), file=sys.stderr, flush=True)
-        print(graph_table(graphs, args.limit))
-        return
+    return parser, parser.parse_args()
+
+
+def compare_graphs(args: argparse.Namespace) -> None:
+    """--graphs: each builder at each size, a table line on stderr as each ends."""
+    graphs = []
+    for size in args.sizes:
+        n = size or len(real_vectors())
+        ground_truth(n, args.sample)
+        for builder in args.graphs:
+            kind, _, spec = builder.partition(":")
+            graphs.append(run_graph(n, args.sample, kind, spec, args.limit))
+            print(graph_table(graphs[-1:], args.limit), file=sys.stderr, flush=True)
+    print(graph_table(graphs, args.limit))
+
+
+def compare_searches(args: argparse.Namespace) -> None:
+    """Exact search and each FAISS setting at each size, a table line on stderr as each ends."""
     rows = []
     for size in args.sizes:
         n = size or len(real_vectors())  # 0: the real sentences alone
@@ -292,6 +286,22 @@ def main() -> None:
             rows += run(n, args.sample, kind, spec)
             print(table(rows[-len(spec.split(",")) :]), file=sys.stderr, flush=True)
     print(table(rows))
+
+
+def main() -> None:
+    parser, args = arguments()
+    for flag, work in (("worker", worker), ("graph_worker", graph_worker)):
+        if given := getattr(args, flag):
+            n, sample, kind, spec = given
+            print(json.dumps(work(int(n), int(sample), kind, spec)))
+            return
+    if args.graphs is None:
+        compare_searches(args)
+        return
+    unknown = [b for b in args.graphs if b.partition(":")[0] not in GRAPHS]
+    if unknown:  # before any ground truth is computed
+        parser.error(f"--graphs {unknown[0]}: unknown builder (known: {', '.join(GRAPHS)})")
+    compare_graphs(args)
 
 
 if __name__ == "__main__":

@@ -69,12 +69,18 @@ def distractors(example: QAExample, gold: Sequence[int]) -> list[int]:
     return [i for i in range(len(example.passages)) if i not in golden][: len(gold)]
 
 
+def paragraph_texts(example: QAExample) -> list[str]:
+    """The question's paragraphs as a judge reads them: ``title: text`` (the text alone
+    where there is no title)."""
+    return [f"{p.title}: {p.text}" if p.title else p.text for p in example.passages]
+
+
 def evidence_sets(example: QAExample) -> dict[str, list[str]]:
     """The three paragraph sets of one question (``gold minus one`` only with 2+ gold)."""
     gold = gold_passages(example)
     if not gold:
         return {}
-    text = [f"{p.title}: {p.text}" if p.title else p.text for p in example.passages]
+    text = paragraph_texts(example)
     others = distractors(example, gold)
     sets = {"all gold": [text[i] for i in gold]}
     if len(gold) >= 2:

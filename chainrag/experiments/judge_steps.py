@@ -45,7 +45,7 @@ import numpy as np
 from chainrag.components.judges import numbered, parse_yes_no, yes_share
 from chainrag.core.context import Context
 from chainrag.core.types import GoldStep, QAExample
-from chainrag.experiments.judge import JudgeProbeError
+from chainrag.experiments.judge import JudgeProbeError, paragraph_texts
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
 from chainrag.llm.prompts import load_prompt
 from chainrag.protocols.index import Embedder
@@ -144,7 +144,7 @@ def drafts(
 ) -> list[Draft]:
     """The two probes of each step of ``example`` with a gold paragraph, ``paragraphs``
     paragraphs each (none where the question has no more paragraphs than that)."""
-    texts = [f"{p.title}: {p.text}" if p.title else p.text for p in example.passages]
+    texts = paragraph_texts(example)
     if len(texts) <= paragraphs:
         return []
     steps = example.decomposition
@@ -327,12 +327,9 @@ def rows(measured: Sequence[StepProbe], train: Sequence[StepProbe]) -> list[Judg
 
 
 def _paragraphs(probes: Sequence[StepProbe]) -> str:
-    sizes = sorted({len(p.paragraphs) for p in probes})
-    return (
-        "–".join(str(n) for n in (sizes[0], sizes[-1]) if sizes)
-        if len(sizes) > 1
-        else (str(sizes[0]) if sizes else "0")
-    )
+    """The probes' paragraphs each: ``2``, or ``1–2`` where they differ."""
+    sizes = sorted({len(p.paragraphs) for p in probes}) or [0]
+    return str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
 
 
 def _mean(values: Sequence[bool]) -> float:
@@ -342,8 +339,8 @@ def _mean(values: Sequence[bool]) -> float:
 def table(measured: Sequence[StepProbe], train: Sequence[StepProbe], recipe: str) -> str:
     """The markdown table of :func:`rows` with a title and the probes' sizes (paragraphs and
     mean words)."""
-    splits = f"{measured[0].split}" if measured else "?"
-    trained = f"{train[0].split}" if train else "none"
+    splits = measured[0].split if measured else "?"
+    trained = train[0].split if train else "none"
     lines = [
         f"Sufficiency judges on {splits} sub-questions, thresholds chosen on {trained} "
         f"(recipe {recipe})",

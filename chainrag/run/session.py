@@ -159,31 +159,28 @@ def run_recipe(
     if state is not None:
         concurrency = 1  # each question reads the state the one before it left
     remaining = pending(examples, records)
-    wanted = {e.qid for e in examples}
     tally = Tally()
-    for record in records:
-        if record.id in wanted:
-            tally.add(record)
+    wanted = {e.qid for e in examples}
+    for record in (r for r in records if r.id in wanted):
+        tally.add(record)
     skipped = tally.n  # the examples with a line
     limited = LimitedLLM.at_most(llm, llm_slots) if llm_slots is not None else llm
 
+    def answer_one(example: QAExample) -> RunRecord:
+        return answer_and_score(recipe, example, limited, models, cache, index)
+
+    answer = with_state(answer_one, state) if state is not None else answer_one
     stopping: list[ChainragError] = []  # the error that stops the run, once one has
 
     def work(example: QAExample) -> RunRecord:
         if stopping:
             raise NotStartedError(example.qid)
-        before = state.marker() if state is not None else None
         try:
-            record = answer_and_score(recipe, example, limited, models, cache, index)
-        except Exception as exc:
-            if state is not None and before is not None:
-                state.rollback(before)  # what the failed question wrote goes with it
-            if isinstance(exc, ChainragError) and stops_run(exc):
+            return answer(example)
+        except ChainragError as exc:
+            if stops_run(exc):
                 stopping.append(exc)
             raise
-        if state is None:
-            return record
-        return attrs.evolve(record, state={state.name: state.marker()})
 
     interrupted = None
     try:
@@ -204,6 +201,25 @@ def run_recipe(
         interrupted=interrupted,
         stopped=stopping[0] if stopping else None,
     )
+
+
+def with_state(
+    answer: Callable[[QAExample], RunRecord], state: RunState
+) -> Callable[[QAExample], RunRecord]:
+    """``answer`` over a cross-question ``state``: a question that fails takes what it wrote
+    with it (the state rolled back to its marker before the question), and each record
+    carries the state's marker after its question."""
+
+    def answered(example: QAExample) -> RunRecord:
+        before = state.marker()
+        try:
+            record = answer(example)
+        except Exception:
+            state.rollback(before)
+            raise
+        return attrs.evolve(record, state={state.name: state.marker()})
+
+    return answered
 
 
 STATE_FILE = "state.json"
