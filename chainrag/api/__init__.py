@@ -78,7 +78,8 @@ def run(
     """
     from chainrag.core.progress import Progress
     from chainrag.report.runs import find_runs
-    from chainrag.run.jobs import plan_grid, run_grid
+    from chainrag.run.jobs import run_grid
+    from chainrag.run.plan import plan_grid
 
     paths = [Path(recipes)] if isinstance(recipes, (str, Path)) else [Path(r) for r in recipes]
     names = [dataset] if isinstance(dataset, str) else list(dataset)

@@ -28,7 +28,8 @@ from chainrag.recipes.recipe import load_recipe
 
 if TYPE_CHECKING:
     from chainrag.llm.cache import CacheMode
-    from chainrag.run.jobs import Grid, JobResult
+    from chainrag.run.jobs import JobResult
+    from chainrag.run.plan import RunPlan
 
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
@@ -142,7 +143,7 @@ def run(
     directory. Run the same command again to continue a stopped run: finished questions are
     kept, a torn last line is repaired, only the rest is run. With --dry-run, print the plan;
     with --estimate, what the runs would take."""
-    from chainrag.run.jobs import plan_grid
+    from chainrag.run.plan import plan_grid
 
     out_dir = renamed("--out", "--out-dir", out, out_dir)
     check_cache_mode(cache_mode)
@@ -152,21 +153,22 @@ def run(
         raise fail("--sample applies to --estimate only", 2)
     if yes and not estimate:
         raise fail("--yes applies to --estimate only (it allows the sample's paid calls)", 2)
-    grid = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
+    plan = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
                      cache_mode=cache_mode, index=index, say=said, overrides=set_ or (),
                      llm=llm)  # fmt: skip
     if dry_run:
         from chainrag.run.plan import plan_lines
 
-        for line in plan_lines(grid):
+        for line in plan_lines(plan):
             typer.echo(line)
         return
-    for line in grid.lines():
+    for line in plan.lines():
         typer.echo(line)
+    plan.check()  # a refused run stops the command before any run or sample starts
     if estimate:
-        print_estimate(grid, sample, yes)
+        print_estimate(plan, sample, yes)
         return
-    results = run_grid(grid, engine, ray_cpus)
+    results = run_grid(plan, engine, ray_cpus)
     if report:
         from chainrag.report import find_runs, markdown
 
@@ -178,16 +180,16 @@ def run(
 
 
 @reports_errors(RUN_HINT)
-def run_grid(grid: Grid, engine: str, cpus: float) -> list[JobResult]:
-    """The grid in this process (a bar per run) or as Ray tasks, a line per finished run; an
+def run_grid(plan: RunPlan, engine: str, cpus: float) -> list[JobResult]:
+    """The plan in this process (a bar per run) or as Ray tasks, a line per finished run; an
     interrupted run ends the command with 128 + the signal's number."""
     from chainrag.run import jobs
     from chainrag.run.session import sigterm_as_interrupt
 
     try:
         if engine == "ray":
-            typer.echo(f"{len(grid.jobs)} job(s) as Ray tasks ({cpus:g} CPU each)…")
-            results = jobs.run_grid_ray(grid.jobs, cpus)
+            typer.echo(f"{len(plan.jobs)} job(s) as Ray tasks ({cpus:g} CPU each)…")
+            results = jobs.run_grid_ray(plan.jobs, cpus)
             for result in results:
                 typer.echo(result.line())
         else:
@@ -197,7 +199,7 @@ def run_grid(grid: Grid, engine: str, cpus: float) -> list[JobResult]:
                     bars.close()  # the run's bar, before the line that ends it
                     typer.echo(result.line())
 
-                results = jobs.run_grid(grid, progress=bars, on_result=finished, say=typer.echo)
+                results = jobs.run_grid(plan, progress=bars, on_result=finished, say=typer.echo)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM outside a recipe's questions
         raise interrupted(signal_name(exc)) from None
     if results and results[-1].session.interrupted:
@@ -206,13 +208,13 @@ def run_grid(grid: Grid, engine: str, cpus: float) -> list[JobResult]:
 
 
 @reports_errors(RUN_HINT)
-def print_estimate(grid: Grid, sample: int | None, yes: bool = False) -> None:
+def print_estimate(plan: RunPlan, sample: int | None, yes: bool = False) -> None:
     """Each run's estimate (answering its sample, a bar per run, if it needs one) as a table.
     A sample that a paid API would answer is only counted and priced unless ``yes``."""
     from chainrag.run.estimate import SAMPLE, estimate_grid, paid_samples, table
     from chainrag.run.session import sigterm_as_interrupt
 
-    if not yes and (paid := paid_samples(grid, sample or SAMPLE)):
+    if not yes and (paid := paid_samples(plan, sample or SAMPLE)):
         for item in paid:
             typer.echo(item.line())
         typer.echo(
@@ -225,7 +227,7 @@ def print_estimate(grid: Grid, sample: int | None, yes: bool = False) -> None:
 
     try:
         with sigterm_as_interrupt(), Progress("q") as bars:
-            estimates = estimate_grid(grid, sample or SAMPLE, progress=bars, say=typer.echo)
+            estimates = estimate_grid(plan, sample or SAMPLE, progress=bars, say=typer.echo)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while a sample is answered
         raise interrupted(signal_name(exc)) from None
     typer.echo(table(estimates))

@@ -36,7 +36,7 @@ import signal
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
@@ -44,25 +44,14 @@ from chainrag.core.context import ModelStore
 from chainrag.core.errors import ChainragError, Interrupted
 from chainrag.core.paths import cache_root
 from chainrag.core.types import QAExample
-from chainrag.data.datasets import dataset_path
 from chainrag.index.build import IndexCache
 from chainrag.llm.backend import TokenPrice, token_price
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.recipe import LLMSpec, Recipe
+from chainrag.run.files import RunError
 from chainrag.run.folder import RUN_FILE, RunDir
-from chainrag.run.jobs import (
-    Grid,
-    Job,
-    Progress,
-    by_llm,
-    in_flight,
-    index_identity,
-    open_job_llm,
-    open_shared,
-    run_into,
-    run_slug,
-)
-from chainrag.run.meta import IndexIdentity, file_fingerprint, recipe_digest
+from chainrag.run.jobs import Progress, by_llm, in_flight, open_job_llm, open_shared, run_into
+from chainrag.run.plan import Job, PlannedData, PlannedRun, RunPlan, plan_run
 from chainrag.run.question import warm_up
 from chainrag.run.record import RunRecord
 
@@ -236,64 +225,50 @@ def sample_questions(examples: Sequence[QAExample], n: int) -> list[QAExample]:
     return [examples[i] for i in sorted(order[:n])]
 
 
-def sample_folder(
-    run: str, recipe: Recipe, dataset: str, dataset_file: Path, index: IndexIdentity | None
-) -> Path:
-    """Where a sample of ``recipe`` over ``dataset`` is answered:
-    ``$CHAINRAG_CACHE/estimates/<run>-<key>``, the key a hash of the recipe's digest, the
-    dataset and its file's fingerprint and the corpus index, so that a changed recipe or file
-    gets a folder of its own."""
-    about = [recipe_digest(recipe), dataset, file_fingerprint(dataset_file)]
-    if index is not None:
-        about.append(json.dumps(index.key(), sort_keys=True, default=str))
+def sample_folder(run: PlannedRun) -> Path:
+    """Where a sample of ``run`` is answered: ``$CHAINRAG_CACHE/estimates/<run>-<key>``, the
+    key a hash of the recipe's digest, the dataset and its file's fingerprint and the corpus
+    index (the run's identity), so that a changed recipe or file gets a folder of its own."""
+    known = run.identity
+    about = [known.recipe_digest, known.dataset, known.dataset_fingerprint]
+    if known.index is not None:
+        about.append(json.dumps(known.index.key(), sort_keys=True, default=str))
     key = hashlib.sha256("\n".join(about).encode("utf-8")).hexdigest()[:12]
-    return cache_root() / "estimates" / f"{run}-{key}"
+    return cache_root() / "estimates" / f"{run.label}-{key}"
 
 
-def measured_run(
-    folder: Path,
-    recipe: Recipe,
-    dataset: str,
-    index: IndexIdentity | None,
-    at_least: int,
-) -> tuple[list[RunRecord], Basis] | None:
-    """The questions of the run in ``folder`` answered by real calls only, if there are at
-    least ``at_least``; None otherwise, or if there is no run there. A run of another recipe or
-    dataset file there is a RunError, as the run itself would be. Reads, never writes."""
-    if not (folder / RUN_FILE).is_file():
+def measured_run(run: PlannedRun, at_least: int) -> tuple[list[RunRecord], Basis] | None:
+    """The questions of ``run``'s folder answered by real calls only, if there are at least
+    ``at_least``; None otherwise, or if there is no run there. A folder the plan refused (of
+    another recipe or dataset file) is a RunError, as the run itself would be. Reads, never
+    writes."""
+    if run.state.kind == "refused":
+        raise RunError(run.state.reason)
+    if not (run.folder / RUN_FILE).is_file():
         return None
-    run = RunDir(folder)
-    run.check(recipe, dataset, dataset_path(dataset)[0], index)
-    records, _ = run.records()
+    records, _ = RunDir(run.folder).records()
     measured = [r for r in records if r.usage.cache_hits == 0]
     if len(measured) < max(1, at_least):
         return None
-    return measured, Basis("run", folder, len(measured), left_out=len(records) - len(measured))
+    return measured, Basis("run", run.folder, len(measured), left_out=len(records) - len(measured))
 
 
 def answer_sample(
-    recipe: Recipe,
-    recipe_path: Path,
-    job: Job,
-    examples: Sequence[QAExample],
+    run: PlannedRun,
     llm: Callable[[], LLM],
     n: int,
     *,
-    shared: Any = None,
     cache: IndexCache | None = None,
     progress: Progress | None = None,
 ) -> tuple[list[RunRecord], Basis]:
-    """:func:`sample_questions` answered one at a time with ``llm()`` into
+    """:func:`sample_questions` of ``run`` answered one at a time with ``llm()`` into
     :func:`sample_folder`, and their records. What the folder holds is kept: when it holds
     every sampled question, nothing is answered and ``llm`` is not called. Before the first
     is answered, :func:`~chainrag.run.question.warm_up` loads the models its index and seeds
     need (without the LLM), so the first question's seconds carry no model loading, which a
     run pays once, not per question. Ctrl-C or SIGTERM ends it as it ends a run."""
-    dataset_file, _ = dataset_path(job.dataset)
-    about = index_identity(shared) if shared is not None else None
-    run = f"{run_slug(job.dataset, shared)}/{recipe.name}"
-    folder = sample_folder(run, recipe, job.dataset, dataset_file, about)
-    chosen = sample_questions(examples, n)
+    folder = sample_folder(run)
+    chosen = sample_questions(run.data.examples, n)
     wanted = {e.qid for e in chosen}
 
     def answered() -> list[RunRecord]:
@@ -303,11 +278,12 @@ def answer_sample(
 
     done = {r.id for r in answered()}
     if len(done) < len(chosen):
+        shared = open_shared(run.recipe, run.job.index) if run.job.index else None
         models = ModelStore()
-        warm_up(recipe, next(e for e in chosen if e.qid not in done), models, shared)
-        session = run_into(recipe, recipe_path, folder, job.dataset, chosen, llm(), width=1,
-                           slots=1, cache=cache, shared=shared, progress=progress,
-                           models=models)  # fmt: skip
+        warm_up(run.recipe, next(e for e in chosen if e.qid not in done), models, shared)
+        session = run_into(run.recipe, run.recipe_path, folder, run.data.name, chosen, llm(),
+                           width=1, slots=1, cache=cache, shared=shared, progress=progress,
+                           models=models, identity=run.identity)  # fmt: skip
         if session.interrupted:
             raise Interrupted(signal.Signals[session.interrupted])
         if session.stopped is not None:  # the managed server died twice
@@ -315,13 +291,35 @@ def answer_sample(
     records = answered()
     if not records:
         raise EstimateError(
-            f"{run}: none of the {len(chosen)} sampled question(s) was answered, so there is "
-            f"nothing to scale up (see {folder / 'errors.jsonl'})"
+            f"{run.label}: none of the {len(chosen)} sampled question(s) was answered, so there "
+            f"is nothing to scale up (see {folder / 'errors.jsonl'})"
         )
     return records, Basis("sample", folder, len(records), failed=len(chosen) - len(records))
 
 
 # --------------------------------------------------------------------------- runs
+
+
+def estimate_run(
+    run: PlannedRun,
+    llm: Callable[[], LLM],
+    *,
+    sample: int = SAMPLE,
+    cache: IndexCache | None = None,
+    progress: Progress | None = None,
+) -> Estimate:
+    """The estimate of a planned run (see the module docstring): from its folder's answered
+    questions, else from ``sample`` questions answered with ``llm()`` (called only then: a
+    managed server is not started for nothing)."""
+    n = min(sample, len(run.data.examples))
+    found = measured_run(run, n)
+    if found is None:
+        found = answer_sample(run, llm, n, cache=cache, progress=progress)
+    records, basis = found
+    width, slots = in_flight(run.recipe.llm, run.job.concurrency)
+    return extrapolate(records, len(run.data.examples), width=width, slots=slots,
+                       price=price_of(run.recipe.llm), run=run.label, spec=run.recipe.llm,
+                       basis=basis)  # fmt: skip
 
 
 def estimate_recipe(
@@ -335,43 +333,34 @@ def estimate_recipe(
     cache: IndexCache | None = None,
     progress: Progress | None = None,
 ) -> Estimate:
-    """The estimate of ``recipe`` over ``job.dataset``'s ``examples`` (see the module
-    docstring): from the run folder's answered questions, else from ``sample`` questions
-    answered with ``llm()`` (called only then: a managed server is not started for nothing)."""
-    shared = open_shared(recipe, job.index) if job.index else None
-    run = f"{run_slug(job.dataset, shared)}/{recipe.name}"
-    about = index_identity(shared) if shared is not None else None
-    n = min(sample, len(examples))
-    found = measured_run(job.out / run, recipe, job.dataset, about, n)
-    if found is None:
-        found = answer_sample(recipe, recipe_path, job, examples, llm, n, shared=shared,
-                              cache=cache, progress=progress)  # fmt: skip
-    records, basis = found
-    width, slots = in_flight(recipe.llm, job.concurrency)
-    return extrapolate(records, len(examples), width=width, slots=slots,
-                       price=price_of(recipe.llm), run=run, spec=recipe.llm,
-                       basis=basis)  # fmt: skip
+    """The estimate of ``recipe`` over ``job.dataset``'s ``examples``, planned here
+    (:func:`~chainrag.run.plan.plan_run`) and estimated by :func:`estimate_run`."""
+    planned = plan_run(job, recipe, PlannedData.read(job.dataset, examples))
+    return estimate_run(attrs.evolve(planned, recipe_path=recipe_path), llm, sample=sample,
+                        cache=cache, progress=progress)  # fmt: skip
 
 
 def estimate_grid(
-    grid: Grid,
+    plan: RunPlan,
     sample: int = SAMPLE,
     *,
     progress: Progress | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[Estimate]:
-    """An estimate per recipe x dataset of the grid, dataset by dataset; recipes with the same
-    ``llm:`` share one LLM, opened (a managed server started) only if a sample needs it."""
+    """An estimate per planned run, dataset by dataset, beside the run (the same plan, nothing
+    read again); recipes with the same ``llm:`` share one LLM, opened (a managed server
+    started) only if a sample needs it."""
+    plan.check()
     estimates: list[Estimate] = []
     cache = IndexCache()
-    for job in grid.jobs[:: len(grid.recipes)]:  # one job per dataset stands for its group
-        examples = grid.questions[job.dataset]
-        for spec, members in by_llm(grid.recipes).items():
+    for group in plan.groups():
+        for members in by_llm(group):
             with contextlib.ExitStack() as stack:
-                llm = _on_demand(stack, spec, attrs.evolve(job, cache_mode="bypass"), say)
-                for path, recipe in members:
-                    estimates.append(estimate_recipe(recipe, path, job, examples, llm,
-                                     sample=sample, cache=cache, progress=progress))  # fmt: skip
+                job = attrs.evolve(members[0].job, cache_mode="bypass")
+                llm = _on_demand(stack, members[0].recipe.llm, job, say)
+                for run in members:
+                    estimates.append(estimate_run(run, llm, sample=sample, cache=cache,
+                                                  progress=progress))  # fmt: skip
     return estimates
 
 
@@ -487,27 +476,22 @@ def is_paid(spec: LLMSpec) -> bool:
     return price is None or price.prompt > 0 or price.completion > 0
 
 
-def paid_samples(grid: Grid, sample: int = SAMPLE) -> list[PaidSample]:
+def paid_samples(plan: RunPlan, sample: int = SAMPLE) -> list[PaidSample]:
     """The samples :func:`estimate_grid` would answer with a paid API, read from the run and
-    sample folders without a call (a run over a corpus index counts its whole sample)."""
-    found, recipes = [], dict(grid.recipes)
-    for job in grid.jobs:
-        recipe = recipes[job.recipe]
-        if not is_paid(recipe.llm):
+    sample folders without a call."""
+    found = []
+    for run in plan.runs:
+        if not is_paid(run.recipe.llm):
             continue
-        examples = grid.questions[job.dataset]
-        n = min(sample, len(examples))
+        n = min(sample, len(run.data.examples))
+        if measured_run(run, n) is not None:
+            continue
+        folder = sample_folder(run)
+        wanted = {e.qid for e in sample_questions(run.data.examples, n)}
         left = n
-        if job.index is None:
-            run = f"{run_slug(job.dataset)}/{recipe.name}"
-            if measured_run(job.out / run, recipe, job.dataset, None, n) is not None:
-                continue
-            folder = sample_folder(run, recipe, job.dataset, dataset_path(job.dataset)[0], None)
-            wanted = {e.qid for e in sample_questions(examples, n)}
-            if (folder / RUN_FILE).is_file():
-                left -= len({r.id for r in RunDir(folder).records()[0]} & wanted)
-        else:
-            run = f"{run_slug(job.dataset)}@index/{recipe.name}"
+        if (folder / RUN_FILE).is_file():
+            left -= len({r.id for r in RunDir(folder).records()[0]} & wanted)
         if left > 0:
-            found.append(PaidSample(run, left, recipe.llm.model, price_of(recipe.llm)))
+            spec = run.recipe.llm
+            found.append(PaidSample(run.label, left, spec.model, price_of(spec)))
     return found

@@ -30,23 +30,21 @@ import attrs
 from chainrag.core.device import resolved_devices
 from chainrag.core.errors import ChainragError
 from chainrag.core.llama_build import LlamaBuild
-from chainrag.data.datasets import dataset_setting
 from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.run.files import RunError, finished, write_json
 from chainrag.run.meta import (
     META_FORMAT,
     IndexIdentity,
+    RunIdentity,
     RunMeta,
     Session,
     SessionEnd,
     answer_recipe,
-    file_fingerprint,
     last_build,
     meta_data,
     model_identities,
     package_versions,
     read_meta,
-    recipe_digest,
     stored_recipe,
 )
 from chainrag.run.record import QuestionError, RecordError, RunRecord, read_error, read_record
@@ -129,6 +127,7 @@ class RunDir:
         llama_build: LlamaBuild | None = None,
         say: Callable[[str], None] = lambda _: None,
         changes: tuple[str, ...] = (),
+        identity: RunIdentity | None = None,
     ) -> RunMeta:
         """Create the directory's description, or check that it describes this same run.
 
@@ -140,11 +139,14 @@ class RunDir:
         warning through ``say``: its answers may differ from the earlier sessions'. ``changes``:
         the command line's ``--llm``/``--set`` changes to the recipe file, recorded per session
         (the resolved recipe, changes applied, is ``recipe.yaml`` and the digest).
+        ``identity``: the run's :class:`RunIdentity` as its plan computed it (else computed
+        here from the recipe, the dataset and its file).
         """
+        known = identity or RunIdentity.of(recipe, dataset, dataset_file, index)
         devices = resolved_devices(recipe, "")
         session = Session.now(prompt_cache, llama_build, changes, devices)
         if (self.folder / RUN_FILE).exists():
-            meta = self.check(recipe, dataset, dataset_file, index)
+            meta = self.check(recipe, dataset, dataset_file, index, identity=known)
             self._check_prompt_cache(meta, prompt_cache)
             if warning := build_change(self.folder, last_build(meta.sessions), llama_build):
                 say(warning)
@@ -157,16 +159,16 @@ class RunDir:
                 recipe_name=recipe.name,
                 recipe_description=recipe.description,
                 recipe_file=str(recipe_path),
-                recipe_digest=recipe_digest(recipe),
+                recipe_digest=known.recipe_digest,
                 method=type(recipe.method).__name__,
-                dataset=dataset,
-                dataset_file=str(dataset_file),
-                dataset_fingerprint=file_fingerprint(dataset_file),
+                dataset=known.dataset,
+                dataset_file=str(known.dataset_file),
+                dataset_fingerprint=known.dataset_fingerprint,
                 packages=package_versions(),
                 models=model_identities(recipe, prompt_cache),
                 sessions=(session,),
-                index=index,
-                dataset_setting=dataset_setting(dataset),
+                index=known.index,
+                dataset_setting=known.dataset_setting,
             )
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta_data(meta))
@@ -178,23 +180,22 @@ class RunDir:
         dataset: str,
         dataset_file: Path,
         index: IndexIdentity | None = None,
+        *,
+        identity: RunIdentity | None = None,
     ) -> RunMeta:
         """The folder's ``run.json``, if it describes a run of this recipe on this dataset file
-        (and corpus index); a RunError naming what differs otherwise. Writes nothing."""
+        (and corpus index); a RunError naming what differs otherwise. Writes nothing.
+        ``identity``: the run's, as its plan computed it (else computed here)."""
         meta = self.meta()
-        data = (dataset, file_fingerprint(dataset_file))
-        self._check_same_run(meta, recipe, recipe_digest(recipe), data, index)
+        self._check_same_run(
+            meta, recipe, identity or RunIdentity.of(recipe, dataset, dataset_file, index)
+        )
         return meta
 
-    def _check_same_run(
-        self,
-        meta: RunMeta,
-        recipe: Recipe,
-        digest: str,
-        data: tuple[str, str],
-        index: IndexIdentity | None,
-    ) -> None:
+    def _check_same_run(self, meta: RunMeta, recipe: Recipe, known: RunIdentity) -> None:
         """Raise unless the folder's run is of this recipe, dataset file and corpus index."""
+        digest, data = known.recipe_digest, (known.dataset, known.dataset_fingerprint)
+        index = known.index
         if meta.recipe_digest != digest and not self._same_recipe(recipe):
             raise RunError(
                 f"{self.folder} holds a run of another recipe ({meta.recipe_name!r}, "
@@ -207,7 +208,7 @@ class RunDir:
                 f"({meta.dataset_fingerprint}), not on {data[0]!r} ({data[1]}): "
                 "the dataset file changed or another dataset was named"
             )
-        setting = dataset_setting(data[0])  # a file given by its path is read to tell its format
+        setting = known.dataset_setting  # a file given by its path is read to tell its format
         if meta.dataset_setting != setting:
             raise RunError(
                 f"{self.folder} holds a run on {meta.dataset!r} made as "

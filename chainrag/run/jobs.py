@@ -1,14 +1,17 @@
-"""Run jobs: recipes over a dataset into their run folders, in this process or as Ray tasks.
+"""Run jobs: a run plan executed, recipes over a dataset into their run folders, in this
+process or as Ray tasks.
 
-    results = run_group(recipes, "musique", out=Path("runs"))          # one LLM server shared
-    results = run_grid_ray([Job(Path("r.yaml"), "2wiki", Path("runs"))])  # a task per job
+    plan = plan_grid(recipes, ["musique"], out=Path("runs"))    # chainrag.run.plan
+    results = run_grid(plan)                                    # one LLM server per llm:
+    results = run_grid_ray(plan.jobs)                           # a Ray task per job
 
 A job is one recipe over one dataset (optionally over a prebuilt corpus index) into
 ``OUT/<dataset slug>/<recipe name>/``; its run folder is resumable, so a grid whose tasks were
-lost is finished by running it again. :func:`run_group` runs several recipes over one dataset
-in this process, sharing one LLM (one managed server) between the recipes that name the same
-``llm:``; :func:`run_grid_ray` sends each job to a Ray task (a local Ray, or the cluster at
-``RAY_ADDRESS``), which runs it with :func:`run_group` on its worker.
+lost is finished by running it again. :func:`run_grid` runs a plan's runs in this process,
+dataset by dataset (:func:`run_group`), sharing one LLM (one managed server) between the
+recipes that name the same ``llm:``, and reads nothing the plan read; :func:`run_grid_ray`
+sends each job to a Ray task (a local Ray, or the cluster at ``RAY_ADDRESS``), which plans it
+again on its worker (:func:`run_job`).
 
 Layer: run orchestration. May import recipes, data, the LLM layer, the index and corpus
 packages, the session loop and run folders; never the CLI.
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,43 +29,24 @@ import attrs
 
 from chainrag.core.context import ModelStore
 from chainrag.core.types import QAExample
-from chainrag.data.datasets import DatasetError, dataset_path, dataset_slug, load_dataset
+from chainrag.data.datasets import dataset_path
 from chainrag.index.build import IndexCache
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.recipe import LLMSpec, Recipe
 from chainrag.run.files import locked
 from chainrag.run.folder import RunDir
-from chainrag.run.meta import IndexIdentity
-from chainrag.run.question import check_runnable
+from chainrag.run.meta import IndexIdentity, RunIdentity
+from chainrag.run.plan import Grid as Grid  # re-exported: the plan's old name
+from chainrag.run.plan import Job as Job  # re-exported: where jobs were defined
+from chainrag.run.plan import PlannedRun, RunPlan, manifest_identity, other_index, plan_grid
+from chainrag.run.plan import index_slug as index_slug  # re-exported
+from chainrag.run.plan import load_questions as load_questions  # re-exported
+from chainrag.run.plan import load_recipes as load_recipes  # re-exported
 from chainrag.run.session import SessionResult, Tally, run_recipe
 
 Progress = Callable[[str, int, int, dict[str, str]], None]
 """``progress(label, done, total, postfix)`` after every question of the run ``label``
 (``musique/ansint``): the CLI's :class:`~chainrag.cli.common.Progress` bars."""
-
-
-@attrs.frozen
-class Job:
-    """One recipe over one dataset; what ``chainrag run`` is given for it."""
-
-    recipe: Path
-    dataset: str
-    out: Path
-    limit: int | None = None
-    concurrency: int | None = None
-    cache_mode: str = "use"
-    index: Path | None = None
-    overrides: tuple[str, ...] = ()
-    """``--set PATH=VALUE`` changes to the recipe, as given."""
-    llm: str | None = None
-    """``--llm NAME``: the LLM recipe whose ``llm:`` replaces the recipe's."""
-
-    @property
-    def changes(self) -> tuple[str, ...]:
-        """The command-line changes to the recipe, as ``run.json`` records them."""
-        from chainrag.recipes.overrides import describe
-
-        return describe(self.overrides, self.llm)
 
 
 @attrs.frozen
@@ -88,123 +72,33 @@ class JobResult:
         return f"{self.folder}: {', '.join(parts)} in {result.seconds:.0f} s"
 
 
-@attrs.frozen
-class Grid:
-    """Recipes x datasets as ``chainrag run`` was given them, loaded and checked: a job per
-    pair (dataset-major), the recipes, and each dataset's questions."""
-
-    jobs: tuple[Job, ...]
-    recipes: tuple[tuple[Path, Recipe], ...]
-    questions: Mapping[str, Sequence[QAExample]]
-
-    def lines(self) -> list[str]:
-        """A line per dataset: its questions, the recipes, where the runs go."""
-        out = self.jobs[0].out if self.jobs else Path()
-        return [f"{len(examples)} questions of {d}; {len(self.recipes)} recipe(s); runs in {out}/"
-                for d, examples in self.questions.items()]  # fmt: skip
-
-
-def plan_grid(
-    recipes: Sequence[Path], datasets: Sequence[str], *, out: Path, limit: int | None = None,
-    concurrency: int | None = None, cache_mode: str = "use", index: Path | None = None,
-    say: Callable[[str], None] | None = None, overrides: Sequence[str] = (),
-    llm: str | None = None,
-) -> Grid:  # fmt: skip
-    """Load and check every recipe (with ``--llm`` and ``--set`` applied) and dataset before
-    anything runs (see :func:`load_recipes`, :func:`load_questions`); ``say`` is told the
-    format detected in a dataset given as a file."""
-    loaded = load_recipes(recipes, overrides, llm)
-    questions = {d: load_questions(d, limit, index is not None, say) for d in datasets}
-    jobs = [Job(path, d, out, limit, concurrency, cache_mode, index, tuple(overrides), llm)
-            for d in datasets for path, _ in loaded]  # fmt: skip
-    return Grid(tuple(jobs), tuple(loaded), questions)
-
-
 def run_grid(
-    grid: Grid,
+    plan: RunPlan,
     *,
     progress: Progress | None = None,
     on_result: Callable[[JobResult], None] | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[JobResult]:
-    """Every dataset's recipes in this process, dataset by dataset (recipes with one ``llm:``
-    share its server; see :func:`run_group`); stops after a run that was interrupted."""
+    """The plan's runs in this process, dataset by dataset (recipes with one ``llm:`` share its
+    server; see :func:`run_group`), once :meth:`RunPlan.check` found none refused; stops after
+    a run that was interrupted."""
+    plan.check()
     results: list[JobResult] = []
-    for job in grid.jobs[:: len(grid.recipes)]:  # one job per dataset stands for its group
-        results += run_group(job, grid.recipes, grid.questions[job.dataset],
-                             progress=progress, on_result=on_result, say=say)  # fmt: skip
+    for group in plan.groups():
+        results += run_group(group, progress=progress, on_result=on_result, say=say)
         if results and results[-1].session.interrupted:
             break
     return results
 
 
-def run_slug(dataset: str, shared: Any = None) -> str:
-    """The folder of a dataset's runs; over a corpus index ``DATASET@CORPUS`` (the corpus named
-    by its sources, so that runs over a graph and a chunk index of one corpus sit together)."""
-    return index_slug(dataset, shared.manifest["sources"] if shared is not None else None)
-
-
-def index_slug(dataset: str, sources: Sequence[str] | None) -> str:
-    """:func:`run_slug` from the corpus index's sources (None: no index), read from its
-    manifest without opening the index."""
-    if sources is None:
-        return dataset_slug(dataset)
-    from chainrag.index.corpus.store import corpus_label
-
-    return f"{dataset_slug(dataset)}@{corpus_label(sources)}"
-
-
-def load_recipes(
-    paths: Sequence[Path], overrides: Sequence[str] = (), llm: str | None = None
-) -> list[tuple[Path, Recipe]]:
-    """The recipes (``--llm`` and each ``--set`` applied to each), each able to answer
-    questions, with names unique among them."""
-    from chainrag.recipes.overrides import load_changed, parse_all
-
-    changes = parse_all(overrides)
-    loaded = [(path, load_changed(path, changes, llm)) for path in paths]
-    for _, recipe in loaded:
-        check_runnable(recipe)
-    names = [r.name for _, r in loaded]
-    if len(set(names)) != len(names):
-        raise DatasetError(f"two recipes share a name ({', '.join(names)}); each run needs its own")
-    return loaded
-
-
-def load_questions(
-    dataset: str, limit: int | None, shared: bool, say: Callable[[str], None] | None = None
-) -> list[QAExample]:
-    """The dataset's questions, checked for what a run needs (ids unique; passages of their
-    own unless a corpus index is given)."""
-    examples = load_dataset(dataset, limit, say=say)
-    if examples and not shared and not any(e.passages for e in examples):
-        raise DatasetError(
-            f"{dataset}: its questions carry no passages of their own (a shared-corpus set); "
-            "run it over a corpus index: --index DIR, built by chainrag index R "
-            "--corpus FILE --out-dir DIR"
-        )
-    seen: set[str] = set()
-    for example in examples:
-        if example.qid in seen:
-            raise DatasetError(f"{dataset}: question id {example.qid!r} occurs twice; "
-                               "runs key their lines by question id")  # fmt: skip
-        seen.add(example.qid)
-    return examples
-
-
 def open_shared(recipe: Recipe, folder: Path) -> Any:
     """The corpus index at ``folder`` as ``recipe`` searches it; its ``index:`` must be the one
     the index was built with."""
-    from chainrag.index.corpus.build import same_index
     from chainrag.index.corpus.store import CorpusIndex, CorpusIndexError, read_manifest
 
-    manifest = read_manifest(folder)
-    if recipe.index is None or not same_index(manifest.get("index"), recipe.index):
-        raise CorpusIndexError(
-            f"recipe {recipe.name!r}: its index: section is not the one {folder} was built with "
-            f"({manifest['recipe_digest']}); build an index with this recipe (chainrag index "
-            "R ... --out-dir ...) or run a recipe with that index: section"
-        )
+    if reason := other_index(recipe, folder, read_manifest(folder)):
+        raise CorpusIndexError(reason)
+    assert recipe.index is not None
     assert recipe.index.embedder is not None
     weights = recipe.retrieval.edge_weights if recipe.retrieval else None
     return CorpusIndex.open(folder, recipe.index.embedder, weights or None)
@@ -212,9 +106,7 @@ def open_shared(recipe: Recipe, folder: Path) -> Any:
 
 def index_identity(shared: Any) -> IndexIdentity:
     """What ``run.json`` records of the corpus index a run is answered over."""
-    m = shared.manifest
-    return IndexIdentity(str(shared.folder), m["recipe_digest"], tuple(m["sources"]),
-                         m["corpus_sha256"], m["counts"])  # fmt: skip
+    return manifest_identity(shared.folder, shared.manifest)
 
 
 def run_into(
@@ -222,16 +114,20 @@ def run_into(
     llm: Any, *, width: int, slots: int | None, cache: IndexCache | None, shared: Any = None,
     progress: Progress | None = None, models: ModelStore | None = None,
     say: Callable[[str], None] = lambda _: None, changes: tuple[str, ...] = (),
+    identity: RunIdentity | None = None,
 ) -> SessionResult:  # fmt: skip
     """Run one recipe into ``folder`` and record the session's end, interrupted or not
     (``slots``: LLM requests in flight, None where ``llm`` limits itself below its response
     cache, as :func:`open_job_llm`'s does; ``models``: a model store already holding what the
     questions load, else a new one;
-    ``say``: where a warning goes, such as a resumed run's changed llama.cpp build)."""
+    ``say``: where a warning goes, such as a resumed run's changed llama.cpp build;
+    ``identity``: the run's as its plan computed it, else computed from the dataset's file)."""
     from chainrag.core.llama_build import llama_build
     from chainrag.llm import managed_prompt_cache
 
-    dataset_file, _ = dataset_path(dataset)
+    if identity is None:
+        about = index_identity(shared) if shared is not None else None
+        identity = RunIdentity.of(recipe, dataset, dataset_path(dataset)[0], about)
     label = f"{folder.parent.name}/{recipe.name}"
 
     def report(done: int, total: int, tally: Tally) -> None:
@@ -240,18 +136,18 @@ def run_into(
 
     with locked(folder):
         run_dir = RunDir(folder)
-        about = index_identity(shared) if shared is not None else None
         mode = managed_prompt_cache(recipe.llm)
         run_dir.start(
             recipe,
             path,
             dataset,
-            dataset_file,
-            index=about,
+            identity.dataset_file,
+            index=identity.index,
             prompt_cache=mode,
             llama_build=llama_build() if mode is not None else None,
             say=say,
             changes=changes,
+            identity=identity,
         )
         result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
                             models=models, cache=cache, index=shared,
@@ -260,12 +156,12 @@ def run_into(
     return result
 
 
-def by_llm(recipes: Sequence[tuple[Path, Recipe]]) -> dict[LLMSpec, list[tuple[Path, Recipe]]]:
-    """The recipes grouped by their ``llm:``, in order: each group shares one LLM."""
-    groups: dict[LLMSpec, list[tuple[Path, Recipe]]] = {}
-    for path, recipe in recipes:
-        groups.setdefault(recipe.llm, []).append((path, recipe))
-    return groups
+def by_llm(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
+    """The runs grouped by their recipe's ``llm:``, in order: each group shares one LLM."""
+    groups: dict[LLMSpec, list[PlannedRun]] = {}
+    for run in runs:
+        groups.setdefault(run.recipe.llm, []).append(run)
+    return list(groups.values())
 
 
 @contextlib.contextmanager
@@ -301,28 +197,22 @@ def in_flight(spec: LLMSpec, concurrency: int | None) -> tuple[int, int]:
 
 
 def run_group(
-    job: Job,
-    recipes: Sequence[tuple[Path, Recipe]],
-    examples: Sequence[QAExample],
+    runs: Sequence[PlannedRun],
     *,
     progress: Progress | None = None,
     on_result: Callable[[JobResult], None] | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[JobResult]:
-    """``recipes`` over ``job.dataset`` in this process; recipes with the same ``llm:`` share
-    one LLM (one managed server). Stops after a run that was interrupted, and raises the error
+    """Planned runs of one dataset in this process; recipes with the same ``llm:`` share one
+    LLM (one managed server). Stops after a run that was interrupted, and raises the error
     that stopped a run (:attr:`SessionResult.stopped`) once its end is recorded."""
     results, cache = [], IndexCache()
-    for spec, members in by_llm(recipes).items():
-        with open_job_llm(spec, job, say) as (llm, width, _):
-            for path, recipe in members:
-                shared = open_shared(recipe, job.index) if job.index else None
-                folder = job.out / run_slug(job.dataset, shared) / recipe.name
-                session = run_into(recipe, path, folder, job.dataset, examples, llm,
-                                   width=width, slots=None, cache=cache,
-                                   shared=shared, progress=progress, say=say,
-                                   changes=job.changes)  # fmt: skip
-                results.append(JobResult(folder, session))
+    for members in by_llm(runs):
+        with open_job_llm(members[0].recipe.llm, members[0].job, say) as (llm, width, _):
+            for run in members:
+                session = run_planned(run, llm, width=width, slots=None, cache=cache,
+                                      progress=progress, say=say)  # fmt: skip
+                results.append(JobResult(run.folder, session))
                 if on_result:
                     on_result(results[-1])
                 if session.stopped is not None:  # recorded in run.json; the command ends
@@ -332,11 +222,28 @@ def run_group(
     return results
 
 
+def run_planned(
+    run: PlannedRun, llm: Any, *, width: int, slots: int | None, cache: IndexCache | None,
+    progress: Progress | None = None, models: ModelStore | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> SessionResult:  # fmt: skip
+    """A planned run into its folder (see :func:`run_into`), over its corpus index if it has
+    one, with the identity its plan computed."""
+    shared = open_shared(run.recipe, run.job.index) if run.job.index else None
+    return run_into(run.recipe, run.recipe_path, run.folder, run.data.name, run.data.examples,
+                    llm, width=width, slots=slots, cache=cache, shared=shared,
+                    progress=progress, models=models, say=say, changes=run.job.changes,
+                    identity=run.identity)  # fmt: skip
+
+
 def run_job(job: Job) -> JobResult:
-    """One job from scratch (load its recipe and questions, open its LLM): a Ray task's body."""
-    recipes = load_recipes([job.recipe], job.overrides, job.llm)
-    examples = load_questions(job.dataset, job.limit, job.index is not None)
-    return run_group(job, recipes, examples)[0]
+    """One job from scratch (plan it: load its recipe and questions, read its folder; open its
+    LLM): a Ray task's body."""
+    plan = plan_grid([job.recipe], [job.dataset], out=job.out, limit=job.limit,
+                     concurrency=job.concurrency, cache_mode=job.cache_mode, index=job.index,
+                     overrides=job.overrides, llm=job.llm)  # fmt: skip
+    plan.check()
+    return run_group(plan.runs)[0]
 
 
 def run_grid_ray(jobs: Sequence[Job], cpus_per_job: float = 1.0) -> list[JobResult]:

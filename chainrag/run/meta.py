@@ -28,6 +28,7 @@ import cattrs
 from chainrag import __version__
 from chainrag.core.credentials import strip_userinfo
 from chainrag.core.llama_build import LlamaBuild
+from chainrag.data.datasets import dataset_setting
 from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.recipes.structure import InvalidValueError, describe, make_converter
 from chainrag.run.record import plain, structured
@@ -81,6 +82,41 @@ class IndexIdentity:
     def key(self) -> tuple[str, str, Mapping[str, Any]]:
         """What must not change between the sessions of a run (not where the index lies)."""
         return self.recipe_digest, self.corpus_sha256, self.counts
+
+
+@attrs.frozen
+class RunIdentity:
+    """What makes a run folder this run's, computed once per planned run
+    (:func:`RunIdentity.of`) and compared with a folder's ``run.json`` when the run is planned
+    and again when it starts: the recipe's digest, the dataset (its name, file, file
+    fingerprint and setting) and the corpus index."""
+
+    recipe_digest: str
+    dataset: str
+    dataset_file: Path
+    dataset_fingerprint: str
+    dataset_setting: str | None
+    index: IndexIdentity | None = None
+
+    @classmethod
+    def of(
+        cls, recipe: Recipe, dataset: str, dataset_file: Path, index: IndexIdentity | None = None
+    ) -> RunIdentity:
+        """The identity of ``recipe`` over ``dataset`` (read from ``dataset_file``)."""
+        data = cls.of_data(dataset, dataset_file)
+        return attrs.evolve(data, recipe_digest=recipe_digest(recipe), index=index)
+
+    @classmethod
+    def of_data(cls, dataset: str, dataset_file: Path) -> RunIdentity:
+        """The dataset's part of an identity, the file read once for every recipe over it
+        (the recipe's digest left empty)."""
+        return cls("", dataset, dataset_file, file_fingerprint(dataset_file),
+                   dataset_setting(dataset))  # fmt: skip
+
+    @staticmethod
+    def digest(recipe: Recipe) -> str:
+        """The recipe's part of an identity: :func:`recipe_digest`."""
+        return recipe_digest(recipe)
 
 
 @attrs.frozen
