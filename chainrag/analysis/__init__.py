@@ -9,7 +9,10 @@ Layer: this package may import the run folders and their records (:mod:`chainrag
 report's run reader and statistics (:mod:`chainrag.report`, :mod:`chainrag.report.stats`), the
 answer metrics (:mod:`chainrag.data.metrics`) and the errors; never the LLM layer
 (:mod:`chainrag.llm`, nor components that pull it in) nor the CLI. It reads stored records
-only: no model, no LLM call.
+only: no LLM call, and no model except in :mod:`~chainrag.analysis.gold_walks` (``chainrag
+walks --gold``), which reads the questions' indexes through the view's sources
+(:mod:`chainrag.view.sources`) and, asked to build a missing one, loads the recipe's models;
+it is not imported here, so that importing this package stays light.
 """
 
 from chainrag.analysis.integration_gap import IntegrationGap, Split, holds, integration_gap

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from chainrag.cli.common import reports_errors
+from chainrag.cli.common import fail, reports_errors
 
 OVER_HELP = (
     "Pool these dataset folders (repeat: --over docs/runs/musique --over docs/runs/2wiki): BASE "
@@ -58,9 +58,19 @@ def compare(
     typer.echo(found.markdown())
 
 
+GOLD_HELP = (
+    "Also split the walks by where the question's missing gold paragraphs were: at the walk's "
+    "seeds, or not (where the walk had to go on), with how many went past the first hop and "
+    "reached one; reads the questions' indexes from the index cache."
+)
+BUILD_HELP = "With --gold: build an index missing from the cache (loads the recipe's models)."
+
+
 @reports_errors()
 def walks(
     runs: Annotated[list[Path], typer.Argument(help="ChainRAG run folders.")],
+    gold: Annotated[bool, typer.Option("--gold", help=GOLD_HELP)] = False,
+    build_index: Annotated[bool, typer.Option("--build-index", help=BUILD_HELP)] = False,
 ) -> None:
     """What ChainRAG's graph walks did, one row per run: sub-questions per question, rewrites
     (and how many changed the text), the sufficiency judge's verdicts, walks by hops, words
@@ -72,7 +82,15 @@ def walks(
     """
     from chainrag.analysis import walks_table
 
+    if build_index and not gold:
+        raise fail("--build-index applies to --gold only", 2)
     typer.echo(walks_table(runs))
+    if gold:
+        from chainrag.analysis.gold_walks import gold_walks_table
+
+        typer.echo("")
+        typer.echo(gold_walks_table(runs, build_index=build_index,
+                                    progress=lambda line: typer.echo(line, err=True)))  # fmt: skip
 
 
 @reports_errors()

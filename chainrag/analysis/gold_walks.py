@@ -1,0 +1,134 @@
+"""Did the walk go on where it had to? ChainRAG's walks split by whether their seeds already
+held the gold evidence still missing, from a run's traces, its questions and its indexes.
+
+    chainrag walks docs/runs/long-musique/ansint --gold
+
+For each walk (one sub-question's expansion, in the question's order) the gold paragraphs
+**still missing** are the question's gold paragraphs (its supporting paragraphs, or the
+paragraphs of its supporting sentences) that no earlier step of the question retrieved. The
+walk is then one of three:
+
+* **nothing missing**: every gold paragraph was retrieved before it;
+* **gold at the seeds**: its seed units hold a missing gold paragraph;
+* **gold not at the seeds**: they hold none, so a walk that stops at once cannot reach one
+  (issue 49 asks that at least a third of these go past the first hop).
+
+For the last two it counts walks past the first hop (``hops >= 2``: the judge said "no" after
+the first expansion and the walk went on) and walks whose units, by the end, hold a missing gold
+paragraph. A sub-question is not mapped to a gold step (ChainRAG's decomposition is the LLM's,
+not the dataset's), so "missing" is the question's, not the sub-question's: a walk for the
+second hop counts as "gold at the seeds" when its seeds hold the first hop's paragraph that no
+earlier walk found.
+
+The unit numbers of a trace point into the question's index, which is read from the index cache
+(``--build-index`` builds a missing one with the recipe's models); a walk whose index or
+question cannot be read is counted as unreadable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from chainrag.core.types import QAExample, StepTrace
+from chainrag.data.metrics import gold_items
+from chainrag.index.build import IndexCache
+from chainrag.report.runs import Run, find_runs
+from chainrag.view.sources import Examples, Indexes, Progress, Unavailable, Unit
+
+
+@attrs.frozen
+class GoldWalks:
+    """Walks counted by where the missing gold was (see the module docstring)."""
+
+    walks: int
+    unreadable: int = 0
+    nothing_missing: int = 0
+    at_seeds: int = 0
+    at_seeds_on: int = 0  # of those, past the first hop
+    at_seeds_found: int = 0  # of those, a missing gold paragraph in the walk's units
+    not_at_seeds: int = 0
+    not_at_seeds_on: int = 0
+    not_at_seeds_found: int = 0
+
+    def __add__(self, other: GoldWalks) -> GoldWalks:
+        pairs = zip(attrs.astuple(self), attrs.astuple(other), strict=True)
+        return GoldWalks(*(a + b for a, b in pairs))
+
+
+def gold_paragraphs(example: QAExample) -> frozenset[int]:
+    """The passages that hold the question's gold evidence."""
+    _, keys = gold_items(example)
+    return frozenset(p for p, _ in keys if p >= 0)
+
+
+def count_walks(
+    steps: Sequence[StepTrace], units: Sequence[Unit], gold: frozenset[int]
+) -> GoldWalks:
+    """The walks of one question's ``steps`` (units of its index ``units``; ``gold``: its gold
+    passages), counted by where the missing gold was."""
+    found: set[int] = set()
+    counts = GoldWalks(walks=0)
+
+    def passages(ids: Sequence[int]) -> set[int]:
+        return {units[i].passage for i in ids if 0 <= i < len(units)}
+
+    for step in steps:
+        walk = step.expansion
+        if walk is not None:
+            missing = gold - found
+            on, reached = walk.hops >= 2, bool(passages(walk.units) & missing)
+            if not missing:
+                counts += GoldWalks(walks=1, nothing_missing=1)
+            elif passages(walk.seeds) & missing:
+                counts += GoldWalks(walks=1, at_seeds=1, at_seeds_on=int(on),
+                                    at_seeds_found=int(reached))  # fmt: skip
+            else:
+                counts += GoldWalks(walks=1, not_at_seeds=1, not_at_seeds_on=int(on),
+                                    not_at_seeds_found=int(reached))  # fmt: skip
+        found |= passages(step.retrieved)
+    return counts
+
+
+def gold_walks(run: Run, examples: Examples, indexes: Indexes) -> GoldWalks:
+    """The walks of every question of ``run``."""
+    total = GoldWalks(walks=0)
+    for record in run.records:
+        walks = sum(1 for s in record.trace.steps if s.expansion is not None)
+        if not walks:
+            continue
+        example = examples.example(run, record.id)
+        units = indexes.units(run, example) if isinstance(example, QAExample) else example
+        if isinstance(units, Unavailable) or not isinstance(example, QAExample):
+            total += GoldWalks(walks=walks, unreadable=walks)
+            continue
+        total += count_walks(record.trace.steps, units.units, gold_paragraphs(example))
+    return total
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} ({100 * part / whole:.0f}%)" if whole else "–"
+
+
+def gold_walks_table(
+    folders: Sequence[Path], *, build_index: bool = False, progress: Progress | None = None
+) -> str:
+    """One markdown row per run: its walks by where the missing gold was."""
+    examples, indexes = Examples(), Indexes(IndexCache(), build=build_index, progress=progress)
+    lines = [
+        "| run | walks | unreadable | nothing missing | gold at seeds | past hop 1 | reached "
+        "| gold not at seeds | past hop 1 | reached |",
+        "|---" * 10 + "|",
+    ]
+    for run in find_runs(list(folders)):
+        g = gold_walks(run, examples, indexes)
+        lines.append(
+            f"| {run.folder} | {g.walks} | {g.unreadable} | {g.nothing_missing} | {g.at_seeds} "
+            f"| {_share(g.at_seeds_on, g.at_seeds)} | {_share(g.at_seeds_found, g.at_seeds)} "
+            f"| {g.not_at_seeds} | {_share(g.not_at_seeds_on, g.not_at_seeds)} "
+            f"| {_share(g.not_at_seeds_found, g.not_at_seeds)} |"
+        )
+    notes = [f"\n{note}" for note in examples.notes.values()]
+    return "\n".join(lines + notes)
