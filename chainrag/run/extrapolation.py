@@ -1,0 +1,238 @@
+"""An estimate's figures: measured questions scaled up to a run (:func:`extrapolate`), with
+95% intervals (:func:`mean_interval`), wall time at a concurrency (:func:`wall_seconds`), prices
+(:func:`price_of`), and the table ``chainrag run --estimate`` prints (:func:`table`). Pure
+arithmetic over records: which questions are measured, and answering a sample, is
+:mod:`chainrag.run.estimate`'s part.
+
+    basis = Basis("run", folder, len(records))
+    estimate = extrapolate(records, 300, width=1, slots=1, price=price_of(spec),
+                           run="musique/ansint", spec=spec, basis=basis)
+    print(table([estimate]))
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+import attrs
+
+from chainrag.llm.backend import TokenPrice, token_price
+from chainrag.recipes.recipe import LLMSpec
+from chainrag.run.record import RunRecord
+
+
+@attrs.frozen
+class Spread:
+    """A figure with the low and high ends of its 95% interval (all three equal where there is
+    no interval to give)."""
+
+    mean: float
+    low: float
+    high: float
+
+    def times(self, factor: float) -> Spread:
+        return Spread(self.mean * factor, self.low * factor, self.high * factor)
+
+
+@attrs.frozen
+class Basis:
+    """Where an estimate's figures come from: a ``sample`` answered into ``folder`` (``failed``
+    of its questions failed) or the ``run`` folder's answered questions (``left_out`` of them
+    answered partly from the response cache)."""
+
+    kind: Literal["sample", "run"]
+    folder: Path
+    measured: int
+    failed: int = 0
+    left_out: int = 0
+
+    def __str__(self) -> str:
+        if self.kind == "sample":
+            failed = f"; {self.failed} failed, not counted" if self.failed else ""
+            return (f"a sample of {self.measured + self.failed} question(s) answered one at a "
+                    f"time in {self.folder}{failed}")  # fmt: skip
+        left = f"; {self.left_out} answered from the cache left out" if self.left_out else ""
+        return f"the {self.measured} question(s) already answered in {self.folder}{left}"
+
+
+@attrs.frozen
+class Estimate:
+    """What one recipe over one dataset is expected to take.
+
+    Attributes:
+        run: ``<dataset folder>/<recipe name>``, as the run's progress bar names it.
+        model: The recipe's LLM.
+        pricing: ``local`` (costs 0), ``litellm`` (its price map) or ``unknown``.
+        questions: The run's questions.
+        width: Questions in flight; ``slots``: LLM requests in flight.
+        calls, prompt_tokens, completion_tokens: Expected totals over the run's questions.
+        dollars: Expected total in US dollars, None where the price is unknown.
+        wall_s: Expected wall time of the run.
+        basis: The measured questions the figures are scaled up from.
+    """
+
+    run: str
+    model: str
+    pricing: Literal["local", "litellm", "unknown"]
+    questions: int
+    width: int
+    slots: int
+    calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    dollars: Spread | None
+    wall_s: Spread
+    basis: Basis
+
+
+# --------------------------------------------------------------------------- the arithmetic
+
+
+def mean_interval(values: Sequence[float]) -> Spread:
+    """The mean of ``values`` with its 95% interval (Student's t; the low end is at least 0,
+    as every figure here is). One value has no interval: its three ends are the value."""
+    if not values:
+        raise ValueError("mean_interval of no values")
+    mean = math.fsum(values) / len(values)
+    if len(values) < 2:
+        return Spread(mean, mean, mean)
+    from scipy import stats
+
+    t = float(stats.t.ppf(0.975, len(values) - 1))
+    half = t * statistics.stdev(values) / math.sqrt(len(values))
+    return Spread(mean, max(0.0, mean - half), mean + half)
+
+
+def wall_seconds(
+    seconds: Spread, llm_seconds: Spread, questions: int, width: int, slots: int
+) -> Spread:
+    """The wall time of ``questions`` questions, ``width`` at a time with at most ``slots`` LLM
+    requests in flight, from the seconds a question takes and the LLM seconds it spends:
+    ``questions x max(seconds / width, llm_seconds / slots)``. The second term is the managed
+    local server (1 slot), which answers one request at a time whatever the width."""
+
+    def wall(question_s: float, llm_s: float) -> float:
+        return questions * max(question_s / width, llm_s / slots)
+
+    return Spread(
+        wall(seconds.mean, llm_seconds.mean),
+        wall(seconds.low, llm_seconds.low),
+        wall(seconds.high, llm_seconds.high),
+    )
+
+
+def extrapolate(
+    records: Sequence[RunRecord],
+    questions: int,
+    *,
+    width: int,
+    slots: int,
+    price: TokenPrice | None,
+    run: str,
+    spec: LLMSpec,
+    basis: Basis,
+) -> Estimate:
+    """The measured ``records`` scaled up to ``questions`` questions (see the module docstring);
+    ``price`` None is a model litellm has no price for."""
+    if not records:
+        raise ValueError("extrapolate needs at least one measured question")
+    calls = [r.usage.calls + r.usage.cache_hits for r in records]
+    prompt = [r.usage.prompt_tokens for r in records]
+    completion = [r.usage.completion_tokens for r in records]
+    dollars = None
+    if price is not None:
+        spent = [price.dollars(p, c) for p, c in zip(prompt, completion, strict=True)]
+        dollars = mean_interval(spent).times(questions)
+    seconds = mean_interval([r.seconds for r in records])
+    llm_seconds = mean_interval([r.usage.latency_s for r in records])
+    local = spec.kind == "local_gguf"
+    return Estimate(
+        run=run,
+        model=spec.model,
+        pricing="local" if local else ("litellm" if price is not None else "unknown"),
+        questions=questions,
+        width=width,
+        slots=slots,
+        calls=questions * statistics.fmean(calls),
+        prompt_tokens=questions * statistics.fmean(prompt),
+        completion_tokens=questions * statistics.fmean(completion),
+        dollars=dollars,
+        wall_s=wall_seconds(seconds, llm_seconds, questions, width, slots),
+        basis=basis,
+    )
+
+
+def price_of(spec: LLMSpec) -> TokenPrice | None:
+    """The price of the recipe's LLM: 0 for a local model, else litellm's (None: unknown)."""
+    return TokenPrice(0.0, 0.0) if spec.kind == "local_gguf" else token_price(spec.model)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def table(estimates: Sequence[Estimate]) -> str:
+    """The estimates as a markdown table, each followed below by what it was scaled up from."""
+    lines = [
+        "| run | model | questions | LLM calls | prompt tokens | completion tokens | $ "
+        "(95% interval) | wall time (95% interval) | concurrency |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for e in estimates:
+        flight = f"{e.width}" + (f" (LLM: {e.slots})" if e.slots != e.width else "")
+        lines.append(
+            f"| {e.run} | {e.model} | {e.questions:,} | {_amount(e.calls)} | "
+            f"{_amount(e.prompt_tokens)} | {_amount(e.completion_tokens)} | {_dollars(e)} | "
+            f"{_range(e.wall_s, _duration)} | {flight} |"
+        )
+    lines.append("")
+    lines += [f"- {e.run}: estimated from {e.basis}" for e in estimates]
+    lines.append(
+        "- Wall time: questions x max(seconds a question took / questions in flight, its LLM "
+        "seconds / LLM requests in flight); figures assume no answer comes from the cache."
+    )
+    return "\n".join(lines)
+
+
+def _amount(x: float) -> str:
+    """``2,417``, ``48.3k``, ``1.21M``."""
+    if x >= 1e6:
+        return f"{x / 1e6:.3g}M"
+    if x >= 1e5:
+        return f"{x / 1e3:.3g}k"
+    return f"{x:,.0f}"
+
+
+def _money(x: float) -> str:
+    """``$1,234.56``; below a dollar three significant digits, never an exponent."""
+    if x >= 1 or x <= 0:
+        return f"${x:,.2f}" if x else "$0"
+    return f"${x:.{2 - math.floor(math.log10(x))}f}"
+
+
+def _dollars(e: Estimate) -> str:
+    if e.dollars is None:
+        return "unknown price"
+    if e.pricing == "local":
+        return "$0 (local)"
+    return _range(e.dollars, _money)
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``12 min``, ``3.4 h``, ``2.1 d``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def _range(spread: Spread, show: Callable[[float], str]) -> str:
+    if spread.low == spread.high:
+        return show(spread.mean)
+    return f"{show(spread.mean)} ({show(spread.low)}–{show(spread.high)})"
