@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import cattrs
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,6 +126,119 @@ CONFIGS = {
     "corpus: EC nearest 10, SS blocked_ivf": ("ec_nearest", "ss_blocked_ivf"),
 }
 COMMON = ("key_entities", "sa", "entity_index")
+
+
+# --------------------------------------------------------------------------- typed records
+
+
+@attrs.frozen
+class Config:
+    """What every stage is measured with: the real index, the copies' noise and seed, the
+    SS sample and budget, the seed-retrieval queries, where vectors and results are cached,
+    the real corpus's size and its Heaps β."""
+
+    index: str
+    noise: float
+    seed: int
+    sample: int
+    queries: int
+    search_budget: float
+    cache: str
+    resume: bool
+    real: int
+    reference_max: int
+    beta: float
+
+    def parameters(self, stage: str) -> dict[str, Any]:
+        """What a measurement depends on: reused by --resume only when these are equal."""
+        keys = ["index", "noise", "seed", "beta", "sample", "queries", "search_budget"]
+        return {k: getattr(self, k) for k in keys} | {"searches": repr(SEARCHES), "stage": stage}
+
+    def json(self) -> str:
+        return json.dumps(attrs.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Config:
+        return cls(**json.loads(text))
+
+
+@attrs.frozen
+class Percentiles:
+    median: float
+    p95: float
+
+    def __add__(self, other: Percentiles) -> Percentiles:
+        return Percentiles(self.median + other.median, self.p95 + other.p95)
+
+
+@attrs.frozen
+class Measurement:
+    """One stage at one n, as its worker measured it (only the fields the stage has are set).
+
+    The run itself (:func:`helpers.timed`): ``seconds``, ``baseline_mib``, ``peak_mib``,
+    ``load``; ``failed`` (the worker's exit status) or ``refused`` (the EC guard's message);
+    ``estimated``: ``seconds`` scaled up from a sample's search. A layer: its ``edges``; an SS
+    layer: the sample's search (``sample_s`` over ``rows``), ``recall`` of the layer's
+    neighbours (``search_recall``: the sample search's), its index's ``build_s`` and, where the
+    search is estimated, ``build_peak_mib``. Key entities: ``entities``, ``mentions``,
+    ``key_entities``, ``top_key``, ``singletons``. The reference: its ``stages``' seconds.
+    Seed retrieval: ``embed``, ``forward``, ``search`` and ``call`` in ms, ``overlap`` with
+    exact top-100, ``cold`` (ms) and ``forward_gap``. Encoders: ``sentences``, ``ner_per_s``,
+    ``embed_per_s``. ``date``: when it was measured.
+    """
+
+    seconds: float | None = None
+    baseline_mib: float | None = None
+    peak_mib: float | None = None
+    load: float = 0.0
+    failed: str | None = None
+    refused: str | None = None
+    estimated: bool = False
+    edges: int | None = None
+    sample_s: float | None = None
+    rows: int | None = None
+    recall: float | None = None
+    search_recall: float | None = None
+    build_s: float | None = None
+    build_peak_mib: float | None = None
+    entities: int | None = None
+    mentions: int | None = None
+    key_entities: int | None = None
+    top_key: str | None = None
+    singletons: float | None = None
+    stages: dict[str, float] | None = None
+    embed: Percentiles | None = None
+    forward: Percentiles | None = None
+    search: Percentiles | None = None
+    call: Percentiles | None = None
+    overlap: float | None = None
+    cold: float | None = None
+    forward_gap: float | None = None
+    sentences: int | None = None
+    ner_per_s: float | None = None
+    embed_per_s: float | None = None
+    date: str = ""
+
+    @classmethod
+    def timed(cls, run: dict[str, float], **more: Any) -> Measurement:
+        """A stage's run as :func:`helpers.timed` gives it, with the stage's own fields."""
+        return cls(seconds=run["seconds"], baseline_mib=run["baseline_mib"],
+                   peak_mib=run["peak_mib"], load=run["load"], **more)  # fmt: skip
+
+    def data(self) -> dict[str, Any]:
+        """The set fields, as the worker prints them and the results files keep them."""
+        return {k: v for k, v in CONVERTER.unstructure(self).items() if v is not None}
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> Measurement:
+        return CONVERTER.structure(data, cls)
+
+
+CONVERTER = cattrs.Converter(forbid_extra_keys=True)
+Results = dict[tuple[str, int], Measurement]
+"""Every measurement made, by (stage, n); ``encoders`` at n = 0."""
+Stage = Callable[["Inputs", Config], Measurement]
+"""A stage: measures itself over the scaled inputs."""
 
 
 # --------------------------------------------------------------------------- real data
@@ -225,11 +339,13 @@ def scaled_vectors(real: Real, n: int, noise: float, seed: int, cache: Path) -> 
     )
     for path in found:
         if int(path.stem.rsplit("_", 1)[1]) >= n:
-            return np.load(path, mmap_mode="r")[:n]
+            stored: np.ndarray = np.load(path, mmap_mode="r")
+            return stored[:n]
     path = vectors_file(cache, n, noise, seed)
     note(f"writing {n:,} vectors to {path}")
     write_copies(real.vectors, n, path, lambda base, c: perturbed_copy(base, c, noise, seed))
-    return np.load(path, mmap_mode="r")
+    written: np.ndarray = np.load(path, mmap_mode="r")
+    return written
 
 
 @attrs.frozen(eq=False)
@@ -252,14 +368,13 @@ class Inputs:
         )
 
 
-def scaled_inputs(real: Real, n: int, config: dict[str, Any], entities: bool) -> Inputs:
+def scaled_inputs(real: Real, n: int, config: Config, entities: bool) -> Inputs:
     copies = -(-n // len(real.passage))
     passages = int(real.passage.max()) + 1
     passage = np.concatenate([real.passage + c * passages for c in range(copies)])[:n]
     position = np.tile(real.position, copies)[:n]
-    names = scaled_entities(real, n, config["beta"], config["seed"]) if entities else []
-    cache = Path(config["cache"])
-    vectors = scaled_vectors(real, n, config["noise"], config["seed"], cache)
+    names = scaled_entities(real, n, config.beta, config.seed) if entities else []
+    vectors = scaled_vectors(real, n, config.noise, config.seed, Path(config.cache))
     return Inputs(n, passage, position, names, vectors)
 
 
@@ -302,18 +417,19 @@ class Recorded:
 
     def rows(self, which: np.ndarray) -> np.ndarray:
         assert self.found is not None, "the layer was not built"
-        return self.found[which]
+        rows: np.ndarray = self.found[which]
+        return rows
 
 
-def truth_file(config: dict[str, Any], n: int) -> Path:
-    name = f"truth_seed{config['seed']}_noise{config['noise']:g}_{n}_{config['sample']}.npz"
-    return Path(config["cache"]) / name
+def truth_file(config: Config, n: int) -> Path:
+    name = f"truth_seed{config.seed}_noise{config.noise:g}_{n}_{config.sample}.npz"
+    return Path(config.cache) / name
 
 
-def ground_truth(inp: Inputs, config: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
+def ground_truth(inp: Inputs, config: Config) -> tuple[np.ndarray, np.ndarray, float]:
     """Sampled rows, their exact top-10 (self excluded) and the seconds that took (computed
     afresh, written under the cache for the FAISS stages)."""
-    rows = sample_rows(inp.n, config["sample"], config["seed"])
+    rows = sample_rows(inp.n, config.sample, config.seed)
     queries = np.ascontiguousarray(inp.vectors[rows], np.float32)
     exact_top_k(queries[:8], inp.vectors, M, rows[:8])  # imports torch, maps the vectors
     start = time.perf_counter()
@@ -323,41 +439,42 @@ def ground_truth(inp: Inputs, config: dict[str, Any]) -> tuple[np.ndarray, np.nd
     return rows, ids, seconds
 
 
-def index_file(config: dict[str, Any], n: int, search: Any) -> Path:
+def index_file(config: Config, n: int, search: Any) -> Path:
     key = digest(unstructure(search))[:16]
-    name = f"{type(search).__name__}_seed{config['seed']}_noise{config['noise']:g}_{n}_{key}"
-    return Path(config["cache"]) / "search" / f"{name}.index"
+    name = f"{type(search).__name__}_seed{config.seed}_noise{config.noise:g}_{n}_{key}"
+    return Path(config.cache) / "search" / f"{name}.index"
 
 
 # --------------------------------------------------------------------------- stages
 
 
-def key_entities(inp: Inputs, _: dict[str, Any]) -> dict[str, Any]:
+def key_entities(inp: Inputs, _: Config) -> Measurement:
     keys, run = timed(lambda: BM25KeyEntities(alpha=60)(inp.entities))
     counts = sentence_counts(key_incidence(keys, inp.n)[0])
     top = int(np.argmax(counts))
     df = np.bincount(entity_vocabulary(inp.entities)[1].indices)
-    return run | {
-        "entities": int(df.size),
-        "mentions": sum(map(len, inp.entities)),
-        "key_entities": int(counts.size),
-        "top_key": f"{key_names(keys)[top]} in {counts[top] / inp.n:.1%}",
-        "singletons": float((df == 1).mean()),
-    }
+    return Measurement.timed(
+        run,
+        entities=int(df.size),
+        mentions=sum(map(len, inp.entities)),
+        key_entities=int(counts.size),
+        top_key=f"{key_names(keys)[top]} in {counts[top] / inp.n:.1%}",
+        singletons=float((df == 1).mean()),
+    )
 
 
-def ec(builder: EntityCooccurrence) -> Callable[[Inputs, dict[str, Any]], dict[str, Any]]:
-    def stage(inp: Inputs, _: dict[str, Any]) -> dict[str, Any]:
+def ec(builder: EntityCooccurrence) -> Stage:
+    def stage(inp: Inputs, _: Config) -> Measurement:
         graph = GraphInputs(inp.sentences(), BM25KeyEntities(alpha=60)(inp.entities))
         layer, run = timed(refusing(lambda: builder(graph)))
         if isinstance(layer, LayerTooLargeError):
-            return run | {"refused": str(layer)}
-        return run | {"edges": layer.nnz // 2}
+            return Measurement.timed(run, refused=str(layer))
+        return Measurement.timed(run, edges=layer.nnz // 2)
 
     return stage
 
 
-def sample_truth(inp: Inputs, config: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def sample_truth(inp: Inputs, config: Config) -> tuple[np.ndarray, np.ndarray]:
     path = truth_file(config, inp.n)
     if not path.is_file():
         return ground_truth(inp, config)[:2]
@@ -365,19 +482,19 @@ def sample_truth(inp: Inputs, config: dict[str, Any]) -> tuple[np.ndarray, np.nd
     return saved["rows"], saved["ids"]
 
 
-def ss_exact(inp: Inputs, config: dict[str, Any]) -> dict[str, Any]:
+def ss_exact(inp: Inputs, config: Config) -> Measurement:
     graph = GraphInputs(inp.sentences(), (), inp.vectors)
     rows, _, sample_s = ground_truth(inp, config)
     estimate = sample_s * inp.n / len(rows)
-    out = {"sample_s": sample_s, "rows": len(rows), "load": os.getloadavg()[0]}
-    if estimate > config["search_budget"]:
-        return out | {"seconds": estimate, "estimated": True}
+    if estimate > config.search_budget:
+        return Measurement(seconds=estimate, estimated=True, sample_s=sample_s, rows=len(rows),
+                           load=os.getloadavg()[0])  # fmt: skip
     layer, run = timed(lambda: SimilarityTopK(m=M)(graph))
-    return out | run | {"edges": layer.nnz // 2}
+    return Measurement.timed(run, sample_s=sample_s, rows=len(rows), edges=layer.nnz // 2)
 
 
-def ss_faiss(kind: str) -> Callable[[Inputs, dict[str, Any]], dict[str, Any]]:
-    def stage(inp: Inputs, config: dict[str, Any]) -> dict[str, Any]:
+def ss_faiss(kind: str) -> Stage:
+    def stage(inp: Inputs, config: Config) -> Measurement:
         search, graph = SEARCHES[kind], GraphInputs(inp.sentences(), (), inp.vectors)
         index, built = timed(lambda: search(inp.vectors))
         note(f"  index built in {built['seconds']:.1f} s")
@@ -389,36 +506,37 @@ def ss_faiss(kind: str) -> Callable[[Inputs, dict[str, Any]], dict[str, Any]]:
         path = index_file(config, inp.n, search)
         path.parent.mkdir(parents=True, exist_ok=True)
         index.save(path)  # for the seed retrieval stage, as a corpus index keeps it
-        out = built | {"build_s": built["seconds"], "sample_s": sample_s, "rows": len(rows),
-                       "recall": recall(found, truth)}  # fmt: skip
-        if estimate > config["search_budget"] and kind != "blocked_ivf":
-            peak = out.pop("peak_mib")
-            return out | {"seconds": built["seconds"] + estimate, "estimated": True,
-                          "build_peak_mib": peak}  # fmt: skip
+        out = Measurement.timed(built, build_s=built["seconds"], sample_s=sample_s,
+                                rows=len(rows), recall=recall(found, truth))  # fmt: skip
+        if estimate > config.search_budget and kind != "blocked_ivf":
+            return attrs.evolve(out, seconds=built["seconds"] + estimate, estimated=True,
+                                peak_mib=None, build_peak_mib=built["peak_mib"])  # fmt: skip
         note(f"  searching {inp.n:,} rows (about {estimate:.0f} s)")
         joined = Recorded(index)
-        layer, run = timed(lambda: SimilarityTopK(m=M, search=Prebuilt(joined))(graph))
+        prebuilt = Prebuilt(joined)  # a search whose index exists: only __call__ is used
+        layer, run = timed(lambda: SimilarityTopK(m=M, search=prebuilt)(graph))  # type: ignore[arg-type]
         # recall of the layer's own neighbours (blocked_ivf refines its self-join past a search)
         layer_recall = recall(joined.rows(rows), truth)
-        return out | {"seconds": built["seconds"] + run["seconds"], "edges": layer.nnz // 2,
-                      "peak_mib": max(built["peak_mib"], run["peak_mib"]),
-                      "search_recall": out["recall"], "recall": layer_recall}  # fmt: skip
+        return attrs.evolve(out, seconds=built["seconds"] + run["seconds"],
+                            edges=layer.nnz // 2,
+                            peak_mib=max(built["peak_mib"], run["peak_mib"]),
+                            search_recall=out.recall, recall=layer_recall)  # fmt: skip
 
     return stage
 
 
-def sa(inp: Inputs, _: dict[str, Any]) -> dict[str, Any]:
+def sa(inp: Inputs, _: Config) -> Measurement:
     graph = GraphInputs(inp.sentences())
     layer, run = timed(lambda: StructuralAdjacency(window=3)(graph))
-    return run | {"edges": layer.nnz // 2}
+    return Measurement.timed(run, edges=layer.nnz // 2)
 
 
-def entity_index(inp: Inputs, _: dict[str, Any]) -> dict[str, Any]:
+def entity_index(inp: Inputs, _: Config) -> Measurement:
     (names, _), run = timed(lambda: entity_vocabulary(inp.entities))
-    return run | {"entities": len(names)}
+    return Measurement.timed(run, entities=len(names))
 
 
-def reference(inp: Inputs, _: dict[str, Any]) -> dict[str, Any]:
+def reference(inp: Inputs, _: Config) -> Measurement:
     spec = importlib.util.spec_from_file_location("graph_build", ROOT / "bench" / "graph_build.py")
     assert spec is not None
     assert spec.loader is not None
@@ -426,7 +544,7 @@ def reference(inp: Inputs, _: dict[str, Any]) -> dict[str, Any]:
     spec.loader.exec_module(module)
     sentences, vectors = inp.sentences(), np.asarray(inp.vectors, dtype=np.float32)
     stages, run = timed(lambda: module.reference(sentences, inp.entities, vectors))
-    return run | {"stages": stages}
+    return Measurement.timed(run, stages={k: float(v) for k, v in stages.items()})
 
 
 @attrs.frozen(eq=False)
@@ -463,8 +581,8 @@ class _Texts(Sequence[str]):
         return str(self.db.execute(query, (int(i) % self.real,)).fetchone()[0])
 
 
-def seeds(kind: str) -> Callable[[Inputs, dict[str, Any]], dict[str, Any]]:
-    def stage(inp: Inputs, config: dict[str, Any]) -> dict[str, Any]:
+def seeds(kind: str) -> Stage:
+    def stage(inp: Inputs, config: Config) -> Measurement:
         import torch
 
         from chainrag.components.embedders import FlagModelEmbedder
@@ -475,12 +593,12 @@ def seeds(kind: str) -> Callable[[Inputs, dict[str, Any]], dict[str, Any]]:
         torch.set_num_threads(1)
         ctx, search, embedder = Context(), SEARCHES[kind], FlagModelEmbedder()
         index = vector_index(inp, config, search)
-        db = connect(Path(config["index"]))
+        db = connect(Path(config.index))
         real = db.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
         corpus = Searchable(db, real, inp.vectors, embedder, {search: index})
         retriever = DenseRerank(k=3, candidates=CANDIDATES, search=search)
         questions = [e.question for e in load_dataset("2wiki")]
-        asked = questions[: config["queries"]]
+        asked = questions[: config.queries]
         cold = []
         for q in questions[len(asked) : len(asked) + WARM_UP] or asked[:WARM_UP]:
             v = embedder([q], ctx, "query")
@@ -489,7 +607,7 @@ def seeds(kind: str) -> Callable[[Inputs, dict[str, Any]], dict[str, Any]]:
             cold.append((time.perf_counter() - start) * 1e3)
             retriever(q, corpus, ctx)
         if not isinstance(search, ExactSearch):
-            warm_up(index, inp.vectors, config["seed"])
+            warm_up(index, inp.vectors, config.seed)
         model = embedder._model(ctx)  # FlagModel: its tokenizer and network, for one pass
         times: dict[str, list[float]] = {k: [] for k in ("embed", "forward", "search", "call")}
         queries, found, gap = [], [], 0.0
@@ -509,12 +627,16 @@ def seeds(kind: str) -> Callable[[Inputs, dict[str, Any]], dict[str, Any]]:
             found.append(ids[0])
             gap = max(gap, float(np.abs(v - w).max()))
         exact = ExactSearch()(inp.vectors).search(np.stack(queries), CANDIDATES)[0]
-        return {key: percentiles(values) for key, values in times.items()} | {
-            "overlap": recall(np.stack(found), exact),
-            "cold": float(np.median(cold)),
-            "forward_gap": gap,
-            "load": os.getloadavg()[0],
-        }
+        return Measurement(
+            embed=percentiles(times["embed"]),
+            forward=percentiles(times["forward"]),
+            search=percentiles(times["search"]),
+            call=percentiles(times["call"]),
+            overlap=recall(np.stack(found), exact),
+            cold=float(np.median(cold)),
+            forward_gap=gap,
+            load=os.getloadavg()[0],
+        )
 
     return stage
 
@@ -544,7 +666,7 @@ def one_forward(model: Any, text: str, max_length: int) -> np.ndarray:
     return out
 
 
-def vector_index(inp: Inputs, config: dict[str, Any], search: Any) -> Any:
+def vector_index(inp: Inputs, config: Config, search: Any) -> Any:
     """The search's index over the vectors: exact as is; FAISS loaded from the file the SS
     stage wrote (built and written here when it is missing)."""
     if isinstance(search, ExactSearch):
@@ -557,18 +679,18 @@ def vector_index(inp: Inputs, config: dict[str, Any], search: Any) -> Any:
     return search.load(path, inp.vectors)
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
-    return {"median": float(np.median(values)), "p95": float(np.percentile(values, 95))}
+def percentiles(values: list[float]) -> Percentiles:
+    return Percentiles(float(np.median(values)), float(np.percentile(values, 95)))
 
 
-def encoders(_: Inputs | None, config: dict[str, Any]) -> dict[str, Any]:
+def encoders(_: Inputs | None, config: Config) -> Measurement:
     """Sentences/s of spaCy NER and of MiniLM (default threads) on evenly spaced real
     sentences."""
     from chainrag.components.embedders import FlagModelEmbedder
     from chainrag.components.spacy_nlp import SpacyNER
     from chainrag.core.context import Context
 
-    with contextlib.closing(connect(Path(config["index"]))) as db:
+    with contextlib.closing(connect(Path(config.index))) as db:
         texts = [t for (t,) in db.execute("SELECT text FROM sentences ORDER BY sid")]
     texts = texts[:: max(1, len(texts) // ENCODER_SENTENCES)][:ENCODER_SENTENCES]
     ctx, ner, embed = Context(), SpacyNER(), FlagModelEmbedder()
@@ -576,15 +698,15 @@ def encoders(_: Inputs | None, config: dict[str, Any]) -> dict[str, Any]:
     embed(texts[:32], ctx)
     _, ner_run = timed(lambda: ner(texts, ctx))
     _, embed_run = timed(lambda: embed(texts, ctx))
-    return {
-        "sentences": len(texts),
-        "ner_per_s": len(texts) / ner_run["seconds"],
-        "embed_per_s": len(texts) / embed_run["seconds"],
-        "load": ner_run["load"],
-    }
+    return Measurement(
+        sentences=len(texts),
+        ner_per_s=len(texts) / ner_run["seconds"],
+        embed_per_s=len(texts) / embed_run["seconds"],
+        load=ner_run["load"],
+    )
 
 
-STAGES: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]] = {
+STAGES: dict[str, Callable[[Any, Config], Measurement]] = {
     "key_entities": key_entities,
     "ec_paper": ec(EntityCooccurrence()),
     "ec_nearest": ec(EntityCooccurrence(nearest=10)),
@@ -604,10 +726,10 @@ STAGES: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]] = {
 NEEDS_ENTITIES = {"key_entities", "ec_paper", "ec_nearest", "entity_index", "reference"}
 
 
-def worker(stage: str, n: int, config: dict[str, Any]) -> dict[str, Any]:
+def worker(stage: str, n: int, config: Config) -> Measurement:
     if stage == "encoders":
         return encoders(None, config)
-    real = read_real(Path(config["index"]))
+    real = read_real(Path(config.index))
     inp = scaled_inputs(real, n, config, stage in NEEDS_ENTITIES)
     del real
     return STAGES[stage](inp, config)
@@ -625,62 +747,56 @@ def jobs(sizes: Sequence[int], reference_max: int) -> Iterator[tuple[str, int]]:
             yield "reference", n
 
 
-def parameters(stage: str, config: dict[str, Any]) -> dict[str, Any]:
-    """What a measurement depends on: reused by --resume only when these are equal."""
-    keys = ["index", "noise", "seed", "beta", "sample", "queries", "search_budget"]
-    return {k: config[k] for k in keys} | {"searches": repr(SEARCHES), "stage": stage}
-
-
-def run_job(stage: str, n: int, config: dict[str, Any]) -> dict[str, Any]:
-    results = Path(config["cache"]) / "results"
+def run_job(stage: str, n: int, config: Config) -> Measurement:
+    results = Path(config.cache) / "results"
     results.mkdir(parents=True, exist_ok=True)
     path = results / f"{n}_{stage}.json"
-    params = parameters(stage, config)
-    if config["resume"] and path.is_file():
+    params = config.parameters(stage)
+    if config.resume and path.is_file():
         saved = json.loads(path.read_text())
         if saved["parameters"] == params:
             note(f"n={n:,} {stage}: measured before ({saved['date']}), reused")
-            return dict(saved["result"]) | {"date": saved["date"]}
+            return attrs.evolve(Measurement.read(saved["result"]), date=saved["date"])
     note(f"n={n:,} {stage} ...")
-    command = [sys.executable, __file__, "--worker", stage, str(n), json.dumps(config)]
+    command = [sys.executable, __file__, "--worker", stage, str(n), config.json()]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
     if done.returncode != 0:
-        result = {"failed": f"exit status {done.returncode}"}
+        result = Measurement(failed=f"exit status {done.returncode}")
     else:
-        result = json.loads(done.stdout.splitlines()[-1])
+        result = Measurement.read(json.loads(done.stdout.splitlines()[-1]))
     date = datetime.datetime.now().isoformat(timespec="seconds")
-    path.write_text(json.dumps({"parameters": params, "date": date, "result": result}))
+    path.write_text(json.dumps({"parameters": params, "date": date, "result": result.data()}))
     note(f"n={n:,} {stage}: {summary(result)}")
-    return dict(result) | {"date": date}
+    return attrs.evolve(result, date=date)
 
 
-def summary(r: dict[str, Any]) -> str:
-    if "failed" in r:
-        return r["failed"]
-    if "seconds" in r:
-        peak = f", peak {r['peak_mib']:,.0f} MiB" if "peak_mib" in r else " (estimated)"
-        return f"{r['seconds']:.2f} s{peak}"
-    if "embed" in r:
-        return ", ".join(f"{k} {r[k]['median']:.1f} ms" for k in ("embed", "forward", "search"))
-    return json.dumps(r)[:200]
+def summary(r: Measurement) -> str:
+    if r.failed is not None:
+        return r.failed
+    if r.seconds is not None:
+        peak = f", peak {r.peak_mib:,.0f} MiB" if r.peak_mib is not None else " (estimated)"
+        return f"{r.seconds:.2f} s{peak}"
+    if r.embed is not None and r.forward is not None and r.search is not None:
+        shown = (("embed", r.embed), ("forward", r.forward), ("search", r.search))
+        return ", ".join(f"{k} {p.median:.1f} ms" for k, p in shown)
+    return json.dumps(r.data())[:200]
 
 
 # --------------------------------------------------------------------------- tables
 
 
-def fmt_s(r: dict[str, Any] | None) -> str:
+def fmt_s(r: Measurement | None) -> str:
     if r is None:
         return "not run"
-    if "failed" in r:
-        return r["failed"]
-    if "refused" in r:
-        return f"refused in {r['seconds']:.1f}"
-    return f"≈{r['seconds']:,.0f}" if r.get("estimated") else f"{r['seconds']:,.2f}"
+    if r.failed is not None:
+        return r.failed
+    seconds = r.seconds or 0.0
+    if r.refused is not None:
+        return f"refused in {seconds:.1f}"
+    return f"≈{seconds:,.0f}" if r.estimated else f"{seconds:,.2f}"
 
 
-def stage_table(
-    results: dict[tuple[str, int], dict[str, Any]], sizes: Sequence[int], _: dict[str, Any]
-) -> str:
+def stage_table(results: Results, sizes: Sequence[int], _: Config) -> str:
     lines = [
         "| n | stage | seconds | µs/sentence | baseline MiB | peak MiB | edges | notes | load |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -691,77 +807,73 @@ def stage_table(
             if r is None:
                 lines.append(f"| {n:,} | {stage} | not run | | | | | | |")
                 continue
-            per = f"{r['seconds'] / n * 1e6:.1f}" if "seconds" in r else ""
-            mem = [f"{r[k]:,.0f}" if k in r else "" for k in ("baseline_mib", "peak_mib")]
-            edges = f"{r['edges']:,}" if "edges" in r else ""
+            per = f"{r.seconds / n * 1e6:.1f}" if r.seconds is not None else ""
+            mem = [f"{v:,.0f}" if v is not None else "" for v in (r.baseline_mib, r.peak_mib)]
+            edges = f"{r.edges:,}" if r.edges is not None else ""
             lines.append(
                 f"| {n:,} | {stage} | {fmt_s(r)} | {per} | {mem[0]} | {mem[1]} | "
-                f"{edges} | {stage_notes(stage, r)} | {r.get('load', 0):.1f} |"
+                f"{edges} | {stage_notes(stage, r)} | {r.load:.1f} |"
             )
     return "\n".join(lines)
 
 
-def stage_notes(stage: str, r: dict[str, Any]) -> str:
-    if "refused" in r:
-        return "guard: " + r["refused"].split(". ")[0].replace("|", "/")
+def stage_notes(stage: str, r: Measurement) -> str:
+    if r.refused is not None:
+        return "guard: " + r.refused.split(". ")[0].replace("|", "/")
     if stage == "key_entities":
         return (
-            f"{r['entities']:,} entities ({r['singletons']:.0%} in 1 sentence), "
-            f"{r['mentions']:,} mentions, {r['key_entities']:,} key; top key: "
-            f"{r['top_key']}"
+            f"{r.entities or 0:,} entities ({r.singletons or 0:.0%} in 1 sentence), "
+            f"{r.mentions or 0:,} mentions, {r.key_entities or 0:,} key; top key: "
+            f"{r.top_key}"
         )
-    if "sample_s" not in r:
+    if r.sample_s is None or r.rows is None:
         return ""
-    estimate = f"{r['sample_s']:.2f} s for {r['rows']:,} rows × n/{r['rows']:,}"
+    estimate = f"{r.sample_s:.2f} s for {r.rows:,} rows × n/{r.rows:,}"
     if stage == "ss_exact":
-        return f"{'estimated' if r.get('estimated') else 'estimate'}: {estimate}"
-    if "recall" in r:
-        how = f"; search estimated: {estimate}" if r.get("estimated") else ""
-        build = f" (peak {r['build_peak_mib']:,.0f} MiB)" if "build_peak_mib" in r else ""
-        return f"recall@10 {r['recall']:.3f}; build {r['build_s']:.1f} s{build}{how}"
+        return f"{'estimated' if r.estimated else 'estimate'}: {estimate}"
+    if r.recall is not None:
+        how = f"; search estimated: {estimate}" if r.estimated else ""
+        build = f" (peak {r.build_peak_mib:,.0f} MiB)" if r.build_peak_mib is not None else ""
+        return f"recall@10 {r.recall:.3f}; build {r.build_s or 0:.1f} s{build}{how}"
     return ""
 
 
 def config_total(
-    results: dict[tuple[str, int], dict[str, Any]], n: int, stages: Sequence[str]
+    results: Results, n: int, stages: Sequence[str]
 ) -> tuple[float | None, float | None, str]:
     """(seconds, peak MiB, remark) of a configuration's graph part at n."""
     total, peak, remarks = 0.0, 0.0, []
     for stage in (*COMMON, *stages):
         r = results.get((stage, n))
-        if r is None or "failed" in r:
+        if r is None or r.failed is not None or r.seconds is None:
             return None, None, f"{stage} not measured"
-        if "refused" in r:
+        if r.refused is not None:
             return None, None, f"{stage}: the guard refuses"
-        total += r["seconds"]
-        if "build_peak_mib" in r:  # estimated search: the peak of its index build
+        total += r.seconds
+        if r.build_peak_mib is not None:  # estimated search: the peak of its index build
             remarks.append(f"{stage} estimated (its peak: the index build's)")
-            peak = max(peak, r["build_peak_mib"])
-        elif r.get("estimated"):
+            peak = max(peak, r.build_peak_mib)
+        elif r.estimated:
             remarks.append(f"{stage} estimated")
         else:
-            peak = max(peak, r["peak_mib"])
+            peak = max(peak, r.peak_mib or 0.0)
     return total, peak or None, ", ".join(remarks)
 
 
-def encoder_seconds(results: dict[tuple[str, int], dict[str, Any]], n: int) -> float | None:
+def encoder_seconds(results: Results, n: int) -> float | None:
     r = results.get(("encoders", 0))
-    if r is None or "failed" in r:
+    if r is None or r.ner_per_s is None or r.embed_per_s is None:
         return None
-    return float(n / r["ner_per_s"] + n / r["embed_per_s"])
+    return float(n / r.ner_per_s + n / r.embed_per_s)
 
 
-def share(
-    results: dict[tuple[str, int], dict[str, Any]], n: int, stages: Sequence[str]
-) -> float | None:
+def share(results: Results, n: int, stages: Sequence[str]) -> float | None:
     """The graph part's seconds as a share of the encoders' at n."""
     seconds, encoding = config_total(results, n, stages)[0], encoder_seconds(results, n)
     return None if seconds is None or not encoding else seconds / encoding
 
 
-def totals_table(
-    results: dict[tuple[str, int], dict[str, Any]], sizes: Sequence[int], _: dict[str, Any]
-) -> str:
+def totals_table(results: Results, sizes: Sequence[int], _: Config) -> str:
     lines = [
         "| n | graph part | seconds | µs/sentence | growth of s (exp.) | peak MiB | "
         "growth of peak (exp.) | % of encoders' time | remarks |",
@@ -792,34 +904,32 @@ def totals_table(
     return "\n".join(lines)
 
 
-def reference_table(
-    results: dict[tuple[str, int], dict[str, Any]], sizes: Sequence[int], config: dict[str, Any]
-) -> str:
+def reference_table(results: Results, sizes: Sequence[int], config: Config) -> str:
     lines = [
         "| n | build | key entities | EC | SS | SA | entity index | total s | peak MiB |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for n in sizes:
         r = results.get(("reference", n))
-        if r is None or "stages" not in r:
-            reason = (r or {}).get("failed", "not measured")
-            if n > config["reference_max"]:
+        if r is None or r.stages is None:
+            reason = (r.failed if r is not None else None) or "not measured"
+            if n > config.reference_max:
                 reason = f"not run: its n×n float32 similarity matrix is {n * n / 2**28:,.1f} GiB"
             lines.append(f"| {n:,} | reference | {reason} | | | | | | |")
             continue
-        s = r["stages"]
+        s = r.stages
         cells = " | ".join(
             f"{s[k]:.2f}" for k in ("key_entities", "ec", "ss", "sa", "entity_index")
         )
         lines.append(
             f"| {n:,} | reference (authors' code style) | {cells} | "
-            f"{r['seconds']:.1f} | {r['peak_mib']:,.0f} |"
+            f"{r.seconds or 0:.1f} | {r.peak_mib or 0:,.0f} |"
         )
         ours = [
             results.get((k, n))
             for k in ("key_entities", "ec_paper", "ss_exact", "sa", "entity_index")
         ]
-        if all(o is not None and "seconds" in o for o in ours):
+        if all(o is not None and o.seconds is not None for o in ours):
             total, peak, _ = config_total(results, n, CONFIGS["paper: EC unbounded, SS exact"])
             cells = " | ".join(fmt_s(o) for o in ours)
             lines.append(
@@ -829,9 +939,7 @@ def reference_table(
     return "\n".join(lines)
 
 
-def seeds_table(
-    results: dict[tuple[str, int], dict[str, Any]], sizes: Sequence[int], _: dict[str, Any]
-) -> str:
+def seeds_table(results: Results, sizes: Sequence[int], _: Config) -> str:
     lines = [
         "| n | search | embed query (FlagModel) | one forward pass | top-100 search | embed + "
         "search | DenseRerank call | cold search (first 5) | top-100 = exact's | load |",
@@ -840,50 +948,46 @@ def seeds_table(
     for n in sizes:
         for kind in SEARCHES:
             r = results.get((f"seeds_{kind}", n))
-            if r is None or "failed" in r:
-                lines.append(f"| {n:,} | {kind} | {r['failed'] if r else 'not run'} ||||||||")
+            if r is None or r.embed is None or r.search is None:
+                failed = (r.failed if r is not None else None) or "not run"
+                lines.append(f"| {n:,} | {kind} | {failed} ||||||||")
                 continue
-            r["both"] = {q: r["embed"][q] + r["search"][q] for q in ("median", "p95")}
+            shown = (r.embed, r.forward, r.search, r.embed + r.search, r.call)
             cells = " | ".join(
-                f"{r[k]['median']:.1f} / {r[k]['p95']:.1f}"
-                for k in ("embed", "forward", "search", "both", "call")
+                f"{p.median:.1f} / {p.p95:.1f}" if p is not None else "" for p in shown
             )
             lines.append(
-                f"| {n:,} | {kind} | {cells} | {r['cold']:.1f} | {r['overlap']:.3f} | "
-                f"{r['load']:.1f} |"
+                f"| {n:,} | {kind} | {cells} | {r.cold or 0:.1f} | {r.overlap or 0:.3f} | "
+                f"{r.load:.1f} |"
             )
-    gaps = [r["forward_gap"] for r in results.values() if "forward_gap" in r]
+    gaps = [r.forward_gap for r in results.values() if r.forward_gap is not None]
     if gaps:
         lines += ["", f"One forward pass gives FlagModel's query vector to within {max(gaps):.1e}."]
     return "\n".join(lines)
 
 
-def encoder_table(
-    results: dict[tuple[str, int], dict[str, Any]], sizes: Sequence[int], _: dict[str, Any]
-) -> str:
+def encoder_table(results: Results, sizes: Sequence[int], _: Config) -> str:
     r = results.get(("encoders", 0))
-    if r is None or "failed" in r:
+    if r is None or r.ner_per_s is None or r.embed_per_s is None:
         return "encoders: not measured"
     lines = [
-        f"On {r['sentences']:,} real sentences (load {r['load']:.1f}):",
+        f"On {r.sentences or 0:,} real sentences (load {r.load:.1f}):",
         "",
         "| encoder | sentences/s | " + " | ".join(f"hours at {n:,}" for n in sizes) + " |",
         "|---|---|" + "---|" * len(sizes),
     ]
-    for label, key in (
-        ("spaCy NER (en_core_web_sm)", "ner_per_s"),
-        ("MiniLM embeddings (all-MiniLM-L6-v2)", "embed_per_s"),
+    for label, rate in (
+        ("spaCy NER (en_core_web_sm)", r.ner_per_s),
+        ("MiniLM embeddings (all-MiniLM-L6-v2)", r.embed_per_s),
     ):
-        hours = " | ".join(f"{n / r[key] / 3600:.2f}" for n in sizes)
-        lines.append(f"| {label} | {r[key]:,.0f} | {hours} |")
+        hours = " | ".join(f"{n / rate / 3600:.2f}" for n in sizes)
+        lines.append(f"| {label} | {rate:,.0f} | {hours} |")
     both = " | ".join(f"{(encoder_seconds(results, n) or 0) / 3600:.2f}" for n in sizes)
     lines.append(f"| both (the floor; sentence splitting not included) | | {both} |")
     return "\n".join(lines)
 
 
-def goals_table(
-    results: dict[tuple[str, int], dict[str, Any]], sizes: Sequence[int], _: dict[str, Any]
-) -> str:
+def goals_table(results: Results, sizes: Sequence[int], _: Config) -> str:
     lines = ["| goal | measured | met |", "|---|---|---|"]
     small, large = min(sizes), max(sizes)
     paper = config_total(results, small, CONFIGS["paper: EC unbounded, SS exact"])
@@ -893,11 +997,12 @@ def goals_table(
             f"{'yes' if paper[0] <= 2 else 'no'} |"
         )
     for label, stages in list(CONFIGS.items())[1:]:
-        seconds, peak, _ = config_total(results, large, stages)
+        seconds, peak, _remark = config_total(results, large, stages)
         if seconds is None or peak is None:
             continue
         met = seconds <= 600 and peak <= 8 * 1024
-        found = results.get((stages[-1], large), {}).get("recall")
+        measured = results.get((stages[-1], large))
+        found = measured.recall if measured is not None else None
         also = f" (SS recall@10 {found:.3f})" if found is not None else ""
         lines.append(
             f"| {large:,}: ≤ 10 min, peak ≤ 8 GiB ({label}) | {seconds / 60:.1f} min, "
@@ -905,8 +1010,8 @@ def goals_table(
         )
     for kind in SEARCHES:
         r = results.get((f"seeds_{kind}", large))
-        if r and "embed" in r:
-            ms = r["embed"]["median"] + r["search"]["median"]
+        if r is not None and r.embed is not None and r.search is not None:
+            ms = r.embed.median + r.search.median
             lines.append(
                 f"| seed retrieval ≤ 20 ms at {large:,} ({kind}, median) | {ms:.1f} ms "
                 f"| {'yes' if ms <= 20 else 'no'} |"
@@ -919,30 +1024,25 @@ def goals_table(
             lines.append(f"| graph part < 5% of the encoders' time ({label}) | {shown} | "
                          f"{'yes' if ok else 'no'} |")  # fmt: skip
     for kind in ("hnsw", "ivf", "blocked_ivf"):
-        got = [results.get((f"ss_{kind}", n), {}).get("recall") for n in sizes]
-        shown = [f"{v:.3f}" for v in got if v is not None]
-        if shown:
+        got = [m.recall if (m := results.get((f"ss_{kind}", n))) else None for n in sizes]
+        recalls = [f"{v:.3f}" for v in got if v is not None]
+        if recalls:
             ok = all(v >= 0.95 for v in got if v is not None)
             lines.append(
-                f"| SS recall@10 ≥ 0.95 ({kind}) | {', '.join(shown)} | {'yes' if ok else 'no'} |"
+                f"| SS recall@10 ≥ 0.95 ({kind}) | {', '.join(recalls)} | {'yes' if ok else 'no'} |"
             )
     return "\n".join(lines)
 
 
-def report(
-    results: dict[tuple[str, int], dict[str, Any]],
-    config: dict[str, Any],
-    sizes: Sequence[int],
-    command: str,
-) -> str:
-    dates = sorted(r["date"] for r in results.values()) or ["–"]
+def report(results: Results, config: Config, sizes: Sequence[int], command: str) -> str:
+    dates = sorted(r.date for r in results.values()) or ["–"]
     head = [
         f"`{command}`",
         "",
         f"measured {dates[0]} to {dates[-1]}; {os.cpu_count()} cores; inputs: "
-        f"{config['index']} (real up to "
-        f"{config['real']:,} sentences), Heaps β = {config['beta']:.3f}, vector noise "
-        f"{config['noise']:g}, seed {config['seed']}; searches: {SEARCHES!r}; 'load' is the "
+        f"{config.index} (real up to "
+        f"{config.real:,} sentences), Heaps β = {config.beta:.3f}, vector noise "
+        f"{config.noise:g}, seed {config.seed}; searches: {SEARCHES!r}; 'load' is the "
         "1-minute load average when the stage started.",
     ]
     sections = [
@@ -997,28 +1097,28 @@ def main() -> int:
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        stage, n, config = args.worker
-        print(json.dumps(worker(stage, int(n), json.loads(config))))
+        stage, n, given = args.worker
+        print(json.dumps(worker(stage, int(n), Config.from_json(given)).data()))
         return 0
     command = shlex.join(["python", "bench/corpus_scale.py", *sys.argv[1:]])
     real = read_real(Path(args.index))
-    config = {
-        "index": str(Path(args.index).resolve()),
-        "noise": args.noise,
-        "seed": args.seed,
-        "sample": args.sample,
-        "queries": args.queries,
-        "search_budget": args.search_budget,
-        "cache": args.cache,
-        "resume": args.resume,
-        "real": len(real.passage),
-        "reference_max": args.reference_max,
-        "beta": heaps_beta(real, args.seed),
-    }
+    config = Config(
+        index=str(Path(args.index).resolve()),
+        noise=args.noise,
+        seed=args.seed,
+        sample=args.sample,
+        queries=args.queries,
+        search_budget=args.search_budget,
+        cache=args.cache,
+        resume=args.resume,
+        real=len(real.passage),
+        reference_max=args.reference_max,
+        beta=heaps_beta(real, args.seed),
+    )
     Path(args.cache).mkdir(parents=True, exist_ok=True)
     scaled_vectors(real, max(args.sizes), args.noise, args.seed, Path(args.cache))
     del real
-    results: dict[tuple[str, int], dict[str, Any]] = {}
+    results: Results = {}
     for stage, n in jobs(args.sizes, args.reference_max):
         if stage in args.stages:
             results[(stage, n)] = run_job(stage, n, config)
