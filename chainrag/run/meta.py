@@ -84,6 +84,12 @@ class IndexIdentity:
         return self.recipe_digest, self.corpus_sha256, self.counts
 
 
+def dataset_identity(dataset: str, dataset_file: Path) -> tuple[str, str | None]:
+    """The dataset's part of a run's identity: its file's fingerprint and its setting (read
+    once for every recipe over it)."""
+    return file_fingerprint(dataset_file), dataset_setting(dataset)
+
+
 @attrs.frozen
 class RunIdentity:
     """What makes a run folder this run's, computed once per planned run
@@ -103,15 +109,8 @@ class RunIdentity:
         cls, recipe: Recipe, dataset: str, dataset_file: Path, index: IndexIdentity | None = None
     ) -> RunIdentity:
         """The identity of ``recipe`` over ``dataset`` (read from ``dataset_file``)."""
-        data = cls.of_data(dataset, dataset_file)
-        return attrs.evolve(data, recipe_digest=recipe_digest(recipe), index=index)
-
-    @classmethod
-    def of_data(cls, dataset: str, dataset_file: Path) -> RunIdentity:
-        """The dataset's part of an identity, the file read once for every recipe over it
-        (the recipe's digest left empty)."""
-        return cls("", dataset, dataset_file, file_fingerprint(dataset_file),
-                   dataset_setting(dataset))  # fmt: skip
+        fingerprint, setting = dataset_identity(dataset, dataset_file)
+        return cls(recipe_digest(recipe), dataset, dataset_file, fingerprint, setting, index)
 
     @staticmethod
     def digest(recipe: Recipe) -> str:

@@ -35,6 +35,7 @@ from chainrag.core.errors import ChainragError
 from chainrag.core.types import QAExample
 from chainrag.data.datasets import DatasetError, dataset_path, dataset_slug, load_dataset
 from chainrag.recipes.recipe import LLMSpec, Recipe
+from chainrag.run import meta
 from chainrag.run.files import RunError
 from chainrag.run.folder import RUN_FILE, RunDir
 from chainrag.run.meta import IndexIdentity, RunIdentity
@@ -80,8 +81,8 @@ class PlannedData:
     def read(cls, name: str, examples: Sequence[QAExample]) -> PlannedData:
         """``name``'s file fingerprinted and its setting read, with its loaded ``examples``."""
         file, _ = dataset_path(name)
-        known = RunIdentity.of_data(name, file)
-        return cls(name, file, known.dataset_fingerprint, known.dataset_setting, tuple(examples))
+        fingerprint, setting = meta.dataset_identity(name, file)
+        return cls(name, file, fingerprint, setting, tuple(examples))
 
 
 @attrs.frozen
