@@ -406,6 +406,63 @@ def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
         rec.run(recipe, examples, again_llm, tmp_path / "nowhere.sqlite", done=done)
 
 
+def test_a_recurring_experiment_folder_is_a_run_folder(tmp_path: Path) -> None:
+    """The folder's description is the run folder's run.json (recipe, dataset file, the
+    questions, one entry per session with its end), checked on a resume like a run's; the
+    reservoir is the method's declared state, so a question that fails takes its writes with
+    it; neither ``chainrag run`` nor ``chainrag report`` take the folder for a run."""
+    from contextlib import nullcontext
+
+    from chainrag.data.names import dataset_path
+    from chainrag.experiments import recurring as rec
+    from chainrag.report import find_runs
+    from chainrag.run.files import RunError
+    from chainrag.run.folder import RunDir
+
+    recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
+    examples = load_dataset("musique", 2)
+    folder = tmp_path / "runs" / "recurring-musique"
+    llm = recurring_llm(examples)
+    outcomes = rec.in_folder(folder, recipe, "musique", examples, lambda: nullcontext(llm),
+                             recipe_path=tmp_path / "four_module.yaml")  # fmt: skip
+    assert len(outcomes) == 2 * len(rec.PHASES)
+    meta = RunDir(folder).meta()
+    assert meta.experiment == "recurring" and meta.method == "FourModule"
+    assert meta.questions == tuple(e.qid for e in examples)
+    assert meta.recipe_file == str(tmp_path / "four_module.yaml")
+    assert len(meta.sessions) == 1 and meta.sessions[0].end is not None
+    assert meta.sessions[0].end.answered == 10 and meta.sessions[0].end.resumed_from == 0
+    rec.in_folder(folder, recipe, "musique", examples, lambda: nullcontext(llm))
+    assert RunDir(folder).meta().sessions == meta.sessions  # nothing to do: as a run, no entry
+
+    with pytest.raises(rec.RecurringError, match=r"holds another recurring experiment.*other "
+                       r"questions \(2 questions, not the 1"):  # fmt: skip
+        rec.open_folder(folder, recipe, "musique", examples[:1])
+    with pytest.raises(RunError, match="holds the recurring experiment, not a run"):
+        RunDir(folder).check(recipe, "musique", dataset_path("musique")[0])
+    with pytest.raises(RunError, match="experiment's folder, not a run"):
+        find_runs([folder])
+    assert find_runs([tmp_path / "runs"]) == []
+
+    # a question that fails mid-way leaves nothing in the reservoir
+    failing = ScriptedLLM({**llm.script, "cxtint": lambda r: str(1 / 0)})
+    cut = tmp_path / "cut"
+    with pytest.raises(ZeroDivisionError):
+        rec.in_folder(cut, recipe, "musique", examples, lambda: nullcontext(failing))
+    assert Reservoir(cut / rec.RESERVOIR).last_id() == 0
+    ended = RunDir(cut).meta().sessions[-1].end
+    assert ended is not None and ended.stopped == "ZeroDivisionError: division by zero"
+
+
+def test_an_experiment_folder_of_an_earlier_version_reads_back_but_is_not_resumed() -> None:
+    from chainrag.experiments import recurring as rec
+
+    folder = ROOT / "docs" / "runs" / "recurring-musique"
+    recipe = load_recipe(folder / "recipe.yaml")
+    with pytest.raises(rec.RecurringError, match=r"earlier chainrag \(experiment.json\)"):
+        rec.open_folder(folder, recipe, "musique", load_dataset("musique", 10))
+
+
 def test_recurring_command_resumes_and_refuses_another_experiment(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -302,12 +302,13 @@ def recurring(
     Resumable: run the same command again after a crash or Ctrl-C and it continues where it
     stopped (the reservoir is rolled back to the last recorded question)."""
     from chainrag.experiments import recurring as rec
+    from chainrag.run.session import sigterm_as_interrupt
 
     recipe = renamed("--recipe FILE", "the RECIPE argument", recipe_option, recipe)
     out_dir = renamed("--out", "--out-dir", out, out_dir)
     check_cache_mode(cache_mode)
     folder = out_dir / f"recurring-{dataset}"
-    with Progress("q") as bars:
+    with sigterm_as_interrupt(), Progress("q") as bars:
 
         def progress(done: int, total: int, phase: str) -> None:
             if done and not phase:
@@ -316,7 +317,8 @@ def recurring(
 
         mode = cast("CacheMode", cache_mode)
         outcomes = rec.experiment(folder, load_recipe(recipe), dataset, limit,
-                                  cache_mode=mode, progress=progress)  # fmt: skip
+                                  cache_mode=mode, progress=progress,
+                                  recipe_path=recipe)  # fmt: skip
     typer.echo(rec.table(outcomes, dataset))
     typer.echo(f"saved to {folder}")
 

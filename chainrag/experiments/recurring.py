@@ -9,13 +9,20 @@ the share of questions with at least one query served from memory. The paper (τ
 θ = 3) reports −46% time on recurring questions (7.45 s → 3.97 s), 15.00 → 4.39 external
 items per question, and 53.5% → 53.0% hit rate (its answer-accuracy measure; we give F1/EM).
 
-An experiment folder holds ``experiment.json`` (recipe, its digest, dataset, questions),
+An experiment folder is a run folder (:class:`~chainrag.run.folder.RunDir`): ``run.json``
+(recipe and digest, dataset file and fingerprint, the questions, package versions, models, one
+entry per session, and ``experiment: recurring``) and ``recipe.yaml``; then
 ``paraphrases.json``, ``outcomes.jsonl`` (one line per question and phase, written as each is
-done) and ``reservoir.sqlite``, then ``table.md`` and ``recipe.yaml``. Started again on the
-same folder, :func:`in_folder` resumes as a run folder does (:mod:`chainrag.run.files`: the
-folder locked, the outcomes recorded kept, a torn last line cut), and the reservoir is rolled
-back to the state the last recorded question left (removing what a question cut off mid-way
-had written), so the question in flight is asked again exactly as it would have been.
+done, in place of ``predictions.jsonl``), ``reservoir.sqlite`` and at the end ``table.md``.
+Started again on the same folder, :func:`in_folder` resumes as a run does: the folder locked,
+``run.json`` checked to describe this experiment, the outcomes recorded kept and a torn last
+line cut (:mod:`chainrag.run.files`). The reservoir is the cross-question state the method
+declares (:class:`~chainrag.protocols.parts.RunState`), handled as a run handles it
+(:func:`chainrag.run.session.guarded`): each outcome records its marker, a question that fails
+takes its writes with it, and a resume rolls the reservoir back to the last recorded marker
+(removing what a question cut off mid-way had written), so the question in flight is asked
+again exactly as it would have been. A folder made before the experiment was a run folder
+(``experiment.json``) reads back but is not resumed.
 """
 
 from __future__ import annotations
@@ -24,33 +31,35 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from chainrag.components.reasoning import clean_answer
-from chainrag.core.context import ModelStore
-from chainrag.core.errors import ChainragError
+from chainrag.core.context import Context, ModelStore
+from chainrag.core.credentials import redact
+from chainrag.core.errors import ChainragError, signal_name
 from chainrag.core.types import QAExample
 from chainrag.data.metrics import qa_scores
+from chainrag.data.names import dataset_path
 from chainrag.experiments.shares import grouped
 from chainrag.index.build import IndexCache
-from chainrag.index.reservoir import Reservoir
 from chainrag.llm.prompts import load_prompt
 from chainrag.methods.seeds import FourModule
 from chainrag.protocols.llm import LLM
+from chainrag.protocols.parts import RunState, Stateful
 from chainrag.recipes.recipe import Recipe
-from chainrag.run.files import LineWriter, finished, locked, write_json
-from chainrag.run.folder import write_recipe
-from chainrag.run.meta import recipe_digest
+from chainrag.run.files import LineWriter, RunError, finished, locked, write_json
+from chainrag.run.folder import RUN_FILE, RunDir
+from chainrag.run.meta import RunIdentity, SessionEnd
 from chainrag.run.question import answer_question, searchable_index
 from chainrag.run.record import RecordError, plain, structured
+from chainrag.run.session import guarded
 
 if TYPE_CHECKING:
     from chainrag.llm.cache import CacheMode
-
-T = TypeVar("T")
 
 PAPER_TIME_CHANGE = -0.467
 PAPER_SECONDS = (7.45, 3.97)
@@ -135,24 +144,20 @@ def run(
     # absolute: the method resolves a relative reservoir path against the cache folder, this
     # function against the working directory; both must name the same file
     reservoir = reservoir.resolve()
-    if reservoir.exists():
-        store = Reservoir(reservoir)
-        try:
-            if done or resume:
-                store.remove_after(done[-1].reservoir_last_id if done else 0)
-            elif len(store):
-                raise RecurringError(
-                    f"{reservoir} holds {len(store)} items: the experiment starts from an "
-                    "empty reservoir"
-                )
-        finally:
-            store.close()
-    elif done:
+    if done and not reservoir.exists():
         raise RecurringError(
             f"{reservoir} is missing, but {len(done)} outcomes are recorded: the reservoir "
             "they filled is gone, so the experiment cannot resume; start it in a new folder"
         )
     models, cache = ModelStore(), IndexCache()
+    state = reservoir_state(recipe, reservoir, models)
+    if done or resume:
+        state.rollback(done[-1].reservoir_last_id if done else 0)
+    elif state.marker():
+        raise RecurringError(
+            f"{reservoir} holds items (the newest is #{state.marker()}): the experiment "
+            "starts from an empty reservoir"
+        )
     indexes = {e.qid: searchable_index(recipe, e, models, cache) for e in examples}
     if reworded is None:
         reworded = paraphrases(examples, llm)
@@ -167,8 +172,9 @@ def run(
             if phase.questions == "paraphrased":
                 asked = attrs.evolve(example, question=reworded[example.qid])
             started = time.perf_counter()
-            prediction = answer_question(phased, asked, llm, models=models,
-                                         index=indexes[example.qid])  # fmt: skip
+            prediction, marker = guarded(state, partial(
+                answer_question, phased, asked, llm, models=models, index=indexes[example.qid]
+            ))  # fmt: skip
             seconds = time.perf_counter() - started
             em, f1 = qa_scores(prediction.answer, example.answers)
             memory = any(s.from_memory for s in prediction.steps)
@@ -176,8 +182,7 @@ def run(
                 phase.name, example.qid, asked.question, prediction.answer, em, f1, seconds,
                 retrievals=sum(len(s.retrieved) for s in prediction.steps
                                if not s.from_memory),
-                from_memory=memory, calls=prediction.usage.calls,
-                reservoir_last_id=_last_id(reservoir),
+                from_memory=memory, calls=prediction.usage.calls, reservoir_last_id=marker,
             )  # fmt: skip
             outcomes.append(outcome)
             if on_outcome:
@@ -185,14 +190,15 @@ def run(
     return outcomes
 
 
-def _last_id(reservoir: Path) -> int:
-    if not reservoir.exists():
-        return 0
-    store = Reservoir(reservoir)
-    try:
-        return store.last_id()
-    finally:
-        store.close()
+def reservoir_state(recipe: Recipe, reservoir: Path, models: ModelStore) -> RunState:
+    """The reservoir at ``reservoir`` as the cross-question state the recipe's method declares
+    (:class:`~chainrag.protocols.parts.Stateful`), opened in ``models``, where the method's
+    questions find the same one."""
+    method = with_reservoir(recipe, reservoir).method
+    state = method.run_state(Context(models=models)) if isinstance(method, Stateful) else None
+    if state is None:
+        raise RecurringError(f"recipe {recipe.name!r}: its method declares no reservoir state")
+    return state
 
 
 def paraphrases(examples: Sequence[QAExample], llm: LLM) -> dict[str, str]:
@@ -202,60 +208,75 @@ def paraphrases(examples: Sequence[QAExample], llm: LLM) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- the folder
 
-MANIFEST = "experiment.json"
+MANIFEST = RUN_FILE
 OUTCOMES = "outcomes.jsonl"
 PARAPHRASES = "paraphrases.json"
 RESERVOIR = "reservoir.sqlite"
+EXPERIMENT = "recurring"
+"""The experiment's name in its folder's ``run.json`` (:attr:`RunMeta.experiment`)."""
+LEGACY_MANIFEST = "experiment.json"
+"""The description an experiment folder had before it was a run folder: such a folder reads
+back (its outcomes and table), but is not resumed."""
 
 
-@attrs.frozen
-class Experiment:
-    """An experiment folder's ``experiment.json``: what a resume must find unchanged."""
-
-    recipe: str
-    recipe_digest: str
-    dataset: str
-    questions: tuple[str, ...]
-
-    def differs(self, other: Experiment) -> str | None:
-        """How ``other`` differs from this experiment (the first field that does), or None."""
-        for field in attrs.fields(Experiment):
-            mine, theirs = getattr(self, field.name), getattr(other, field.name)
-            if mine == theirs:
-                continue
-            if field.name == "questions":
-                return f"questions: {len(theirs)} questions, not {len(mine)} (or other ones)"
-            return f"{field.name}: {theirs!r}, not {mine!r}"
-        return None
+def identity(recipe: Recipe, dataset: str, examples: Sequence[QAExample]) -> RunIdentity:
+    """What a resume must find unchanged: the recipe, the dataset file and the questions."""
+    known = RunIdentity.of(recipe, dataset, dataset_path(dataset)[0])
+    return attrs.evolve(known, questions=tuple(e.qid for e in examples))
 
 
 def open_folder(
-    folder: Path, recipe: Recipe, dataset: str, examples: Sequence[QAExample]
+    folder: Path,
+    recipe: Recipe,
+    dataset: str,
+    examples: Sequence[QAExample],
+    *,
+    recipe_path: Path | None = None,
 ) -> list[Outcome]:
     """Prepare ``folder`` for this experiment and return the outcomes already recorded there.
 
-    A new folder gets its ``experiment.json``; an existing one must hold the same experiment
-    (recipe digest, dataset, questions), else a :class:`RecurringError` names what differs.
+    The folder is a run folder (:class:`~chainrag.run.folder.RunDir`): a new one gets its
+    ``run.json`` and ``recipe.yaml``; an existing one must hold the same experiment (recipe
+    digest, dataset file, questions), else a :class:`RecurringError` names what differs; each
+    call is a session in its ``run.json``. ``recipe_path``: the recipe's file, recorded there.
     """
-    wanted = Experiment(recipe.name, recipe_digest(recipe), dataset, tuple(e.qid for e in examples))
-    path = folder / MANIFEST
-    if path.exists():
-        found = _read(path, Experiment, "experiment")
-        if (differs := wanted.differs(found)) is not None:
-            raise RecurringError(
-                f"{folder} holds another recurring experiment ({differs}); pass "
-                "another --out, or remove that folder to start this one afresh"
-            )
-    elif (folder / OUTCOMES).exists() or (folder / RESERVOIR).exists():
+    return _open(folder, recipe, dataset, examples, recipe_path)[0]
+
+
+def _open(
+    folder: Path,
+    recipe: Recipe,
+    dataset: str,
+    examples: Sequence[QAExample],
+    recipe_path: Path | None,
+) -> tuple[list[Outcome], int]:
+    """:func:`open_folder`, and the bytes of a torn last outcome line it cut."""
+    from chainrag.core.llama_build import llama_build
+    from chainrag.llm import managed_prompt_cache
+
+    if (folder / LEGACY_MANIFEST).exists() and not (folder / MANIFEST).exists():
+        raise RecurringError(
+            f"{folder} was made by an earlier chainrag ({LEGACY_MANIFEST}): its outcomes and "
+            "table.md read back, but it is not resumed; pass another --out-dir"
+        )
+    if not (folder / MANIFEST).exists() and (
+        (folder / OUTCOMES).exists() or (folder / RESERVOIR).exists()
+    ):
         raise RecurringError(
             f"{folder} has outcomes or a reservoir but no {MANIFEST}: it was not made by this "
             "version; pass another --out"
         )
-    else:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json(path, plain(wanted))
-    done, _ = finished(folder / OUTCOMES, read_outcome, repair=True)
-    return done
+    folder.mkdir(parents=True, exist_ok=True)
+    mode = managed_prompt_cache(recipe.llm)
+    try:
+        RunDir(folder).start(
+            recipe, recipe_path, dataset, dataset_path(dataset)[0], prompt_cache=mode,
+            llama_build=llama_build() if mode is not None else None,
+            identity=identity(recipe, dataset, examples), experiment=EXPERIMENT,
+        )  # fmt: skip
+    except RunError as exc:
+        raise RecurringError(f"{folder} holds another recurring experiment ({exc})") from None
+    return finished(folder / OUTCOMES, read_outcome, repair=True)
 
 
 def read_outcome(data: Any) -> Outcome:
@@ -266,15 +287,6 @@ def read_outcome(data: Any) -> Outcome:
             f"required key missing @ outcome.reservoir_last_id (fields {sorted(data)})"
         )
     return structured(data, Outcome, "outcome")
-
-
-def _read(path: Path, cls: type[T], what: str) -> T:
-    try:
-        return structured(json.loads(path.read_text(encoding="utf-8")), cls, what)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RecurringError(f"{path}: not JSON ({exc})") from None
-    except RecordError as exc:
-        raise RecurringError(f"{path}: not this experiment's file ({exc})") from None
 
 
 def folder_paraphrases(folder: Path, examples: Sequence[QAExample], llm: LLM) -> dict[str, str]:
@@ -306,39 +318,58 @@ def in_folder(
     open_llm: Callable[[], AbstractContextManager[LLM]],
     *,
     progress: Progress | None = None,
+    recipe_path: Path | None = None,
 ) -> list[Outcome]:
     """The experiment in ``folder`` (see the module docstring), resumed where it stopped:
-    each outcome is a durable line of ``outcomes.jsonl`` as it is done; at the end
-    ``table.md`` and the resolved ``recipe.yaml`` are written. The LLM is opened (``with
-    open_llm() as llm``) once the folder is known to hold this experiment."""
+    each outcome is a durable line of ``outcomes.jsonl`` as it is done, and ``table.md`` is
+    written at the end; the session's end (outcomes recorded, or the signal or error that
+    stopped it) goes into ``run.json``. The LLM is opened (``with open_llm() as llm``) once the
+    folder is known to hold this experiment."""
     report = progress or (lambda done, total, phase: None)
+    started = time.perf_counter()
     with locked(folder):
-        done = open_folder(folder, recipe, dataset, examples)
+        done, torn = _open(folder, recipe, dataset, examples, recipe_path)
         total = len(examples) * len(PHASES)
         report(len(done), total, "")
-        with open_llm() as llm, LineWriter(folder / OUTCOMES) as writer:
-            reworded = folder_paraphrases(folder, examples, llm)
-            count = len(done)
+        count = len(done)
 
-            def record(outcome: Outcome) -> None:
-                nonlocal count
-                writer.append(plain(outcome))
-                count += 1
-                report(count, total, outcome.phase)
+        def end(**how: str | None) -> SessionEnd:
+            return SessionEnd(
+                finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), answered=count - len(done),
+                failed=0, resumed_from=len(done), wall_s=round(time.perf_counter() - started, 1),
+                torn_bytes_repaired=torn, **how,
+            )  # fmt: skip
 
-            outcomes = run(recipe, examples, llm, folder / RESERVOIR, done=done,
-                           reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
+        try:
+            with open_llm() as llm, LineWriter(folder / OUTCOMES) as writer:
+                reworded = folder_paraphrases(folder, examples, llm)
+
+                def record(outcome: Outcome) -> None:
+                    nonlocal count
+                    writer.append(plain(outcome))
+                    count += 1
+                    report(count, total, outcome.phase)
+
+                outcomes = run(recipe, examples, llm, folder / RESERVOIR, done=done,
+                               reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: what is recorded is kept
+            RunDir(folder).finish_session(end(interrupted=signal_name(exc)))
+            raise
+        except Exception as exc:  # the error that stopped it, named in run.json
+            RunDir(folder).finish_session(end(stopped=redact(f"{type(exc).__name__}: {exc}")))
+            raise
+        RunDir(folder).finish_session(end())
         (folder / "table.md").write_text(table(outcomes, dataset) + "\n", encoding="utf-8")
-        write_recipe(folder / "recipe.yaml", recipe)
     return outcomes
 
 
 def experiment(
     folder: Path, recipe: Recipe, dataset: str, limit: int, *, cache_mode: CacheMode = "refresh",
-    progress: Progress | None = None,
+    progress: Progress | None = None, recipe_path: Path | None = None,
 ) -> list[Outcome]:  # fmt: skip
     """``chainrag experiment recurring``: the first ``limit`` questions of ``dataset`` in
-    ``folder`` (:func:`in_folder`), the LLM ``recipe``'s own with its response cache."""
+    ``folder`` (:func:`in_folder`), the LLM ``recipe``'s own with its response cache;
+    ``recipe_path``: the file ``recipe`` was read from."""
     from chainrag.core.paths import llm_cache_path
     from chainrag.data.datasets import load_dataset
     from chainrag.llm import open_llm
@@ -349,7 +380,8 @@ def experiment(
     def llm() -> AbstractContextManager[LLM]:
         return open_llm(recipe.llm, cache_path=llm_cache_path(), cache_mode=cache_mode)
 
-    return in_folder(folder, recipe, dataset, examples, llm, progress=progress)
+    return in_folder(folder, recipe, dataset, examples, llm, progress=progress,
+                     recipe_path=recipe_path)  # fmt: skip
 
 
 @attrs.frozen

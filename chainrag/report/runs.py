@@ -78,7 +78,8 @@ def load_run(folder: Path) -> Run:
 
 
 def find_runs(paths: Iterable[Path]) -> list[Run]:
-    """Runs in the given folders: each folder is a run or holds runs below it."""
+    """Runs in the given folders: each folder is a run or holds runs below it (an experiment's
+    folder below it, such as ``chainrag experiment recurring``'s, is not a run: left out)."""
     runs: list[Run] = []
     for path in paths:
         if not path.is_dir():
@@ -90,7 +91,13 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
         )
         if not found:
             raise RunError(f"{path}: no run.json in it or below it")
-        runs.extend(load_run(p) for p in found)
+        loaded = [load_run(p) for p in found]
+        if found == [path] and loaded[0].meta.experiment is not None:
+            raise RunError(
+                f"{path}: the {loaded[0].meta.experiment} experiment's folder, not a run; its "
+                "results are its table.md"
+            )
+        runs.extend(run for run in loaded if run.meta.experiment is None)
     return runs
 
 

@@ -6,8 +6,7 @@ work in flight, and read back to resume: one implementation for ``chainrag run``
   item with one ``write`` and an ``fsync``. :func:`finished` reads it back as typed records,
   cutting off a torn last line (a write a crash interrupted), so that a resumed process does
   only what has no line yet: nothing is lost and nothing is done twice.
-* Its description (``run.json``, ``experiment.json``) is replaced atomically by
-  :func:`write_json`.
+* Its description (``run.json``) is replaced atomically by :func:`write_json`.
 * :func:`locked` keeps a second process from writing the same folder.
 """
 

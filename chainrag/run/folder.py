@@ -17,6 +17,11 @@ questions that have no line: nothing is lost and nothing is duplicated. A lock o
 keeps two processes from appending to the same run (:mod:`chainrag.run.files` does both, for the
 recurring experiment's folders too). Each line is a typed record (:mod:`chainrag.run.record`),
 ``run.json`` a :class:`~chainrag.run.meta.RunMeta`.
+
+An experiment's folder is a run folder too (``chainrag experiment recurring``): its
+``run.json`` names the experiment and fixes the questions, and its results are its own files
+(:mod:`chainrag.experiments.recurring`), so ``chainrag run`` refuses the folder and
+``chainrag report`` and ``view`` leave it out.
 """
 
 from __future__ import annotations
@@ -91,6 +96,10 @@ def write_recipe(path: Path, recipe: Recipe) -> None:
     path.write_text(dump_recipe(stored_recipe(recipe)), encoding="utf-8")
 
 
+def _what(experiment: str | None) -> str:
+    return f"the {experiment} experiment" if experiment else "a run of chainrag run"
+
+
 class RunDir:
     """One run directory (see the module docstring); write it inside
     :func:`~chainrag.run.files.locked`."""
@@ -119,7 +128,7 @@ class RunDir:
     def start(
         self,
         recipe: Recipe,
-        recipe_path: Path,
+        recipe_path: Path | None,
         dataset: str,
         dataset_file: Path,
         index: IndexIdentity | None = None,
@@ -128,25 +137,32 @@ class RunDir:
         say: Callable[[str], None] = lambda _: None,
         changes: tuple[str, ...] = (),
         identity: RunIdentity | None = None,
+        experiment: str | None = None,
     ) -> RunMeta:
         """Create the directory's description, or check that it describes this same run.
 
         Resuming with a changed recipe or a changed dataset file would mix two experiments in
         one file, so either is an error that names what differs; so is resuming with the
         managed server's ``reuse`` mode after ``fresh`` or ``aligned`` or the other way round
-        (the caller passes the mode it runs with; each session records it). Resuming under
-        another llama.cpp build (``llama_build``, recorded per session) is allowed with a
-        warning through ``say``: its answers may differ from the earlier sessions'. ``changes``:
-        the command line's ``--llm``/``--set`` changes to the recipe file, recorded per session
-        (the resolved recipe, changes applied, is ``recipe.yaml`` and the digest).
+        (the caller passes the mode it runs with; each session records it). ``recipe_path``:
+        the file the recipe was read from (None: given as an object; recorded as "").
+        Resuming under another llama.cpp build (``llama_build``, recorded per session) is
+        allowed with a warning through ``say``: its answers may differ from the earlier
+        sessions'. ``changes``: the command line's ``--llm``/``--set`` changes to the recipe
+        file, recorded per session (the resolved recipe, changes applied, is ``recipe.yaml``
+        and the digest).
         ``identity``: the run's :class:`RunIdentity` as its plan computed it (else computed
-        here from the recipe, the dataset and its file).
+        here from the recipe, the dataset and its file); with its ``questions``, a resume must
+        ask those same questions. ``experiment``: the experiment whose folder this is
+        (:attr:`~chainrag.run.meta.RunMeta.experiment`), which a resume must find again.
         """
         known = identity or RunIdentity.of(recipe, dataset, dataset_file, index)
         devices = resolved_devices(recipe, "")
         session = Session.now(prompt_cache, llama_build, changes, devices)
         if (self.folder / RUN_FILE).exists():
-            meta = self.check(recipe, dataset, dataset_file, index, identity=known)
+            meta = self.check(
+                recipe, dataset, dataset_file, index, identity=known, experiment=experiment
+            )
             self._check_prompt_cache(meta, prompt_cache)
             if warning := build_change(self.folder, last_build(meta.sessions), llama_build):
                 say(warning)
@@ -158,7 +174,7 @@ class RunDir:
                 format=META_FORMAT,
                 recipe_name=recipe.name,
                 recipe_description=recipe.description,
-                recipe_file=str(recipe_path),
+                recipe_file=str(recipe_path) if recipe_path is not None else "",
                 recipe_digest=known.recipe_digest,
                 method=type(recipe.method).__name__,
                 dataset=known.dataset,
@@ -169,6 +185,8 @@ class RunDir:
                 sessions=(session,),
                 index=known.index,
                 dataset_setting=known.dataset_setting,
+                questions=known.questions,
+                experiment=experiment,
             )
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta_data(meta))
@@ -182,18 +200,26 @@ class RunDir:
         index: IndexIdentity | None = None,
         *,
         identity: RunIdentity | None = None,
+        experiment: str | None = None,
     ) -> RunMeta:
         """The folder's ``run.json``, if it describes a run of this recipe on this dataset file
-        (and corpus index); a RunError naming what differs otherwise. Writes nothing.
+        (and corpus index, and questions where the identity fixes them) for the same
+        ``experiment`` (None: a run); a RunError naming what differs otherwise. Writes nothing.
         ``identity``: the run's, as its plan computed it (else computed here)."""
         meta = self.meta()
+        if meta.experiment != experiment:
+            raise RunError(
+                f"{self.folder} holds {_what(meta.experiment)}, not {_what(experiment)}: "
+                "pass another --out"
+            )
         self._check_same_run(
             meta, recipe, identity or RunIdentity.of(recipe, dataset, dataset_file, index)
         )
         return meta
 
     def _check_same_run(self, meta: RunMeta, recipe: Recipe, known: RunIdentity) -> None:
-        """Raise unless the folder's run is of this recipe, dataset file and corpus index."""
+        """Raise unless the folder's run is of this recipe, dataset file, corpus index and
+        (where ``known`` fixes them) questions."""
         digest, data = known.recipe_digest, (known.dataset, known.dataset_fingerprint)
         index = known.index
         if meta.recipe_digest != digest and not self._same_recipe(recipe):
@@ -214,6 +240,13 @@ class RunDir:
                 f"{self.folder} holds a run on {meta.dataset!r} made as "
                 f"{meta.dataset_setting!r}; this version makes it as {setting!r}: pass another "
                 "--out"
+            )
+        if meta.questions != known.questions and known.questions is not None:
+            before = len(meta.questions) if meta.questions is not None else "any"
+            raise RunError(
+                f"{self.folder} holds a run of other questions ({before} questions, not the "
+                f"{len(known.questions)} asked now, or other ones): its questions are fixed when "
+                "it starts, so pass another --out"
             )
         if index is not None and (meta.index is None or meta.index.key() != index.key()):
             shown = meta_data(meta).get("index")

@@ -95,7 +95,8 @@ class RunIdentity:
     """What makes a run folder this run's, computed once per planned run
     (:func:`RunIdentity.of`) and compared with a folder's ``run.json`` when the run is planned
     and again when it starts: the recipe's digest, the dataset (its name, file, file
-    fingerprint and setting) and the corpus index."""
+    fingerprint and setting), the corpus index, and for a run whose questions are fixed when
+    it starts (the recurring experiment, whose phases ask them in turn) their ids."""
 
     recipe_digest: str
     dataset: str
@@ -103,6 +104,9 @@ class RunIdentity:
     dataset_fingerprint: str
     dataset_setting: str | None
     index: IndexIdentity | None = None
+    questions: tuple[str, ...] | None = None
+    """The question ids, in order, of a run that may not take others on a resume; None for a
+    run that may (``chainrag run --limit`` grown from one session to the next)."""
 
     @classmethod
     def of(
@@ -213,6 +217,12 @@ class RunMeta:
     dataset_setting: str | None = None
     """What a derived dataset (``long:NAME``) did to the file's questions and the format a file
     given by its path was read in; None for a named file as it is."""
+    questions: tuple[str, ...] | None = None
+    """The question ids of a run whose questions are fixed when it starts
+    (:attr:`RunIdentity.questions`); None for a run of ``chainrag run``."""
+    experiment: str | None = None
+    """The experiment whose folder this is (``recurring``), whose results are its own files
+    (``outcomes.jsonl``, ``table.md``), not ``predictions.jsonl``; None for a run."""
 
 
 # --------------------------------------------------------------------------- JSON

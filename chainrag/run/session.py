@@ -32,6 +32,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from types import FrameType
+from typing import TypeVar
 
 import attrs
 
@@ -50,6 +51,8 @@ from chainrag.run.folder import ERRORS, RunDir
 from chainrag.run.meta import SessionEnd
 from chainrag.run.question import answer_and_score
 from chainrag.run.record import QuestionError, RunRecord, error_line, record_line
+
+T = TypeVar("T")
 
 
 @attrs.define
@@ -203,21 +206,28 @@ def run_recipe(
     )
 
 
+def guarded(state: RunState, work: Callable[[], T]) -> tuple[T, int]:
+    """``work()`` over a cross-question ``state``: its result and the state's marker after it;
+    if it fails, what it wrote goes with it (the state rolled back to its marker before)."""
+    before = state.marker()
+    try:
+        done = work()
+    except BaseException:
+        state.rollback(before)
+        raise
+    return done, state.marker()
+
+
 def with_state(
     answer: Callable[[QAExample], RunRecord], state: RunState
 ) -> Callable[[QAExample], RunRecord]:
-    """``answer`` over a cross-question ``state``: a question that fails takes what it wrote
-    with it (the state rolled back to its marker before the question), and each record
-    carries the state's marker after its question."""
+    """``answer`` over a cross-question ``state`` (:func:`guarded`): a question that fails
+    takes what it wrote with it, and each record carries the state's marker after its
+    question."""
 
     def answered(example: QAExample) -> RunRecord:
-        before = state.marker()
-        try:
-            record = answer(example)
-        except Exception:
-            state.rollback(before)
-            raise
-        return attrs.evolve(record, state={state.name: state.marker()})
+        record, marker = guarded(state, lambda: answer(example))
+        return attrs.evolve(record, state={state.name: marker})
 
     return answered
 

@@ -51,8 +51,8 @@ def run_folders(path: Path) -> list[Path]:
 
 def read_runs(paths: Iterable[Path]) -> tuple[list[Run], list[str]]:
     """The runs in ``paths`` (each a run folder or a folder holding runs), and a note for each
-    folder left out: one this version cannot read (an older format) or with no answered
-    question yet."""
+    folder left out: one this version cannot read (an older format), an experiment's folder
+    (``chainrag experiment recurring``) or one with no answered question yet."""
     runs, notes = [], []
     for path in paths:
         for folder in run_folders(path):
@@ -62,6 +62,12 @@ def read_runs(paths: Iterable[Path]) -> tuple[list[Run], list[str]]:
                 notes.append(
                     f"{folder}: not shown — a run this version of chainrag cannot read "
                     f"(an older format?): {exc}"
+                )
+                continue
+            if run.meta.experiment is not None:
+                notes.append(
+                    f"{folder}: not shown — the {run.meta.experiment} experiment's folder "
+                    "(its results are its table.md)"
                 )
                 continue
             if not run.records:
