@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.judges import LLMYesProbability, yes_share
+from chainrag.components.judges import LLMYesProbability, SimilarityJudge, yes_share
 from chainrag.core.context import Context
 from chainrag.core.types import GoldStep, LLMRequest, LLMResponse, Verdict
 from chainrag.data.datasets import load_dataset
@@ -199,3 +201,64 @@ def test_longer_probes_hold_more_paragraphs_and_the_same_gold_rule() -> None:
     says_yes = Context(llm=ScriptedLLM({"sufficiency": lambda r: "Yes"}))
     probes = js.probe("musique", [example], EMBEDDER, says_yes, paragraphs=6)
     assert "6 paragraphs a probe" in js.table(probes, [], "r.yaml")
+
+
+@attrs.define
+class CountingEmbedder:
+    """HashedBagOfWords that records the texts it embeds."""
+
+    embedded: list[str] = attrs.field(factory=list)
+
+    def __call__(self, texts: Sequence[str], ctx: Context, role: str = "passage") -> np.ndarray:
+        self.embedded.extend(texts)
+        return EMBEDDER(texts, ctx, role)  # type: ignore[arg-type]
+
+
+@attrs.frozen
+class ToyIndex:
+    texts: tuple[str, ...]
+    embeddings: np.ndarray
+    embedder: CountingEmbedder
+
+
+def test_the_similarity_judge_says_yes_at_its_threshold_from_the_index_embeddings() -> None:
+    """The best cosine over the evidence, read from the index for its units (only the question
+    and a text that is no unit are embedded), and "yes" exactly from the threshold up."""
+    ctx = Context()
+    texts = ("Paris is the capital of France.", "Berlin is in Germany.", "Rome is old.")
+    counting = CountingEmbedder()
+    ctx.index = ToyIndex(texts, EMBEDDER(texts, ctx), counting)  # type: ignore[assignment]
+    question = "What is the capital of France?"
+    query = EMBEDDER([question], ctx, "query")[0]
+    evidence = [texts[1], texts[0], "Madrid is in Spain."]
+    best = float(max(EMBEDDER(evidence, ctx) @ query))
+    assert best == pytest.approx(float(EMBEDDER([texts[0]], ctx)[0] @ query))
+    verdict = SimilarityJudge(threshold=best)(question, evidence, ctx)
+    assert verdict.ok and verdict.score == pytest.approx(best)
+    assert counting.embedded == [question, "Madrid is in Spain."]
+    assert not SimilarityJudge(threshold=best + 1e-4)(question, evidence, ctx).ok
+    assert not SimilarityJudge(threshold=-1.0)(question, [], ctx).ok
+
+
+def test_sentence_similarity_is_the_best_sentence_of_a_probes_paragraphs() -> None:
+    """--similarity-units sentences: the same probes (paragraphs ranked as before), each
+    scored by the best cosine of a sentence of its paragraphs."""
+    from chainrag.components.spacy_nlp import SpacySentences
+
+    ctx = Context()
+    example = load_dataset("musique", 1)[0]
+    splitter = SpacySentences()
+    by_paragraph = js.drafts(example, EMBEDDER, ctx, paragraphs=3)
+    by_sentence = js.drafts(example, EMBEDDER, ctx, paragraphs=3, splitter=splitter)
+    assert [d.paragraphs for d in by_sentence] == [d.paragraphs for d in by_paragraph]
+    sentences = splitter(example.passages, ctx)
+    for draft in by_sentence:
+        mine = [s.text for s in sentences if s.passage in draft.paragraphs]
+        query = EMBEDDER([draft.sub_question], ctx, "query")[0]
+        assert draft.similarity == pytest.approx(float(max(EMBEDDER(mine, ctx) @ query)))
+    assert any(
+        s.similarity != pytest.approx(p.similarity)
+        for s, p in zip(by_sentence, by_paragraph, strict=True)
+    )
+    with pytest.raises(js.JudgeProbeError, match="similarity units 'words'"):
+        js.units_given("words")

@@ -136,7 +136,7 @@ def _judge_context() -> Context:
         "sufficiency": lambda r: "No." if "Berlin" in str(r) else "Yes",
         "answer_sub": lambda r: "unanswerable" if "Berlin" in str(r) else "France",
     }
-    return Context(llm=ScriptedLLM(script))
+    return Context(llm=ScriptedLLM(script), index=_toy_graph().view())  # a judge may embed
 
 
 EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {

@@ -105,6 +105,13 @@ def judge_steps_probe(
         int,
         typer.Option(min=1, help="Paragraphs a probe (more: nearer a walk's evidence length)."),
     ] = 2,
+    similarity_units: Annotated[
+        str,
+        typer.Option(
+            help="paragraphs: a probe's similarity is its best paragraph's cosine; sentences: "
+            "its best sentence's (what the similarity judge sees in a walk)."
+        ),
+    ] = "paragraphs",
     out_dir: ProbeOut = Path("runs"),
     cache_mode: ProbeCacheMode = "use",
 ) -> None:
@@ -119,8 +126,9 @@ def judge_steps_probe(
     with Progress("question") as bars:
         mode = cast("CacheMode", cache_mode)
         saved = judge_steps.experiment(
-            recipe, dataset, train or None, limit, out_dir, mode, bars, paragraphs
-        )
+            recipe, dataset, train or None, limit, out_dir, mode, bars, paragraphs,
+            similarity_units,
+        )  # fmt: skip
     say_saved(saved.table, saved.folder)
 
 

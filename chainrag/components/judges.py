@@ -7,10 +7,12 @@ import re
 from collections.abc import Callable, Sequence
 
 import attrs
+import numpy as np
 
 from chainrag.core.context import Context
-from chainrag.core.types import NOT_CHECKED, LLMResponse, Verdict
+from chainrag.core.types import NOT_CHECKED, FloatArray, LLMResponse, Verdict
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.registry import SUFFICIENCY_JUDGES
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
@@ -96,6 +98,49 @@ class LLMYesProbability:
         reply = llm.complete(attrs.evolve(request, top_logprobs=self.top_logprobs))
         score = yes_share(reply)
         return Verdict(ok=score >= self.threshold, raw=reply.text, score=score)
+
+
+@SUFFICIENCY_JUDGES.register("similarity", example={"threshold": 0.6})
+@attrs.frozen
+class SimilarityJudge:
+    """Says yes when an evidence unit's cosine to the question is at least ``threshold``.
+
+    No LLM call (not the paper's): the index's own embedder and embeddings.
+
+    The question is embedded as a query; each evidence text is looked up among the index's
+    units (the walk's evidence is units of its index) and embedded afresh only where it is not
+    one. The verdict's ``score`` is the best cosine. Made for issue 49: the 1.5B model's
+    P(yes) rises with the evidence's length, so that no threshold chosen on short probes
+    sends a walk past its first hop, while the best cosine does not grow with it (``chainrag
+    experiment judge-steps --similarity-units sentences`` chooses the threshold on MuSiQue's
+    training questions, per sentence as the walk's units are).
+    Recipe: ``{kind: similarity, threshold: 0.6}``.
+    """
+
+    threshold: float = attrs.field(
+        default=0.6, validator=[attrs.validators.ge(-1.0), attrs.validators.le(1.0)]
+    )
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> Verdict:
+        if not evidence:
+            return Verdict(ok=False, raw="no evidence", score=-1.0)
+        index = ctx.require_index()
+        query = index.embedder([question], ctx, "query")[0]
+        best = float(np.max(evidence_vectors(index, evidence, ctx) @ query))
+        return Verdict(ok=best >= self.threshold, raw=f"best cosine {best:.3f}", score=best)
+
+
+def evidence_vectors(index: Searchable, evidence: Sequence[str], ctx: Context) -> FloatArray:
+    """The embeddings of ``evidence``: the index's own where a text is one of its units (by a
+    text → row map made once per index), the embedder's for the others."""
+    rows = ctx.index_data.get(
+        index, "rows by text", lambda: {text: i for i, text in enumerate(index.texts)}
+    )
+    found = [rows.get(text) for text in evidence]
+    missing = [text for text, row in zip(evidence, found, strict=True) if row is None]
+    fresh = iter(index.embedder(missing, ctx, "passage")) if missing else iter(())
+    vectors = index.embeddings
+    return np.stack([vectors[row] if row is not None else next(fresh) for row in found])
 
 
 @SUFFICIENCY_JUDGES.register("none")

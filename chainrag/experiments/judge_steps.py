@@ -48,7 +48,7 @@ from chainrag.core.types import GoldStep, QAExample
 from chainrag.experiments.judge import JudgeProbeError, paragraph_texts
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
 from chainrag.llm.prompts import load_prompt
-from chainrag.protocols.index import Embedder
+from chainrag.protocols.index import Embedder, SentenceSplitter
 from chainrag.recipes.recipe import Recipe, load_recipe
 
 if TYPE_CHECKING:
@@ -140,10 +140,16 @@ def overlap(question: str, paragraphs: Sequence[str]) -> float:
 
 
 def drafts(
-    example: QAExample, embedder: Embedder, ctx: Context, paragraphs: int = 2
+    example: QAExample,
+    embedder: Embedder,
+    ctx: Context,
+    paragraphs: int = 2,
+    splitter: SentenceSplitter | None = None,
 ) -> list[Draft]:
     """The two probes of each step of ``example`` with a gold paragraph, ``paragraphs``
-    paragraphs each (none where the question has no more paragraphs than that)."""
+    paragraphs each (none where the question has no more paragraphs than that). With a
+    ``splitter``, a probe's similarity is its best sentence's cosine (the walk's units are
+    sentences), else its best paragraph's; the paragraphs are ranked by theirs either way."""
     texts = paragraph_texts(example)
     if len(texts) <= paragraphs:
         return []
@@ -151,6 +157,15 @@ def drafts(
     questions = [sub_question(steps, i) for i in range(len(steps))]
     vectors = embedder(texts, ctx, "passage")
     queries = embedder(questions, ctx, "query")
+    best_sentence = None
+    if splitter is not None:
+        sentences = splitter(example.passages, ctx)
+        of_paragraph = np.array([s.passage for s in sentences])
+        by_sentence = embedder([s.text for s in sentences], ctx, "passage") @ queries.T
+        best_sentence = np.full((len(texts), len(questions)), -1.0)
+        for j in range(len(texts)):
+            if (mine := of_paragraph == j).any():
+                best_sentence[j] = by_sentence[mine].max(axis=0)
     out = []
     for i, step in enumerate(steps):
         gold = step.paragraph
@@ -170,7 +185,11 @@ def drafts(
                     sufficient,
                     order,
                     tuple(texts[j] for j in order),
-                    float(cosine[list(order)].max()),
+                    float(
+                        cosine[list(order)].max()
+                        if best_sentence is None
+                        else best_sentence[list(order), i].max()
+                    ),
                 )
             )
     return out
@@ -197,13 +216,14 @@ def probe(
     embedder: Embedder,
     ctx: Context,
     paragraphs: int = 2,
+    splitter: SentenceSplitter | None = None,
 ) -> list[StepProbe]:
-    """Every probe of ``examples`` (``paragraphs`` paragraphs each), asked through
-    ``ctx.llm``."""
+    """Every probe of ``examples`` (``paragraphs`` paragraphs each; similarity per sentence
+    with a ``splitter``), asked through ``ctx.llm``."""
     return [
         ask(split, d, ctx)
         for example in examples
-        for d in drafts(example, embedder, ctx, paragraphs)
+        for d in drafts(example, embedder, ctx, paragraphs, splitter)
     ]
 
 
@@ -375,6 +395,29 @@ def embedder_of(recipe: Recipe) -> Embedder:
     return recipe.index.embedder
 
 
+SIMILARITY_UNITS = ("paragraphs", "sentences")
+
+
+def units_given(units: str) -> str:
+    """``units`` if it is one of :data:`SIMILARITY_UNITS`, else a clear error."""
+    if units not in SIMILARITY_UNITS:
+        raise JudgeProbeError(
+            f"similarity units {units!r}: give one of {', '.join(SIMILARITY_UNITS)}"
+        )
+    return units
+
+
+def splitter_of(recipe: Recipe) -> SentenceSplitter:
+    """The recipe's sentence splitter (``index.splitter``), or a clear error."""
+    if recipe.index is None or recipe.index.splitter is None:
+        raise JudgeProbeError(
+            f"recipe {recipe.name!r} has no sentence splitter (index.splitter), which the "
+            "similarity per sentence needs; use a ChainRAG recipe such as "
+            "recipes/chainrag/ansint.yaml"
+        )
+    return recipe.index.splitter
+
+
 def with_decompositions(examples: Sequence[QAExample], dataset: str) -> Sequence[QAExample]:
     """``examples``, or a clear error where none has a gold decomposition with paragraphs."""
     if not any(s.paragraph is not None for e in examples for s in e.decomposition):
@@ -394,11 +437,15 @@ def experiment(
     cache_mode: CacheMode = "use",
     progress: Progress | None = None,
     paragraphs: int = 2,
+    similarity_units: str = "paragraphs",
 ) -> SavedProbes:
     """Probe ``dataset``'s first ``limit`` questions (and ``train``'s, where thresholds and
     the combination are chosen), ``paragraphs`` paragraphs a probe (more: nearer the length of
     the evidence a walk has after one hop), through the recipe's LLM and the response cache,
-    and save the table and the probes in ``out`` (``judge-steps-DATASET[-pN]-<time>``).
+    and save the table and the probes in ``out`` (``judge-steps-DATASET[-pN][-s]-<time>``).
+    ``similarity_units``: ``paragraphs`` (a probe's similarity is its best paragraph's cosine)
+    or ``sentences`` (its best sentence's, split by the recipe's ``index.splitter``: what the
+    ``similarity`` judge sees in a walk over a sentence graph).
 
     The recipe and both datasets are checked before the LLM is opened; a run stopped part way
     asks again only what the response cache does not hold.
@@ -409,6 +456,7 @@ def experiment(
 
     resolved = load_recipe(recipe)
     embedder = embedder_of(resolved)
+    splitter = splitter_of(resolved) if units_given(similarity_units) == "sentences" else None
     measured = with_decompositions(load_dataset(dataset, limit), dataset)
     training = with_decompositions(load_dataset(train, limit), train) if train else []
     found: dict[str, list[StepProbe]] = {}
@@ -418,9 +466,13 @@ def experiment(
             if split:
                 label = f"probing {split}"
                 found[split] = probe(
-                    split, counted(examples, progress, label), embedder, ctx, paragraphs
-                )
+                    split, counted(examples, progress, label), embedder, ctx, paragraphs,
+                    splitter,
+                )  # fmt: skip
     probes: list[Any] = [*found.get(train or "", []), *found[dataset]]
     text = table(found[dataset], found.get(train or "", []), str(recipe))
+    if splitter is not None:
+        text += "\n\nsimilarity: a probe's best sentence's cosine to the sub-question."
     stem = f"judge-steps-{dataset}" + (f"-p{paragraphs}" if paragraphs != 2 else "")
+    stem += "-s" if splitter is not None else ""
     return save_probes(out / stem, text, resolved, probes)
