@@ -235,8 +235,10 @@ def test_the_similarity_judge_says_yes_at_its_threshold_from_the_index_embedding
     assert best == pytest.approx(float(EMBEDDER([texts[0]], ctx)[0] @ query))
     verdict = SimilarityJudge(threshold=best)(question, evidence, ctx)
     assert verdict.ok and verdict.score == pytest.approx(best)
+    assert verdict.raw.startswith("yes (best cosine ")  # read as a reply by chainrag walks
     assert counting.embedded == [question, "Madrid is in Spain."]
-    assert not SimilarityJudge(threshold=best + 1e-4)(question, evidence, ctx).ok
+    below = SimilarityJudge(threshold=best + 1e-4)(question, evidence, ctx)
+    assert not below.ok and below.raw.startswith("no (")
     assert not SimilarityJudge(threshold=-1.0)(question, [], ctx).ok
 
 

@@ -109,7 +109,8 @@ class SimilarityJudge:
 
     The question is embedded as a query; each evidence text is looked up among the index's
     units (the walk's evidence is units of its index) and embedded afresh only where it is not
-    one. The verdict's ``score`` is the best cosine. Made for issue 49: the 1.5B model's
+    one. The verdict's ``score`` is the best cosine, its ``raw`` says yes or no with it (as a
+    reply would, so that ``chainrag walks`` reads it). Made for issue 49: the 1.5B model's
     P(yes) rises with the evidence's length, so that no threshold chosen on short probes
     sends a walk past its first hop, while the best cosine does not grow with it (``chainrag
     experiment judge-steps --similarity-units sentences`` chooses the threshold on MuSiQue's
@@ -127,7 +128,9 @@ class SimilarityJudge:
         index = ctx.require_index()
         query = index.embedder([question], ctx, "query")[0]
         best = float(np.max(evidence_vectors(index, evidence, ctx) @ query))
-        return Verdict(ok=best >= self.threshold, raw=f"best cosine {best:.3f}", score=best)
+        ok = best >= self.threshold
+        said = f"{'yes' if ok else 'no'} (best cosine {best:.3f}, threshold {self.threshold})"
+        return Verdict(ok=ok, raw=said, score=best)
 
 
 def evidence_vectors(index: Searchable, evidence: Sequence[str], ctx: Context) -> FloatArray:
