@@ -159,13 +159,7 @@ def drafts(
     queries = embedder(questions, ctx, "query")
     best_sentence = None
     if splitter is not None:
-        sentences = splitter(example.passages, ctx)
-        of_paragraph = np.array([s.passage for s in sentences])
-        by_sentence = embedder([s.text for s in sentences], ctx, "passage") @ queries.T
-        best_sentence = np.full((len(texts), len(questions)), -1.0)
-        for j in range(len(texts)):
-            if (mine := of_paragraph == j).any():
-                best_sentence[j] = by_sentence[mine].max(axis=0)
+        best_sentence = sentence_cosines(example, splitter, embedder, queries, ctx)
     out = []
     for i, step in enumerate(steps):
         gold = step.paragraph
@@ -193,6 +187,25 @@ def drafts(
                 )
             )
     return out
+
+
+def sentence_cosines(
+    example: QAExample,
+    splitter: SentenceSplitter,
+    embedder: Embedder,
+    queries: NDArray[np.float32],
+    ctx: Context,
+) -> NDArray[np.float64]:
+    """For each of ``example``'s paragraphs (rows) and each query (columns), the best cosine of
+    one of its sentences to the query (-1 for a paragraph without a sentence)."""
+    sentences = splitter(example.passages, ctx)
+    of_paragraph = np.array([s.passage for s in sentences])
+    by_sentence = embedder([s.text for s in sentences], ctx, "passage") @ queries.T
+    best = np.full((len(example.passages), len(queries)), -1.0)
+    for j in range(len(example.passages)):
+        if (mine := of_paragraph == j).any():
+            best[j] = by_sentence[mine].max(axis=0)
+    return best
 
 
 def ask(split: str, draft: Draft, ctx: Context) -> StepProbe:

@@ -144,20 +144,8 @@ def run(
     # absolute: the method resolves a relative reservoir path against the cache folder, this
     # function against the working directory; both must name the same file
     reservoir = reservoir.resolve()
-    if done and not reservoir.exists():
-        raise RecurringError(
-            f"{reservoir} is missing, but {len(done)} outcomes are recorded: the reservoir "
-            "they filled is gone, so the experiment cannot resume; start it in a new folder"
-        )
     models, cache = ModelStore(), IndexCache()
-    state = reservoir_state(recipe, reservoir, models)
-    if done or resume:
-        state.rollback(done[-1].reservoir_last_id if done else 0)
-    elif state.marker():
-        raise RecurringError(
-            f"{reservoir} holds items (the newest is #{state.marker()}): the experiment "
-            "starts from an empty reservoir"
-        )
+    state = restored_reservoir(recipe, reservoir, models, done, resume=resume)
     indexes = {e.qid: searchable_index(recipe, e, models, cache) for e in examples}
     if reworded is None:
         reworded = paraphrases(examples, llm)
@@ -188,6 +176,27 @@ def run(
             if on_outcome:
                 on_outcome(outcome)
     return outcomes
+
+
+def restored_reservoir(
+    recipe: Recipe, reservoir: Path, models: ModelStore, done: Sequence[Outcome], *, resume: bool
+) -> RunState:
+    """The reservoir as :func:`run` starts over it: rolled back to the last of ``done``'s
+    markers (to empty when none is) with ``done`` or ``resume``, else checked to be empty."""
+    if done and not reservoir.exists():
+        raise RecurringError(
+            f"{reservoir} is missing, but {len(done)} outcomes are recorded: the reservoir "
+            "they filled is gone, so the experiment cannot resume; start it in a new folder"
+        )
+    state = reservoir_state(recipe, reservoir, models)
+    if done or resume:
+        state.rollback(done[-1].reservoir_last_id if done else 0)
+    elif state.marker():
+        raise RecurringError(
+            f"{reservoir} holds items (the newest is #{state.marker()}): the experiment "
+            "starts from an empty reservoir"
+        )
+    return state
 
 
 def reservoir_state(recipe: Recipe, reservoir: Path, models: ModelStore) -> RunState:
@@ -251,8 +260,7 @@ def _open(
     recipe_path: Path | None,
 ) -> tuple[list[Outcome], int]:
     """:func:`open_folder`, and the bytes of a torn last outcome line it cut."""
-    from chainrag.core.llama_build import llama_build
-    from chainrag.llm import managed_prompt_cache
+    from chainrag.run.jobs import server_session
 
     if (folder / LEGACY_MANIFEST).exists() and not (folder / MANIFEST).exists():
         raise RecurringError(
@@ -267,12 +275,12 @@ def _open(
             "version; pass another --out"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    mode = managed_prompt_cache(recipe.llm)
+    known = identity(recipe, dataset, examples)
+    mode, build = server_session(recipe.llm)
     try:
         RunDir(folder).start(
-            recipe, recipe_path, dataset, dataset_path(dataset)[0], prompt_cache=mode,
-            llama_build=llama_build() if mode is not None else None,
-            identity=identity(recipe, dataset, examples), experiment=EXPERIMENT,
+            recipe, recipe_path, dataset, known.dataset_file, prompt_cache=mode,
+            llama_build=build, identity=known, experiment=EXPERIMENT,
         )  # fmt: skip
     except RunError as exc:
         raise RecurringError(f"{folder} holds another recurring experiment ({exc})") from None
@@ -326,41 +334,51 @@ def in_folder(
     stopped it) goes into ``run.json``. The LLM is opened (``with open_llm() as llm``) once the
     folder is known to hold this experiment."""
     report = progress or (lambda done, total, phase: None)
-    started = time.perf_counter()
     with locked(folder):
         done, torn = _open(folder, recipe, dataset, examples, recipe_path)
         total = len(examples) * len(PHASES)
         report(len(done), total, "")
-        count = len(done)
+        with (
+            _Session(folder, len(done), torn) as session,
+            open_llm() as llm,
+            LineWriter(folder / OUTCOMES) as writer,
+        ):
+            reworded = folder_paraphrases(folder, examples, llm)
 
-        def end(**how: str | None) -> SessionEnd:
-            return SessionEnd(
-                finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), answered=count - len(done),
-                failed=0, resumed_from=len(done), wall_s=round(time.perf_counter() - started, 1),
-                torn_bytes_repaired=torn, **how,
-            )  # fmt: skip
+            def record(outcome: Outcome) -> None:
+                writer.append(plain(outcome))
+                session.answered += 1
+                report(len(done) + session.answered, total, outcome.phase)
 
-        try:
-            with open_llm() as llm, LineWriter(folder / OUTCOMES) as writer:
-                reworded = folder_paraphrases(folder, examples, llm)
-
-                def record(outcome: Outcome) -> None:
-                    nonlocal count
-                    writer.append(plain(outcome))
-                    count += 1
-                    report(count, total, outcome.phase)
-
-                outcomes = run(recipe, examples, llm, folder / RESERVOIR, done=done,
-                               reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
-        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: what is recorded is kept
-            RunDir(folder).finish_session(end(interrupted=signal_name(exc)))
-            raise
-        except Exception as exc:  # the error that stopped it, named in run.json
-            RunDir(folder).finish_session(end(stopped=redact(f"{type(exc).__name__}: {exc}")))
-            raise
-        RunDir(folder).finish_session(end())
+            outcomes = run(recipe, examples, llm, folder / RESERVOIR, done=done,
+                           reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
         (folder / "table.md").write_text(table(outcomes, dataset) + "\n", encoding="utf-8")
     return outcomes
+
+
+class _Session:
+    """One session of the experiment in its folder: on leaving, its end goes into
+    ``run.json``: the outcomes recorded, and the signal (Ctrl-C, SIGTERM) or the error that
+    stopped it, if one did."""
+
+    def __init__(self, folder: Path, resumed_from: int, torn: int) -> None:
+        self.folder, self.resumed_from, self.torn = folder, resumed_from, torn
+        self.answered = 0
+        self.started = time.perf_counter()
+
+    def __enter__(self) -> _Session:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
+        interrupted = signal_name(exc) if isinstance(exc, KeyboardInterrupt) else None
+        stopped = None
+        if isinstance(exc, Exception):
+            stopped = redact(f"{type(exc).__name__}: {exc}")
+        RunDir(self.folder).finish_session(SessionEnd(
+            finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), answered=self.answered, failed=0,
+            resumed_from=self.resumed_from, wall_s=round(time.perf_counter() - self.started, 1),
+            torn_bytes_repaired=self.torn, interrupted=interrupted, stopped=stopped,
+        ))  # fmt: skip
 
 
 def experiment(

@@ -96,6 +96,36 @@ def write_recipe(path: Path, recipe: Recipe) -> None:
     path.write_text(dump_recipe(stored_recipe(recipe)), encoding="utf-8")
 
 
+def new_meta(
+    recipe: Recipe,
+    recipe_path: Path | None,
+    known: RunIdentity,
+    session: Session,
+    prompt_cache: str | None,
+    experiment: str | None,
+) -> RunMeta:
+    """The ``run.json`` of a new run folder: ``recipe`` (read from ``recipe_path``, "" when
+    given as an object) as ``known`` identifies it, its first ``session``."""
+    return RunMeta(
+        format=META_FORMAT,
+        recipe_name=recipe.name,
+        recipe_description=recipe.description,
+        recipe_file=str(recipe_path) if recipe_path is not None else "",
+        recipe_digest=known.recipe_digest,
+        method=type(recipe.method).__name__,
+        dataset=known.dataset,
+        dataset_file=str(known.dataset_file),
+        dataset_fingerprint=known.dataset_fingerprint,
+        packages=package_versions(),
+        models=model_identities(recipe, prompt_cache),
+        sessions=(session,),
+        index=known.index,
+        dataset_setting=known.dataset_setting,
+        questions=known.questions,
+        experiment=experiment,
+    )
+
+
 def _what(experiment: str | None) -> str:
     return f"the {experiment} experiment" if experiment else "a run of chainrag run"
 
@@ -170,24 +200,7 @@ class RunDir:
                 say(warning)
             meta = attrs.evolve(meta, sessions=(*meta.sessions, session))
         else:
-            meta = RunMeta(
-                format=META_FORMAT,
-                recipe_name=recipe.name,
-                recipe_description=recipe.description,
-                recipe_file=str(recipe_path) if recipe_path is not None else "",
-                recipe_digest=known.recipe_digest,
-                method=type(recipe.method).__name__,
-                dataset=known.dataset,
-                dataset_file=str(known.dataset_file),
-                dataset_fingerprint=known.dataset_fingerprint,
-                packages=package_versions(),
-                models=model_identities(recipe, prompt_cache),
-                sessions=(session,),
-                index=known.index,
-                dataset_setting=known.dataset_setting,
-                questions=known.questions,
-                experiment=experiment,
-            )
+            meta = new_meta(recipe, recipe_path, known, session, prompt_cache, experiment)
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta_data(meta))
         return meta

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from chainrag.core.context import ModelStore
+from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.types import QAExample
 from chainrag.data.datasets import dataset_path
 from chainrag.index.build import IndexCache
@@ -122,9 +123,6 @@ def run_into(
     questions load, else a new one;
     ``say``: where a warning goes, such as a resumed run's changed llama.cpp build;
     ``identity``: the run's as its plan computed it, else computed from the dataset's file)."""
-    from chainrag.core.llama_build import llama_build
-    from chainrag.llm import managed_prompt_cache
-
     if identity is None:
         about = index_identity(shared) if shared is not None else None
         identity = RunIdentity.of(recipe, dataset, dataset_path(dataset)[0], about)
@@ -136,7 +134,7 @@ def run_into(
 
     with locked(folder):
         run_dir = RunDir(folder)
-        mode = managed_prompt_cache(recipe.llm)
+        mode, build = server_session(recipe.llm)
         run_dir.start(
             recipe,
             path,
@@ -144,7 +142,7 @@ def run_into(
             identity.dataset_file,
             index=identity.index,
             prompt_cache=mode,
-            llama_build=llama_build() if mode is not None else None,
+            llama_build=build,
             say=say,
             changes=changes,
             identity=identity,
@@ -154,6 +152,16 @@ def run_into(
                             progress=report)  # fmt: skip
         run_dir.finish_session(result.summary())
     return result
+
+
+def server_session(spec: LLMSpec) -> tuple[str | None, LlamaBuild | None]:
+    """What a run folder's session records of ``spec``'s managed local server: its prompt-cache
+    mode and the llama.cpp build it runs (both None for an LLM chainrag does not start)."""
+    from chainrag.core.llama_build import llama_build
+    from chainrag.llm import managed_prompt_cache
+
+    mode = managed_prompt_cache(spec)
+    return mode, llama_build() if mode is not None else None
 
 
 def by_llm(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
