@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import attrs
@@ -21,7 +25,7 @@ from chainrag.data.datasets import (
 from chainrag.run.files import RunError
 from chainrag.run.folder import RunDir
 from tests.conftest import DATA_ROOT
-from tests.test_runs import naive_recipe
+from tests.test_runs import fake_llm_recipe, naive_recipe
 
 DATA = DATA_ROOT
 
@@ -111,7 +115,7 @@ def test_real_dev_sets_reach_longbench_length(name: str) -> None:
 
 
 def test_only_dev_sets_can_be_padded() -> None:
-    with pytest.raises(DatasetError, match="only the dev sets can be padded"):
+    with pytest.raises(DatasetError, match=r"only the dev sets \(musique, hotpotqa, 2wiki\) or a"):
         load_dataset("long:musique_train", 1)
     with pytest.raises(DatasetError, match="only the dev sets can be pooled"):
         load_dataset("pooled:long:musique", 1)
@@ -171,3 +175,93 @@ def test_a_slice_without_questions_is_refused_by_name(name: str, message: str) -
     with pytest.raises(DatasetError, match=message) as caught:
         load_dataset(name, None, DATA)
     assert name in str(caught.value)
+
+
+# ------------------------------------------------ a question file at LongBench length (issue 49)
+
+
+def _copy(name: str, path: Path, count: int | None = None) -> Path:
+    """The first ``count`` records of the dev file ``name`` as a file of one's own."""
+    source, _ = dataset_path(name, DATA)
+    lines = source.read_text(encoding="utf-8").splitlines()[:count]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", ["musique", "hotpotqa", "2wiki"])
+def test_a_copy_of_a_dev_file_is_padded_as_the_dev_set_is(tmp_path: Path, name: str) -> None:
+    """``long:NAME:PATH`` pads the file at PATH exactly as ``long:NAME`` pads NAME's dev file:
+    the same questions give the same contexts, gold indexes included."""
+    path = _copy(name, tmp_path / "mine.jsonl")
+    padded = load_dataset(f"long:{name}:{path}", 5, DATA)
+    assert [(e.qid, e.passages, e.supporting_passages, e.decomposition) for e in padded] == [
+        (e.qid, e.passages, e.supporting_passages, e.decomposition)
+        for e in load_dataset(f"long:{name}", 5, DATA)
+    ]
+    assert {e.dataset for e in padded} == {f"long:{name}:{path}"}
+    if name == "musique":  # MuSiQue's format says its length: long:PATH is the same
+        assert [e.passages for e in load_dataset(f"long:{path}", 5)] == [e.passages for e in padded]
+
+
+def test_a_small_file_pads_from_its_own_questions_to_the_named_length(tmp_path: Path) -> None:
+    path = _copy("2wiki", tmp_path / "held.jsonl", 12)
+    said: list[str] = []
+    padded = load_dataset(f"long:2wiki:{path}[4:8]", None, say=said.append)
+    own = load_dataset(str(path), 12)
+    assert said == [f"{path}: HotpotQA/2Wiki format, detected from its 12 records"]
+    assert [e.qid for e in padded] == [e.qid for e in own[4:8]]
+    pool = {(p.title, p.text) for e in own for p in e.passages}
+    for before, after in zip(own[4:8], padded, strict=True):
+        assert sum(long.words(p) for p in after.passages) >= long.LONGBENCH_WORDS["2wiki"]
+        assert {(p.title, p.text) for p in after.passages} <= pool  # nothing from elsewhere
+        assert before.supporting_sentences == after.supporting_sentences
+    assert dataset_slug(f"long:2wiki:{path}[4:8]") == "long-2wiki-held-4-8"
+    assert dataset_slug(f"long:{path}") == "long-held"
+    assert dataset_path(f"long:hotpotqa:{path}") == (path, "detect")
+    setting = dataset_setting(f"long:2wiki:{path}") or ""
+    assert "the same file's other questions' paragraphs to >= 4,887 words" in setting
+    assert "LongBench's 2wiki mean" in setting and setting.endswith("read as HotpotQA/2Wiki")
+    assert setting != dataset_setting(f"long:hotpotqa:{path}")
+
+
+def test_a_file_that_cannot_be_padded_is_refused_with_what_to_write(tmp_path: Path) -> None:
+    hotpot = _copy("hotpotqa", tmp_path / "hp.jsonl", 3)
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(f"long:{hotpot}", 1)
+    assert str(caught.value) == (
+        f"{hotpot}: HotpotQA/2Wiki format does not say which LongBench length to pad to; name "
+        f"it: long:musique:{hotpot} (11,214 words), long:hotpotqa:{hotpot} (9,151 words), "
+        f"long:2wiki:{hotpot} (4,887 words)"
+    )
+    lb = tmp_path / "lb.jsonl"
+    lb.write_text(json.dumps({"input": "Who?", "answers": ["A"], "context": "Passage 1:\nA\n"}))
+    with pytest.raises(DatasetError, match=r"LongBench format: its questions are LongBench's"):
+        load_dataset(f"long:musique:{lb}", 1)
+    flash = tmp_path / "flash.jsonl"
+    flash.write_text(json.dumps({"question": "Who?", "golden_answers": ["A"]}))
+    with pytest.raises(DatasetError, match=r"FlashRAG format: its questions have no passages"):
+        load_dataset(f"long:2wiki:{flash}", 1)
+    with pytest.raises(DatasetError, match=r"'long:2wiki:' names no question file"):
+        load_dataset("long:2wiki:", 1)
+
+
+def test_a_run_on_a_padded_file_records_its_setting(tmp_path: Path) -> None:
+    from .fake_openai_server import FakeOpenAI, serve
+
+    (tmp_path / "data").mkdir()
+    data = _copy("2wiki", tmp_path / "data" / "held.jsonl", 4)
+    fake = FakeOpenAI([], reply="Paris")
+    cli = [sys.executable, "-c", "from chainrag.cli.main import app; app()"]
+    env = os.environ | {"CHAINRAG_CACHE": str(tmp_path / "cache")}
+    with serve(fake) as api_base:
+        done = subprocess.run(
+            [*cli, "run", str(fake_llm_recipe(tmp_path, api_base)), "--out-dir",
+             str(tmp_path / "runs"), "--no-report", "--dataset", f"long:2wiki:{data}",
+             "--limit", "2"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((tmp_path / "runs" / "long-2wiki-held" / "naive" / "run.json").read_text())
+    assert meta["dataset"] == f"long:2wiki:{data}" and meta["dataset_file"] == str(data)
+    assert meta["dataset_setting"] == dataset_setting(f"long:2wiki:{data}")
+    assert len(fake.bodies) == 2

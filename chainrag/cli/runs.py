@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 DATASET_HELP = (
     "musique, hotpotqa, 2wiki (dev sets); pooled:NAME for a dev set over one pool of all its "
     "questions' passages (Patwa et al.'s shared store); long:NAME for a dev set padded to "
-    "LongBench's context length with other questions' paragraphs; longbench:PATH for a "
+    "LongBench's context length with other questions' paragraphs (long:NAME:PATH: your own "
+    "question file padded so, from its own questions; long:PATH for MuSiQue's format); "
+    "longbench:PATH for a "
     "LongBench jsonl file; or any file's PATH (with a / or ending in .json or .jsonl: "
     "MuSiQue, HotpotQA, 2Wiki, LongBench, HippoRAG or FlashRAG records, JSON array or JSON "
     "Lines, the format detected and said on stderr; runs go to OUT_DIR/<file stem>/). "

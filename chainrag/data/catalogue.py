@@ -99,7 +99,8 @@ def catalogue(root: Path | None = None) -> list[Entry]:
 
 DERIVED = (
     ("long:NAME", "NAME's questions, each with its own paragraphs padded to LongBench's mean "
-                  "length (the ChainRAG paper's setting)"),
+                  "length (the ChainRAG paper's setting); long:NAME:PATH pads your own "
+                  "question file so"),
     ("pooled:NAME", "NAME's questions over one corpus pooled from all their paragraphs"),
     ("NAME[A:B]", "questions A+1 to B of any of these (long:2wiki[30:60])"),
     ("PATH", "your own file: MuSiQue, HotpotQA/2Wiki or LongBench records, JSON or JSONL "

@@ -51,6 +51,7 @@ from chainrag.data.names import (
     dataset_path,
     dataset_slug,
     is_file_dataset,
+    long_parts,
     shared_corpus,
     split_slice,
 )
@@ -148,7 +149,7 @@ def load_dataset(
             raise DatasetError(f"{name!r}: the slice holds no question ({base} has fewer)")
         return [attrs.evolve(e, dataset=name) for e in loaded]
     if name.startswith(long.PREFIX):
-        return _long(name, limit, root)
+        return _long(name, limit, root, say)
     if name.startswith(POOLED):
         inner = name.removeprefix(POOLED)
         if inner.startswith(("longbench:", POOLED, long.PREFIX)):
@@ -167,15 +168,44 @@ def load_dataset(
                        limit)  # fmt: skip
 
 
-def _long(name: str, limit: int | None, root: Path | None) -> list[QAExample]:
-    inner = name.removeprefix(long.PREFIX)
-    if inner not in long.LONGBENCH_WORDS:
-        raise DatasetError(
-            f"{name!r}: only the dev sets can be padded to LongBench's length "
-            f"({', '.join(long.LONGBENCH_WORDS)})"
-        )
-    everything = [attrs.evolve(e, dataset=name) for e in load_dataset(inner, None, root)]
-    return long.pad(everything[:limit], long.LONGBENCH_WORDS[inner], everything)
+def _long(
+    name: str, limit: int | None, root: Path | None, say: Callable[[str], None] | None
+) -> list[QAExample]:
+    _, source = long_parts(name)
+    length = padded_length(name, root)
+    everything = [attrs.evolve(e, dataset=name) for e in load_dataset(source, None, root, say=say)]
+    return long.pad(everything[:limit], long.LONGBENCH_WORDS[length], everything)
+
+
+def padded_length(name: str, root: Path | None = None) -> str:
+    """Whose LongBench length ``long:…`` (without a slice) pads to: a dev set's name. A
+    :class:`DatasetError` for what cannot be padded: a named set other than the dev sets, a
+    file whose questions have no passages or are LongBench's already, and ``long:PATH`` where
+    the file's format does not say its length (HotpotQA and 2Wiki share one)."""
+    length, source = long_parts(name)
+    if not is_file_dataset(source):
+        if source not in long.LONGBENCH_WORDS:
+            raise DatasetError(
+                f"{name!r}: only the dev sets ({', '.join(long.LONGBENCH_WORDS)}) or a question "
+                "file (long:NAME:PATH, or long:PATH for MuSiQue's format) can be padded to "
+                "LongBench's length"
+            )
+        return length or source
+    path, _ = dataset_path(source, root)
+    form = file_format(path)
+    if form in ("LongBench", "FlashRAG"):
+        why = "are LongBench's already" if form == "LongBench" else "have no passages to pad"
+        raise DatasetError(f"{path}: {form} format: its questions {why}; {name!r} pads nothing")
+    if length is not None:
+        return length
+    if form in long.FORMAT_LENGTHS:
+        return long.FORMAT_LENGTHS[form]
+    choices = ", ".join(
+        f"long:{dev}:{source} ({words:,} words)" for dev, words in long.LONGBENCH_WORDS.items()
+    )
+    raise DatasetError(
+        f"{path}: {form} format does not say which LongBench length to pad to; name it: {choices}"
+    )
 
 
 def dataset_setting(name: str) -> str | None:
@@ -185,7 +215,7 @@ def dataset_setting(name: str) -> str | None:
     name, _ = split_slice(name)
     said = []
     if name.startswith(long.PREFIX):
-        said.append(long.setting(name.removeprefix(long.PREFIX)))
+        said.append(long.setting(padded_length(name), long_parts(name)[1]))
     path, fmt = dataset_path(name)
     if fmt == "detect":
         said.append(f"read as {file_format(path)}")

@@ -1,5 +1,7 @@
 """LongBench-length contexts from the dev sets: ``--dataset long:musique`` (and ``long:hotpotqa``,
-``long:2wiki``).
+``long:2wiki``), and from any question file: ``long:NAME:PATH`` pads the file at PATH as
+``long:NAME`` pads NAME's dev file (to NAME's LongBench length, from the file's own other
+questions); ``long:PATH`` does so for a MuSiQue-format file, whose format says its length.
 
 The ChainRAG paper evaluates on LongBench, whose MuSiQue / HotpotQA / 2Wiki contexts average
 11,214 / 9,151 / 4,887 words; the dev files here give each question 10-20 paragraphs (about
@@ -54,12 +56,25 @@ def words(passage: Passage) -> int:
     return len(passage.title.split()) + len(passage.text.split())
 
 
-def setting(name: str) -> str:
-    """What ``long:NAME`` does, as a run records it."""
+FORMAT_LENGTHS = {"MuSiQue": "musique"}
+"""The LongBench length a question file given as ``long:PATH`` is padded to, by the format its
+records are in, where the format says which dataset it is. HotpotQA and 2Wiki share one format
+(and HippoRAG's files may be any of the three), so those are named: ``long:2wiki:PATH``."""
+
+
+def setting(length: str, source: str | None = None) -> str:
+    """What ``long:NAME`` does (``source`` None or NAME), or ``long:NAME:PATH`` to the
+    question file at PATH (``source``), as a run records it."""
+    if source is None or source == length:
+        return (
+            f"long v{VERSION}: each question's paragraphs padded with other {length} dev "
+            f"questions' paragraphs to >= {LONGBENCH_WORDS[length]:,} words (LongBench's mean), "
+            f"shuffled with seed {SEED}"
+        )
     return (
-        f"long v{VERSION}: each question's paragraphs padded with other {name} dev questions' "
-        f"paragraphs to >= {LONGBENCH_WORDS[name]:,} words (LongBench's mean), shuffled with "
-        f"seed {SEED}"
+        f"long v{VERSION}: each question's paragraphs padded with the same file's other "
+        f"questions' paragraphs to >= {LONGBENCH_WORDS[length]:,} words (LongBench's {length} "
+        f"mean), shuffled with seed {SEED}"
     )
 
 

@@ -1,10 +1,11 @@
 """Dataset and corpus names: the files that ship, and the grammar of a ``--dataset``.
 
 A named dev or train set (:data:`DATASETS`) or corpus (:data:`CORPORA`; old corpus names work
-for one release, :data:`RENAMED_CORPORA`); ``pooled:NAME``, ``long:NAME`` and
-``longbench:PATH``; any other file by its PATH (:func:`is_file_dataset`); any of them with a
-slice of its questions, ``NAME[START:STOP]`` (:func:`split_slice`). Also where a name's file is
-(:func:`dataset_path`), the run folder it gets (:func:`dataset_slug`) and the corpus its
+for one release, :data:`RENAMED_CORPORA`); ``pooled:NAME``, ``long:NAME`` (``long:NAME:PATH``
+and ``long:PATH`` for a question file, :func:`long_parts`) and ``longbench:PATH``; any other
+file by its PATH (:func:`is_file_dataset`); any of them with a slice of its questions,
+``NAME[START:STOP]`` (:func:`split_slice`). Also where a name's file is (:func:`dataset_path`),
+the run folder it gets (:func:`dataset_slug`) and the corpus its
 questions share (:func:`shared_corpus`). Loading is :mod:`chainrag.data.datasets`.
 """
 
@@ -69,7 +70,9 @@ def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
     ``longbench:PATH``, or a file's PATH, whose format is ``detect``: read from its records;
     any of them with a slice of its questions, ``NAME[30:60]``)."""
     name, _ = split_slice(name)
-    if name.startswith((POOLED, long.PREFIX)):
+    if name.startswith(long.PREFIX):
+        return dataset_path(long_parts(name)[1], root)
+    if name.startswith(POOLED):
         return dataset_path(name.split(":", 1)[1], root)
     if name.startswith("longbench:"):
         return Path(name.removeprefix("longbench:")), "longbench"
@@ -82,6 +85,20 @@ def dataset_path(name: str, root: Path | None = None) -> tuple[Path, str]:
         )
     spec = DATASETS[name]
     return (root or data_root()) / spec.path, spec.format
+
+
+def long_parts(name: str) -> tuple[str | None, str]:
+    """What ``long:…`` (without a slice) pads, and to whose LongBench length: ``long:NAME`` is
+    (NAME, NAME), NAME's dev file to NAME's length; ``long:NAME:PATH`` is (NAME, PATH), the
+    question file PATH to NAME's length; ``long:PATH`` is (None, PATH), the length to be read
+    from the file's format (:data:`chainrag.data.long.FORMAT_LENGTHS`)."""
+    inner = name.removeprefix(long.PREFIX)
+    length, colon, rest = inner.partition(":")
+    if colon and length in long.LONGBENCH_WORDS:
+        if not rest:
+            raise DatasetError(f"{name!r} names no question file: long:{length}:PATH")
+        return length, rest
+    return (inner if inner in long.LONGBENCH_WORDS else None), inner
 
 
 _SLICE = re.compile(r"^(?P<name>.+)\[(?P<start>\d*):(?P<stop>\d*)\]$")
@@ -122,15 +139,18 @@ def corpus_name(name: str) -> str:
 
 def dataset_slug(dataset: str) -> str:
     """The run folder name of a dataset: its name, ``pooled-<name>``, ``long-<name>``,
-    ``longbench-<stem>``, or a file's stem (``my/questions.jsonl``: ``questions``); a slice of
-    its questions follows (``long:2wiki[30:60]``: ``long-2wiki-30-60``)."""
+    ``longbench-<stem>``, or a file's stem (``my/questions.jsonl``: ``questions``;
+    ``long:2wiki:my/questions.jsonl``: ``long-2wiki-questions``); a slice of its questions
+    follows (``long:2wiki[30:60]``: ``long-2wiki-30-60``)."""
     base, part = split_slice(dataset)
     if part is not None:
         return f"{dataset_slug(base)}-{part.start or 0}-{'end' if part.stop is None else part.stop}"
     if dataset.startswith(POOLED):
         return "pooled-" + dataset_slug(dataset.removeprefix(POOLED))
     if dataset.startswith(long.PREFIX):
-        return "long-" + dataset.removeprefix(long.PREFIX)
+        length, source = long_parts(dataset)
+        named = f"{length}-" if length is not None and length != source else ""
+        return f"long-{named}{dataset_slug(source)}"
     if dataset.startswith("longbench:"):
         return "longbench-" + Path(dataset.removeprefix("longbench:")).stem
     if is_file_dataset(dataset):

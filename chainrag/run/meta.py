@@ -215,8 +215,8 @@ class RunMeta:
     sessions: tuple[Session, ...]
     index: IndexIdentity | None = None
     dataset_setting: str | None = None
-    """What a derived dataset (``long:NAME``) did to the file's questions and the format a file
-    given by its path was read in; None for a named file as it is."""
+    """What a derived dataset (``long:NAME``, ``long:NAME:PATH``) did to the file's questions
+    and the format a file given by its path was read in; None for a named file as it is."""
     questions: tuple[str, ...] | None = None
     """The question ids of a run whose questions are fixed when it starts
     (:attr:`RunIdentity.questions`); None for a run of ``chainrag run``."""
