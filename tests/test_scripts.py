@@ -88,3 +88,60 @@ def test_by_rule_from_traces_reads_a_rule_decomposers_own_run(
     out = capsys.readouterr().out
     assert "| 22 | 9 | 35.23 | 67.05 | +31.82 | [+13.6, +50.0] | 7 / 0 / 15 | 0.016 |" in out
     assert "Love In A Fallen City (Film) or Mummy'S Boys? → \"Mummy'S Boys\"" in out
+
+
+def test_the_final_test_runs_chainrag_then_the_frozen_recipe_and_compares_pooled(
+    tmp_path: Path,
+) -> None:
+    """scripts/final_test.sh (issue 49, item 3) with a stand-in ``chainrag`` that logs its
+    arguments: per set given, ChainRAG anew then the frozen recipe replaying its requests over
+    ``long:NAME:FILE``, then the pooled comparisons over the folders those runs make."""
+    import subprocess
+
+    from chainrag.data.names import dataset_slug
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    stand_in = bin_dir / "chainrag"
+    stand_in.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n')
+    stand_in.chmod(0o755)
+    mine = tmp_path / "my.questions.jsonl"
+    hotpot = tmp_path / "hp.json"
+    mine.write_text("{}\n")
+    hotpot.write_text("[]\n")
+    script = ROOT / "scripts" / "final_test.sh"
+    env = {"BIN": str(bin_dir), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        ["bash", str(script), "--hotpotqa", str(hotpot), "--musique", str(mine),
+         "--out-dir", str(tmp_path / "out"), "--not-frozen"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    out = tmp_path / "out"
+    frozen = "recipes/variants/one_hop_choose_probabilities.yaml"
+    musique, hotpotqa = f"long:musique:{mine}", f"long:hotpotqa:{hotpot}"
+    assert calls[:4] == [
+        f"run recipes/chainrag/ansint.yaml --dataset {musique} --out-dir {out} "
+        "--cache-mode refresh --no-report",
+        f"run {frozen} --dataset {musique} --out-dir {out} --cache-mode use --no-report",
+        f"run recipes/chainrag/ansint.yaml --dataset {hotpotqa} --out-dir {out} "
+        "--cache-mode refresh --no-report",
+        f"run {frozen} --dataset {hotpotqa} --out-dir {out} --cache-mode use --no-report",
+    ]
+    folders = [out / dataset_slug(musique), out / dataset_slug(hotpotqa)]
+    over = f"--over {folders[0]} --over {folders[1]}"
+    assert calls[4:] == [
+        *(f"compare ansint one_hop_choose_probabilities {over} --base-answer {base} "
+          "--answer choose" for base in ("cxtint", "ansint", "best")),
+        *(f"report {folder}" for folder in folders),
+    ]  # fmt: skip
+    for args, message in [([], "no question file given"),
+                          (["--2wiki", str(tmp_path / "nope.jsonl")], "nope.jsonl: no such file"),
+                          (["--limit", "3"], "unknown argument: --limit")]:  # fmt: skip
+        refused = subprocess.run(["bash", str(script), *args], env=env, capture_output=True,
+                                 text=True, timeout=60)  # fmt: skip
+        assert refused.returncode == 2 and message in refused.stderr
+    shown = subprocess.run(["bash", str(script), "--help"], capture_output=True, text=True)
+    assert shown.returncode == 0 and "--musique FILE --2wiki FILE --hotpotqa FILE" in shown.stdout
