@@ -1,4 +1,5 @@
-"""``chainrag experiment lost-in-retrieval|judge|judge-steps|filter``: the probe experiments.
+"""``chainrag experiment lost-in-retrieval|judge|judge-steps|walk-steps|filter``: the probe
+experiments.
 
 Each command calls one function of :mod:`chainrag.experiments` and prints the table it saved
 (``recurring``, which answers questions through the run machinery, is in ``cli_runs``).
@@ -11,7 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from chainrag.cli.common import Progress, renamed, reports_errors
+from chainrag.cli.common import (
+    Progress,
+    SetOption,
+    changed_recipe,
+    fail,
+    renamed,
+    reports_errors,
+)
 from chainrag.cli.runs import check_cache_mode
 
 if TYPE_CHECKING:
@@ -130,6 +138,63 @@ def judge_steps_probe(
             similarity_units,
         )  # fmt: skip
     say_saved(saved.table, saved.folder)
+
+
+@reports_errors()
+def walk_steps_probe(
+    recipes: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="RECIPE...",
+            help="ChainRAG recipes whose walk's judge needs no LLM (similarity, none); one "
+            "row each. Default: recipes/variants/similarity_judge.yaml.",
+            show_default=False,
+        ),
+    ] = None,
+    dataset: Annotated[
+        str, typer.Option(help="Questions with MuSiQue's gold decompositions.")
+    ] = "long:musique",
+    limit: Annotated[int, typer.Option(min=1, help="Questions walked.")] = 30,
+    overrides: SetOption = None,
+    vary: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PATH=V1,V2,…",
+            help="Walk each recipe once per value of one field, a row each "
+            "(--vary retrieval.expander.judge.threshold=0.55,0.6 or --vary "
+            "retrieval.seed.k=1,2,3).",
+        ),
+    ] = None,
+    out_dir: ProbeOut = Path("runs"),
+) -> None:
+    """Does the walk go on where it must? Walks each MuSiQue gold step (#k as step k's gold
+    answer) with each recipe's retrieval, no LLM; prints, for steps with and without their
+    gold paragraph at the seeds, the walks past the first hop, those that reach it, and the
+    words read."""
+    from chainrag.experiments import walk_steps
+
+    files = recipes or [Path("recipes/variants/similarity_judge.yaml")]
+    field, values = varied(vary)
+    resolved = []
+    for path in files:
+        for value in values:
+            changed = [*(overrides or []), *([f"{field}={value}"] if field else [])]
+            recipe = changed_recipe(path, changed, None)
+            resolved.append((f"{recipe.name}[{field}={value}]" if field else recipe.name, recipe))
+    with Progress("question") as bars:
+        saved = walk_steps.experiment(resolved, dataset, limit, out_dir, bars, overrides or [])
+    say_saved(saved.table, saved.folder)
+
+
+def varied(vary: str | None) -> tuple[str, list[str]]:
+    """``--vary PATH=V1,V2,…`` as the field and its values; ("", [""]) when not given."""
+    if vary is None:
+        return "", [""]
+    field, sep, values = vary.partition("=")
+    listed = [v.strip() for v in values.split(",") if v.strip()]
+    if not sep or not field.strip() or not listed:
+        raise fail(f"--vary {vary}: expected PATH=V1,V2,… such as retrieval.seed.k=1,2,3")
+    return field.strip(), listed
 
 
 def filter_probe(

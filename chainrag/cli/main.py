@@ -27,6 +27,7 @@ from chainrag.cli.experiments import (
     judge_probe,
     judge_steps_probe,
     lost_in_retrieval,
+    walk_steps_probe,
 )
 from chainrag.cli.models import models_app, serve_llm
 from chainrag.cli.runs import ask, recurring, report, run
@@ -205,6 +206,7 @@ app.command("index")(index_command)
 experiment_app.command("lost-in-retrieval")(lost_in_retrieval)
 experiment_app.command("judge")(judge_probe)
 experiment_app.command("judge-steps")(judge_steps_probe)
+experiment_app.command("walk-steps")(walk_steps_probe)
 experiment_app.command("filter")(filter_probe)
 
 
