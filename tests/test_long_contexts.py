@@ -224,6 +224,20 @@ def test_a_small_file_pads_from_its_own_questions_to_the_named_length(tmp_path: 
     assert setting != dataset_setting(f"long:hotpotqa:{path}")
 
 
+def test_a_file_too_small_to_pad_says_so(tmp_path: Path) -> None:
+    path = _copy("musique", tmp_path / "few.jsonl", 3)
+    said: list[str] = []
+    padded = load_dataset(f"long:{path}", None, say=said.append)
+    assert all(sum(long.words(p) for p in e.passages) < 11_214 for e in padded)
+    assert said[-1] == (
+        f"long:{path}: 3 of 3 questions stay under 11,214 words: the file's other questions "
+        "have too few paragraphs to pad them further"
+    )
+    said.clear()
+    load_dataset("long:musique", 3, DATA, say=said.append)
+    assert said == []
+
+
 def test_a_file_that_cannot_be_padded_is_refused_with_what_to_write(tmp_path: Path) -> None:
     hotpot = _copy("hotpotqa", tmp_path / "hp.jsonl", 3)
     with pytest.raises(DatasetError) as caught:

@@ -174,7 +174,15 @@ def _long(
     _, source = long_parts(name)
     length = padded_length(name, root)
     everything = [attrs.evolve(e, dataset=name) for e in load_dataset(source, None, root, say=say)]
-    return long.pad(everything[:limit], long.LONGBENCH_WORDS[length], everything)
+    target = long.LONGBENCH_WORDS[length]
+    padded = long.pad(everything[:limit], target, everything)
+    short = sum(sum(long.words(p) for p in e.passages) < target for e in padded)
+    if short and say is not None:
+        say(
+            f"{name}: {short} of {len(padded)} questions stay under {target:,} words: the "
+            "file's other questions have too few paragraphs to pad them further"
+        )
+    return padded
 
 
 def padded_length(name: str, root: Path | None = None) -> str:
