@@ -173,8 +173,9 @@ def experiment(
 ) -> SavedProbes:
     """Walk the gold steps of ``dataset``'s first ``limit`` questions with each recipe (a
     label for the table, and the recipe) and save the table and one line per walk in ``out``
-    (``walk-steps-DATASET-<time>``; the first recipe is saved as ``recipe.yaml``). Every recipe
-    is checked before any walk; the indexes come from the index cache that runs use (built
+    (``walk-steps-DATASET-<time>``; the first recipe is saved as ``recipe.yaml``). Every recipe's
+    expander is checked before any walk (a judge that asks an LLM is found at its recipe's
+    first walk); the indexes come from the index cache that runs use (built
     into it where missing). ``changes``: the ``--set`` the recipes were given, for the table."""
     from chainrag.data.datasets import dataset_slug, load_dataset
 
