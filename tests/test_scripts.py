@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -90,36 +91,40 @@ def test_by_rule_from_traces_reads_a_rule_decomposers_own_run(
     assert "Love In A Fallen City (Film) or Mummy'S Boys? → \"Mummy'S Boys\"" in out
 
 
-def test_the_final_test_runs_chainrag_then_the_frozen_recipe_and_compares_pooled(
-    tmp_path: Path,
-) -> None:
-    """scripts/final_test.sh (issue 49, item 3) with a stand-in ``chainrag`` that logs its
-    arguments: per set given, ChainRAG anew then the frozen recipe replaying its requests over
-    ``long:NAME:FILE``, then the pooled comparisons over the folders those runs make."""
-    import subprocess
+FINAL_TEST = ROOT / "scripts" / "final_test.sh"
 
-    from chainrag.data.names import dataset_slug
 
+def final_test(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """scripts/final_test.sh with ``args``, run with a stand-in ``chainrag`` that logs its
+    arguments: the script's result and the ``chainrag`` commands it gave."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     log = tmp_path / "calls.log"
     stand_in = bin_dir / "chainrag"
     stand_in.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n')
     stand_in.chmod(0o755)
+    env = {"BIN": str(bin_dir), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["bash", str(FINAL_TEST), *args], capture_output=True, text=True,
+                          env=env, timeout=60)  # fmt: skip
+    return done, log.read_text().splitlines() if log.exists() else []
+
+
+def test_the_final_test_runs_chainrag_then_the_frozen_recipe_and_compares_pooled(
+    tmp_path: Path,
+) -> None:
+    """scripts/final_test.sh (issue 49, item 3): per set given, ChainRAG anew then the frozen
+    recipe replaying its requests over ``long:NAME:FILE``, then the pooled comparisons over the
+    folders those runs make."""
+    from chainrag.data.names import dataset_slug
+
     mine = tmp_path / "my.questions.jsonl"
     hotpot = tmp_path / "hp.json"
     mine.write_text("{}\n")
     hotpot.write_text("[]\n")
-    script = ROOT / "scripts" / "final_test.sh"
-    env = {"BIN": str(bin_dir), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        ["bash", str(script), "--hotpotqa", str(hotpot), "--musique", str(mine),
-         "--out-dir", str(tmp_path / "out"), "--not-frozen"],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    calls = log.read_text().splitlines()
     out = tmp_path / "out"
+    done, calls = final_test(tmp_path, "--hotpotqa", str(hotpot), "--musique", str(mine),
+                             "--out-dir", str(out), "--not-frozen")  # fmt: skip
+    assert done.returncode == 0, done.stderr
     frozen = "recipes/variants/one_hop_choose_probabilities.yaml"
     musique, hotpotqa = f"long:musique:{mine}", f"long:hotpotqa:{hotpot}"
     assert calls[:4] == [
@@ -137,11 +142,13 @@ def test_the_final_test_runs_chainrag_then_the_frozen_recipe_and_compares_pooled
           "--answer choose" for base in ("cxtint", "ansint", "best")),
         *(f"report {folder}" for folder in folders),
     ]  # fmt: skip
+
+
+def test_the_final_test_refuses_bad_arguments_and_has_help(tmp_path: Path) -> None:
     for args, message in [([], "no question file given"),
                           (["--2wiki", str(tmp_path / "nope.jsonl")], "nope.jsonl: no such file"),
                           (["--limit", "3"], "unknown argument: --limit")]:  # fmt: skip
-        refused = subprocess.run(["bash", str(script), *args], env=env, capture_output=True,
-                                 text=True, timeout=60)  # fmt: skip
+        refused, _ = final_test(tmp_path, *args)
         assert refused.returncode == 2 and message in refused.stderr
-    shown = subprocess.run(["bash", str(script), "--help"], capture_output=True, text=True)
+    shown, _ = final_test(tmp_path, "--help")
     assert shown.returncode == 0 and "--musique FILE --2wiki FILE --hotpotqa FILE" in shown.stdout

@@ -41,7 +41,7 @@ from chainrag.components.reasoning import clean_answer
 from chainrag.core.context import Context, ModelStore
 from chainrag.core.credentials import redact
 from chainrag.core.errors import ChainragError, signal_name
-from chainrag.core.types import QAExample
+from chainrag.core.types import Prediction, QAExample
 from chainrag.data.metrics import qa_scores
 from chainrag.data.names import dataset_path
 from chainrag.experiments.shares import grouped
@@ -156,26 +156,43 @@ def run(
         for example in examples:
             if (phase.name, example.qid) in finished:
                 continue
-            asked = example
-            if phase.questions == "paraphrased":
-                asked = attrs.evolve(example, question=reworded[example.qid])
+            asked = asked_in(phase, example, reworded)
             started = time.perf_counter()
             prediction, marker = guarded(state, partial(
                 answer_question, phased, asked, llm, models=models, index=indexes[example.qid]
             ))  # fmt: skip
             seconds = time.perf_counter() - started
-            em, f1 = qa_scores(prediction.answer, example.answers)
-            memory = any(s.from_memory for s in prediction.steps)
-            outcome = Outcome(
-                phase.name, example.qid, asked.question, prediction.answer, em, f1, seconds,
-                retrievals=sum(len(s.retrieved) for s in prediction.steps
-                               if not s.from_memory),
-                from_memory=memory, calls=prediction.usage.calls, reservoir_last_id=marker,
-            )  # fmt: skip
+            outcome = outcome_of(phase, example, asked, prediction, seconds, marker)
             outcomes.append(outcome)
             if on_outcome:
                 on_outcome(outcome)
     return outcomes
+
+
+def asked_in(phase: Phase, example: QAExample, reworded: Mapping[str, str]) -> QAExample:
+    """``example`` as ``phase`` asks it: in its own words, or paraphrased."""
+    if phase.questions == "paraphrased":
+        return attrs.evolve(example, question=reworded[example.qid])
+    return example
+
+
+def outcome_of(
+    phase: Phase,
+    example: QAExample,
+    asked: QAExample,
+    prediction: Prediction,
+    seconds: float,
+    marker: int,
+) -> Outcome:
+    """What one answered question of ``phase`` records: its scores against ``example``'s
+    answers, its time, the external knowledge it retrieved, and the reservoir's marker."""
+    em, f1 = qa_scores(prediction.answer, example.answers)
+    return Outcome(
+        phase.name, example.qid, asked.question, prediction.answer, em, f1, seconds,
+        retrievals=sum(len(s.retrieved) for s in prediction.steps if not s.from_memory),
+        from_memory=any(s.from_memory for s in prediction.steps), calls=prediction.usage.calls,
+        reservoir_last_id=marker,
+    )  # fmt: skip
 
 
 def restored_reservoir(

@@ -67,14 +67,13 @@ class StepWalk:
         return self.hops >= 2
 
 
-def walkable(recipe: Recipe) -> Recipe:
-    """``recipe`` if its retrieval has an expander over a sentence graph; else a clear error."""
+def walkable(recipe: Recipe) -> None:
+    """A clear error unless ``recipe``'s retrieval has an expander (a walk to measure)."""
     if recipe.retrieval is None or recipe.retrieval.expander is None:
         raise JudgeProbeError(
             f"recipe {recipe.name!r} has no expander (retrieval.expander): there is no walk to "
             "measure; use a ChainRAG recipe such as recipes/variants/similarity_judge.yaml"
         )
-    return recipe
 
 
 def passages_of(units: Iterable[int], index: Sentenced) -> set[int]:
@@ -181,7 +180,9 @@ def experiment(
 
     if not recipes:
         raise JudgeProbeError("walk-steps needs at least one recipe")
-    labels = [label for label, recipe in recipes if walkable(recipe)]
+    for _, recipe in recipes:
+        walkable(recipe)
+    labels = [label for label, _ in recipes]
     if len(set(labels)) != len(labels):
         raise JudgeProbeError(f"recipes given twice: {', '.join(labels)}")
     examples = with_decompositions(load_dataset(dataset, limit), dataset)
