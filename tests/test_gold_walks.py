@@ -72,3 +72,32 @@ def test_build_index_needs_gold() -> None:
     done = subprocess.run([*CHAINRAG, "walks", "runs", "--build-index"], capture_output=True,
                           text=True)  # fmt: skip
     assert done.returncode == 2 and "--build-index applies to --gold only" in done.stderr
+
+
+def test_the_listing_shows_each_walk_without_the_missing_gold_at_its_seeds() -> None:
+    from chainrag.analysis.gold_walks import QuestionWalks, classify_walks, walks_listing
+    from chainrag.core.types import SubAnswer, Verdict
+
+    went_on = StepTrace(
+        "Who | what?", rewritten="Who wrote it?", retrieved=(0, 1, 6),
+        expansion=Expansion((0, 1, 6), (0,), 2, (Verdict(False, "no", score=0.41),)),
+        answer=SubAnswer("Who wrote it?", "Ann | Bo", True),
+    )  # fmt: skip
+    at_seeds = walk((2,), (2, 3), 1)
+    walks = classify_walks([went_on, at_seeds], UNITS, GOLD)
+    assert [(w.where, w.on, w.reached) for w in walks] == [
+        ("not at seeds", True, False), ("at seeds", False, True)
+    ]  # fmt: skip
+    table = walks_listing("runs/x", [QuestionWalks("q1", walks, 2), QuestionWalks("q2", None, 1)])
+    assert table == [
+        "\nruns/x: the walks without the missing gold at their seeds",
+        "",
+        "| question | sub-question (as searched) | hops | judge | reached | sub-answer |",
+        "|---|---|---|---|---|---|",
+        "| q1 | Who wrote it? | 2 | no 0.410 | no | Ann \\| Bo |",
+    ]
+
+
+def test_list_needs_gold() -> None:
+    done = subprocess.run([*CHAINRAG, "walks", "runs", "--list"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--list applies to --gold only" in done.stderr

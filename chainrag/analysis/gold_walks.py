@@ -23,12 +23,17 @@ earlier walk found.
 The unit numbers of a trace point into the question's index, which is read from the index cache
 (``--build-index`` builds a missing one with the recipe's models); a walk whose index or
 question cannot be read is counted as unreadable.
+
+``--list`` (:func:`walks_listing`) then shows each walk without the missing gold at its seeds:
+the sub-question as searched, its hops, the judge's verdicts and scores, whether it reached a
+missing gold paragraph and the sub-answer, to read why a walk stopped where it did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import attrs
 
@@ -64,13 +69,27 @@ def gold_paragraphs(example: QAExample) -> frozenset[int]:
     return frozenset(p for p, _ in keys if p >= 0)
 
 
-def count_walks(
+@attrs.frozen
+class Walk:
+    """One walk of a question, with where the gold still missing before it was."""
+
+    step: StepTrace
+    where: Literal["nothing missing", "at seeds", "not at seeds"]
+    reached: bool  # a missing gold paragraph is in the walk's units by its end
+
+    @property
+    def on(self) -> bool:
+        """Whether the walk went past the first hop."""
+        return self.step.expansion is not None and self.step.expansion.hops >= 2
+
+
+def classify_walks(
     steps: Sequence[StepTrace], units: Sequence[Unit], gold: frozenset[int]
-) -> GoldWalks:
+) -> list[Walk]:
     """The walks of one question's ``steps`` (units of its index ``units``; ``gold``: its gold
-    passages), counted by where the missing gold was."""
+    passages), each with where the missing gold was."""
     found: set[int] = set()
-    counts = GoldWalks(walks=0)
+    walks: list[Walk] = []
 
     def passages(ids: Sequence[int]) -> set[int]:
         return {units[i].passage for i in ids if 0 <= i < len(units)}
@@ -79,33 +98,103 @@ def count_walks(
         walk = step.expansion
         if walk is not None:
             missing = gold - found
-            on, reached = walk.hops >= 2, bool(passages(walk.units) & missing)
+            reached = bool(passages(walk.units) & missing)
             if not missing:
-                counts += GoldWalks(walks=1, nothing_missing=1)
+                walks.append(Walk(step, "nothing missing", reached=False))
             elif passages(walk.seeds) & missing:
-                counts += GoldWalks(walks=1, at_seeds=1, at_seeds_on=int(on),
-                                    at_seeds_found=int(reached))  # fmt: skip
+                walks.append(Walk(step, "at seeds", reached))
             else:
-                counts += GoldWalks(walks=1, not_at_seeds=1, not_at_seeds_on=int(on),
-                                    not_at_seeds_found=int(reached))  # fmt: skip
+                walks.append(Walk(step, "not at seeds", reached))
         found |= passages(step.retrieved)
-    return counts
+    return walks
 
 
-def gold_walks(run: Run, examples: Examples, indexes: Indexes) -> GoldWalks:
-    """The walks of every question of ``run``."""
-    total = GoldWalks(walks=0)
+def count_walks(
+    steps: Sequence[StepTrace], units: Sequence[Unit], gold: frozenset[int]
+) -> GoldWalks:
+    """The walks of one question's ``steps`` counted by where the missing gold was."""
+    walks = classify_walks(steps, units, gold)
+    return _counted([QuestionWalks("", walks, len(walks))])
+
+
+@attrs.frozen
+class QuestionWalks:
+    """One question's walks (``None``: its example or index could not be read, with the number
+    of walks it had)."""
+
+    qid: str
+    walks: list[Walk] | None
+    count: int
+
+
+def question_walks(run: Run, examples: Examples, indexes: Indexes) -> list[QuestionWalks]:
+    """The walks of every question of ``run`` that has any."""
+    out = []
     for record in run.records:
-        walks = sum(1 for s in record.trace.steps if s.expansion is not None)
-        if not walks:
+        count = sum(1 for s in record.trace.steps if s.expansion is not None)
+        if not count:
             continue
         example = examples.example(run, record.id)
         units = indexes.units(run, example) if isinstance(example, QAExample) else example
         if isinstance(units, Unavailable) or not isinstance(example, QAExample):
-            total += GoldWalks(walks=walks, unreadable=walks)
+            out.append(QuestionWalks(record.id, None, count))
+        else:
+            walks = classify_walks(record.trace.steps, units.units, gold_paragraphs(example))
+            out.append(QuestionWalks(record.id, walks, count))
+    return out
+
+
+def gold_walks(run: Run, examples: Examples, indexes: Indexes) -> GoldWalks:
+    """The walks of every question of ``run``, counted."""
+    return _counted(question_walks(run, examples, indexes))
+
+
+def _counted(questions: Sequence[QuestionWalks]) -> GoldWalks:
+    total = GoldWalks(walks=0)
+    for q in questions:
+        if q.walks is None:
+            total += GoldWalks(walks=q.count, unreadable=q.count)
             continue
-        total += count_walks(record.trace.steps, units.units, gold_paragraphs(example))
+        for w in q.walks:
+            on, reached = int(w.on), int(w.reached)
+            if w.where == "nothing missing":
+                total += GoldWalks(walks=1, nothing_missing=1)
+            elif w.where == "at seeds":
+                total += GoldWalks(walks=1, at_seeds=1, at_seeds_on=on, at_seeds_found=reached)
+            else:
+                total += GoldWalks(walks=1, not_at_seeds=1, not_at_seeds_on=on,
+                                   not_at_seeds_found=reached)  # fmt: skip
     return total
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def walks_listing(label: str, questions: Sequence[QuestionWalks]) -> list[str]:
+    """A markdown table, headed by ``label`` (a run), of one row per walk of ``questions``
+    whose missing gold was not at its seeds."""
+    lines = [
+        f"\n{label}: the walks without the missing gold at their seeds",
+        "",
+        "| question | sub-question (as searched) | hops | judge | reached | sub-answer |",
+        "|---" * 6 + "|",
+    ]
+    for q in questions:
+        for w in q.walks or ():
+            if w.where != "not at seeds" or w.step.expansion is None:
+                continue
+            asked = w.step.rewritten or w.step.question
+            verdicts = ", ".join(
+                ("yes" if v.ok else "no") + (f" {v.score:.3f}" if v.score is not None else "")
+                for v in w.step.expansion.verdicts
+            )
+            answer = w.step.answer.answer if w.step.answer is not None else "–"
+            lines.append(
+                f"| {q.qid} | {_cell(asked)} | {w.step.expansion.hops} | {verdicts or '–'} "
+                f"| {'yes' if w.reached else 'no'} | {_cell(answer)} |"
+            )
+    return lines
 
 
 def _share(part: int, whole: int) -> str:
@@ -113,22 +202,31 @@ def _share(part: int, whole: int) -> str:
 
 
 def gold_walks_table(
-    folders: Sequence[Path], *, build_index: bool = False, progress: Progress | None = None
+    folders: Sequence[Path],
+    *,
+    build_index: bool = False,
+    listing: bool = False,
+    progress: Progress | None = None,
 ) -> str:
-    """One markdown row per run: its walks by where the missing gold was."""
+    """One markdown row per run: its walks by where the missing gold was; with ``listing``,
+    then one table per run of its walks without the missing gold at their seeds."""
     examples, indexes = Examples(), Indexes(IndexCache(), build=build_index, progress=progress)
     lines = [
         "| run | walks | unreadable | nothing missing | gold at seeds | past hop 1 | reached "
         "| gold not at seeds | past hop 1 | reached |",
         "|---" * 10 + "|",
     ]
+    listed: list[str] = []
     for run in find_runs(list(folders)):
-        g = gold_walks(run, examples, indexes)
+        questions = question_walks(run, examples, indexes)
+        g = _counted(questions)
         lines.append(
             f"| {run.folder} | {g.walks} | {g.unreadable} | {g.nothing_missing} | {g.at_seeds} "
             f"| {_share(g.at_seeds_on, g.at_seeds)} | {_share(g.at_seeds_found, g.at_seeds)} "
             f"| {g.not_at_seeds} | {_share(g.not_at_seeds_on, g.not_at_seeds)} "
             f"| {_share(g.not_at_seeds_found, g.not_at_seeds)} |"
         )
+        if listing:
+            listed += walks_listing(str(run.folder), questions)
     notes = [f"\n{note}" for note in examples.notes.values()]
-    return "\n".join(lines + notes)
+    return "\n".join(lines + listed + notes)

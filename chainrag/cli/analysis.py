@@ -64,6 +64,11 @@ GOLD_HELP = (
     "reached one; reads the questions' indexes from the index cache."
 )
 BUILD_HELP = "With --gold: build an index missing from the cache (loads the recipe's models)."
+LIST_HELP = (
+    "With --gold: then one row per walk without the missing gold at its seeds (the question, the "
+    "sub-question as searched, hops, the judge's verdicts and scores, whether it reached a "
+    "missing gold paragraph, the sub-answer), to read why a walk stopped."
+)
 
 
 @reports_errors()
@@ -71,6 +76,7 @@ def walks(
     runs: Annotated[list[Path], typer.Argument(help="ChainRAG run folders.")],
     gold: Annotated[bool, typer.Option("--gold", help=GOLD_HELP)] = False,
     build_index: Annotated[bool, typer.Option("--build-index", help=BUILD_HELP)] = False,
+    listing: Annotated[bool, typer.Option("--list", help=LIST_HELP)] = False,
 ) -> None:
     """What ChainRAG's graph walks did, one row per run: sub-questions per question, rewrites
     (and how many changed the text), the sufficiency judge's verdicts, walks by hops, words
@@ -84,12 +90,14 @@ def walks(
 
     if build_index and not gold:
         raise fail("--build-index applies to --gold only", 2)
+    if listing and not gold:
+        raise fail("--list applies to --gold only", 2)
     typer.echo(walks_table(runs))
     if gold:
         from chainrag.analysis.gold_walks import gold_walks_table
 
         typer.echo("")
-        typer.echo(gold_walks_table(runs, build_index=build_index,
+        typer.echo(gold_walks_table(runs, build_index=build_index, listing=listing,
                                     progress=lambda line: typer.echo(line, err=True)))  # fmt: skip
 
 
