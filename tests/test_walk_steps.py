@@ -74,9 +74,17 @@ def test_a_judge_that_never_says_yes_sends_every_walk_on_and_none_stops_them(
     assert all(w.hops == 1 for w in stopped)
     assert sum(w.on for w in went) > 0
     assert all(w.words >= s.words for w, s in zip(went, stopped, strict=True))
+    # stopping at the first check is the `none` walk, whichever judge the recipe has
+    assert [w.first_check_reached for w in went] == [w.reached for w in stopped]
+    assert all(w.first_check_reached == w.reached for w in stopped)
     table = ws.table([*went, *stopped], ["never", "stop"], "musique")
-    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[4:]}
+    first, needed = table.split("\n\nThe walks without their gold at the seeds")
+    rows = {line.split(" | ")[0].strip("| "): line for line in first.splitlines()[4:]}
     assert rows["stop"].count("| 0 (0%) |") >= 2  # no walk past hop 1, either kind
+    off = [w for w in went if not w.gold_at_seeds]
+    held = sum(w.first_check_reached for w in off)
+    expected = f"| never | {held} | {held} (100%) | {len(off) - held} |"
+    assert expected in needed and "| stop |" in needed
 
 
 def test_the_experiment_saves_a_row_per_labelled_recipe(tmp_path: Path) -> None:
@@ -87,7 +95,8 @@ def test_the_experiment_saves_a_row_per_labelled_recipe(tmp_path: Path) -> None:
                           ["x=1"])  # fmt: skip
     assert saved.folder.name.startswith("walk-steps-musique-")
     assert "Every recipe with --set x=1." in saved.table
-    assert [line.split(" | ")[0] for line in saved.table.splitlines()[4:]] == ["| a", "| b"]
+    rows = saved.table.split("\n\n")[1].splitlines()[2:]
+    assert [line.split(" | ")[0] for line in rows] == ["| a", "| b"]
     lines = (saved.folder / "probes.jsonl").read_text().splitlines()
     walked = [json.loads(line) for line in lines]
     assert {w["recipe"] for w in walked} == {"a", "b"} and len(walked) % 2 == 0
@@ -128,5 +137,5 @@ def test_the_command_varies_one_field_a_row_each(tmp_path: Path) -> None:
 
 
 def test_a_step_walk_is_plain_data() -> None:
-    walk = ws.StepWalk("r", "q", 1, "Who?", False, 2, True, 120, False, (0.5, None))
+    walk = ws.StepWalk("r", "q", 1, "Who?", False, 2, True, 120, False, (0.5, None), False)
     assert walk.on and attrs.asdict(walk)["scores"] == (0.5, None)

@@ -15,7 +15,9 @@ after the first expansion and the walk went on), the walks whose units hold the 
 at the end, and the words read; and the walks the word budget cut. Issue 49 asks that at least
 a third of the walks without their gold at the seeds go past the first hop, and a judge that
 sends every walk on is no better than none: the first kind says what going on costs where it
-was not needed.
+was not needed. The first hop often reaches the gold even without it at the seeds, so a second
+table splits those walks by whether the walk stopped at its first check (the recipe's expander
+with ``judge: none``, walked too) holds it: going on is needed only where it does not.
 
 Unlike ``chainrag walks --gold``, which reads a run's traces, the sub-questions here are the
 gold ones (decomposition and rewriting right), so this measures the walk and its judge alone,
@@ -38,6 +40,7 @@ from chainrag.experiments.judge import JudgeProbeError
 from chainrag.experiments.judge_steps import sub_question, with_decompositions
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
 from chainrag.index.build import IndexCache
+from chainrag.protocols.parts import Judged
 from chainrag.protocols.retrieval import Sentenced
 from chainrag.recipes.recipe import Recipe
 
@@ -60,6 +63,10 @@ class StepWalk:
     words: int
     budget_cut: bool | None
     scores: tuple[float | None, ...]
+    first_check_reached: bool
+    """Whether the walk would hold the gold paragraph had its judge said yes at the first
+    check (the recipe's expander with ``judge: {kind: none}``): for a walk that went on, whether
+    going on was needed."""
 
     @property
     def on(self) -> bool:
@@ -96,6 +103,7 @@ def walk(
             "needs a sentence graph (index.splitter)"
         )
     ctx = Context(models=models, index=index, retrieval=recipe.retrieval)
+    stopping = _stopping_at_first_check(recipe, ctx)
     found = []
     for i, step in enumerate(example.decomposition):
         if step.paragraph is None:
@@ -109,6 +117,7 @@ def walk(
                 "without one: give the recipe a judge that needs none (retrieval.expander.judge:"
                 " {kind: similarity, threshold: T} or {kind: none})"
             ) from None
+        stopped = expansion if stopping is None else stopping.retrieve(query)
         found.append(
             StepWalk(
                 recipe=recipe.name,
@@ -121,9 +130,24 @@ def walk(
                 words=expansion.words,
                 budget_cut=expansion.budget_cut,
                 scores=tuple(v.score for v in expansion.verdicts),
+                first_check_reached=step.paragraph in passages_of(stopped.units, index),
             )
         )
     return found
+
+
+def _stopping_at_first_check(recipe: Recipe, ctx: Context) -> Context | None:
+    """``ctx`` with the recipe's expander judged by ``none`` (the walk as it is when its judge
+    says yes at the first check), or None where the judge is already ``none`` or there is none
+    to replace."""
+    from chainrag.components.judges import NoCheck
+
+    retrieval = recipe.retrieval
+    expander = retrieval.expander if retrieval is not None else None
+    if retrieval is None or not isinstance(expander, Judged) or isinstance(expander.judge, NoCheck):
+        return None
+    never_asks = attrs.evolve(expander, judge=NoCheck())
+    return attrs.evolve(ctx, retrieval=attrs.evolve(retrieval, expander=never_asks))
 
 
 def _share(part: int, whole: int) -> str:
@@ -159,7 +183,31 @@ def table(
             f"| {_share(sum(w.reached for w in off), len(off))} | {_mean_words(off)} "
             f"| {_share(sum(bool(w.budget_cut) for w in own), len(own))} |"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _needed(walks, recipes))
+
+
+def _needed(walks: Sequence[StepWalk], recipes: Sequence[str]) -> list[str]:
+    """The walks without their gold at the seeds, split by whether stopping at the first check
+    would have reached it: does the judge go on where it is needed more than where it is not?"""
+    lines = [
+        "",
+        "The walks without their gold at the seeds, by whether the walk stopped at its first "
+        "check (the judge saying yes) would hold it: going on is needed only where it would not.",
+        "",
+        "| recipe | first check holds gold | past hop 1 | first check misses gold | past hop 1 "
+        "| reached |",
+        "|---" * 6 + "|",
+    ]
+    for name in recipes:
+        off = [w for w in walks if w.recipe == name and not w.gold_at_seeds]
+        held = [w for w in off if w.first_check_reached]
+        missed = [w for w in off if not w.first_check_reached]
+        lines.append(
+            f"| {name} | {len(held)} | {_share(sum(w.on for w in held), len(held))} "
+            f"| {len(missed)} | {_share(sum(w.on for w in missed), len(missed))} "
+            f"| {_share(sum(w.reached for w in missed), len(missed))} |"
+        )
+    return lines
 
 
 def experiment(
