@@ -22,6 +22,10 @@
 #   bash scripts/results.sh judge-steps     # issue 49: does a sufficiency judge tell a MuSiQue
 #                                           # step's gold paragraph from the next-best ones?
 #   bash scripts/results.sh long-fewer-calls  # issue 49, item 4: one_hop_cxtint, 3 long sets
+#   bash scripts/results.sh long-similarity   # issue 49, item 2: the similarity judge's walk,
+#                                             # 3 long sets
+#   bash scripts/results.sh long-similarity-ablations[@15]  # ... and long:musique's k sweep
+#                                             # and w/o EC/SS with that judge (NAME_similarity)
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
 # methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
@@ -164,6 +168,21 @@ for what in ${targets[@]}; do
     for dataset in musique 2wiki hotpotqa; do
       run recipes/variants/one_hop_cxtint.yaml --dataset "long:$dataset" --limit $N \
         --out-dir $OUT --cache-mode use --no-report
+    done
+  elif [[ $what == long-similarity ]]; then
+    for dataset in musique 2wiki hotpotqa; do
+      run recipes/variants/similarity_judge.yaml --dataset "long:$dataset" --limit $N \
+        --out-dir $OUT --cache-mode refresh --no-report
+    done
+  elif [[ $what == long-similarity-ablations* ]]; then
+    # Each ablation and k of the paper with the similarity judge (chosen on MuSiQue train), as
+    # its own run long-musique/NAME_similarity; k = 3 is similarity_judge itself.
+    limit=$N
+    [[ $what == *@* ]] && limit=${what#*@}
+    for recipe in "${K_SWEEP[@]}" recipes/ablations/no_ec.yaml recipes/ablations/no_ss.yaml; do
+      run "$recipe" --dataset long:musique --limit "$limit" --out-dir $OUT --cache-mode refresh \
+        --no-report --set 'retrieval.expander.judge={kind: similarity, threshold: 0.586}' \
+        --set "name=$(basename "$recipe" .yaml)_similarity"
     done
   elif [[ $what == long-variants ]]; then
     for dataset in musique 2wiki hotpotqa; do
