@@ -29,7 +29,7 @@ Layer: experiments.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import attrs
@@ -154,6 +154,21 @@ def _share(part: int, whole: int) -> str:
     return f"{part} ({100 * part / whole:.0f}%)" if whole else "–"
 
 
+def _on(walks: Sequence[StepWalk]) -> str:
+    return _share(sum(w.on for w in walks), len(walks))
+
+
+def _reached(walks: Sequence[StepWalk]) -> str:
+    return _share(sum(w.reached for w in walks), len(walks))
+
+
+def _split(
+    walks: Sequence[StepWalk], keep: Callable[[StepWalk], bool]
+) -> tuple[list[StepWalk], list[StepWalk]]:
+    """``walks`` that ``keep`` holds for, and the others."""
+    return [w for w in walks if keep(w)], [w for w in walks if not keep(w)]
+
+
 def _mean_words(walks: Sequence[StepWalk]) -> str:
     return f"{sum(w.words for w in walks) / len(walks):,.0f}" if walks else "–"
 
@@ -174,14 +189,11 @@ def table(
     ]
     for name in recipes:
         own = [w for w in walks if w.recipe == name]
-        at = [w for w in own if w.gold_at_seeds]
-        off = [w for w in own if not w.gold_at_seeds]
+        at, off = _split(own, lambda w: w.gold_at_seeds)
         lines.append(
-            f"| {name} | {len(own)} | {len(at)} | {_share(sum(w.on for w in at), len(at))} "
-            f"| {_share(sum(w.reached for w in at), len(at))} | {_mean_words(at)} | {len(off)} "
-            f"| {_share(sum(w.on for w in off), len(off))} "
-            f"| {_share(sum(w.reached for w in off), len(off))} | {_mean_words(off)} "
-            f"| {_share(sum(bool(w.budget_cut) for w in own), len(own))} |"
+            f"| {name} | {len(own)} | {len(at)} | {_on(at)} | {_reached(at)} "
+            f"| {_mean_words(at)} | {len(off)} | {_on(off)} | {_reached(off)} "
+            f"| {_mean_words(off)} | {_share(sum(bool(w.budget_cut) for w in own), len(own))} |"
         )
     return "\n".join(lines + _needed(walks, recipes))
 
@@ -200,12 +212,10 @@ def _needed(walks: Sequence[StepWalk], recipes: Sequence[str]) -> list[str]:
     ]
     for name in recipes:
         off = [w for w in walks if w.recipe == name and not w.gold_at_seeds]
-        held = [w for w in off if w.first_check_reached]
-        missed = [w for w in off if not w.first_check_reached]
+        held, missed = _split(off, lambda w: w.first_check_reached)
         lines.append(
-            f"| {name} | {len(held)} | {_share(sum(w.on for w in held), len(held))} "
-            f"| {len(missed)} | {_share(sum(w.on for w in missed), len(missed))} "
-            f"| {_share(sum(w.reached for w in missed), len(missed))} |"
+            f"| {name} | {len(held)} | {_on(held)} | {len(missed)} | {_on(missed)} "
+            f"| {_reached(missed)} |"
         )
     return lines
 
