@@ -37,7 +37,7 @@ from typing import Literal
 
 import attrs
 
-from chainrag.core.types import QAExample, StepTrace
+from chainrag.core.types import Expansion, QAExample, StepTrace
 from chainrag.data.metrics import gold_items
 from chainrag.index.build import IndexCache
 from chainrag.report.runs import Run, find_runs
@@ -74,13 +74,24 @@ class Walk:
     """One walk of a question, with where the gold still missing before it was."""
 
     step: StepTrace
+    expansion: Expansion  # the step's
     where: Literal["nothing missing", "at seeds", "not at seeds"]
     reached: bool  # a missing gold paragraph is in the walk's units by its end
 
     @property
     def on(self) -> bool:
         """Whether the walk went past the first hop."""
-        return self.step.expansion is not None and self.step.expansion.hops >= 2
+        return self.expansion.hops >= 2
+
+
+@attrs.frozen
+class QuestionWalks:
+    """One question's walks (``None``: its example or index could not be read, with the number
+    of walks it had)."""
+
+    qid: str
+    walks: list[Walk] | None
+    count: int
 
 
 def classify_walks(
@@ -100,11 +111,11 @@ def classify_walks(
             missing = gold - found
             reached = bool(passages(walk.units) & missing)
             if not missing:
-                walks.append(Walk(step, "nothing missing", reached=False))
+                walks.append(Walk(step, walk, "nothing missing", reached=False))
             elif passages(walk.seeds) & missing:
-                walks.append(Walk(step, "at seeds", reached))
+                walks.append(Walk(step, walk, "at seeds", reached))
             else:
-                walks.append(Walk(step, "not at seeds", reached))
+                walks.append(Walk(step, walk, "not at seeds", reached))
         found |= passages(step.retrieved)
     return walks
 
@@ -115,16 +126,6 @@ def count_walks(
     """The walks of one question's ``steps`` counted by where the missing gold was."""
     walks = classify_walks(steps, units, gold)
     return _counted([QuestionWalks("", walks, len(walks))])
-
-
-@attrs.frozen
-class QuestionWalks:
-    """One question's walks (``None``: its example or index could not be read, with the number
-    of walks it had)."""
-
-    qid: str
-    walks: list[Walk] | None
-    count: int
 
 
 def question_walks(run: Run, examples: Examples, indexes: Indexes) -> list[QuestionWalks]:
@@ -182,16 +183,16 @@ def walks_listing(label: str, questions: Sequence[QuestionWalks]) -> list[str]:
     ]
     for q in questions:
         for w in q.walks or ():
-            if w.where != "not at seeds" or w.step.expansion is None:
+            if w.where != "not at seeds":
                 continue
             asked = w.step.rewritten or w.step.question
             verdicts = ", ".join(
                 ("yes" if v.ok else "no") + (f" {v.score:.3f}" if v.score is not None else "")
-                for v in w.step.expansion.verdicts
+                for v in w.expansion.verdicts
             )
             answer = w.step.answer.answer if w.step.answer is not None else "–"
             lines.append(
-                f"| {q.qid} | {_cell(asked)} | {w.step.expansion.hops} | {verdicts or '–'} "
+                f"| {q.qid} | {_cell(asked)} | {w.expansion.hops} | {verdicts or '–'} "
                 f"| {'yes' if w.reached else 'no'} | {_cell(answer)} |"
             )
     return lines
