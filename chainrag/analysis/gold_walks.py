@@ -124,8 +124,7 @@ def count_walks(
     steps: Sequence[StepTrace], units: Sequence[Unit], gold: frozenset[int]
 ) -> GoldWalks:
     """The walks of one question's ``steps`` counted by where the missing gold was."""
-    walks = classify_walks(steps, units, gold)
-    return _counted([QuestionWalks("", walks, len(walks))])
+    return _tally(classify_walks(steps, units, gold))
 
 
 def question_walks(run: Run, examples: Examples, indexes: Indexes) -> list[QuestionWalks]:
@@ -155,16 +154,22 @@ def _counted(questions: Sequence[QuestionWalks]) -> GoldWalks:
     for q in questions:
         if q.walks is None:
             total += GoldWalks(walks=q.count, unreadable=q.count)
-            continue
-        for w in q.walks:
-            on, reached = int(w.on), int(w.reached)
-            if w.where == "nothing missing":
-                total += GoldWalks(walks=1, nothing_missing=1)
-            elif w.where == "at seeds":
-                total += GoldWalks(walks=1, at_seeds=1, at_seeds_on=on, at_seeds_found=reached)
-            else:
-                total += GoldWalks(walks=1, not_at_seeds=1, not_at_seeds_on=on,
-                                   not_at_seeds_found=reached)  # fmt: skip
+        else:
+            total += _tally(q.walks)
+    return total
+
+
+def _tally(walks: Sequence[Walk]) -> GoldWalks:
+    total = GoldWalks(walks=0)
+    for w in walks:
+        on, reached = int(w.on), int(w.reached)
+        if w.where == "nothing missing":
+            total += GoldWalks(walks=1, nothing_missing=1)
+        elif w.where == "at seeds":
+            total += GoldWalks(walks=1, at_seeds=1, at_seeds_on=on, at_seeds_found=reached)
+        else:
+            total += GoldWalks(walks=1, not_at_seeds=1, not_at_seeds_on=on,
+                               not_at_seeds_found=reached)  # fmt: skip
     return total
 
 

@@ -41,8 +41,8 @@ from chainrag.experiments.judge_steps import sub_question, with_decompositions
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
 from chainrag.index.build import IndexCache
 from chainrag.protocols.parts import Judged
-from chainrag.protocols.retrieval import Sentenced
-from chainrag.recipes.recipe import Recipe
+from chainrag.protocols.retrieval import Expander, Graph, Sentenced
+from chainrag.recipes.recipe import Recipe, RetrievalSpec
 
 
 @attrs.frozen
@@ -74,13 +74,15 @@ class StepWalk:
         return self.hops >= 2
 
 
-def walkable(recipe: Recipe) -> None:
-    """A clear error unless ``recipe``'s retrieval has an expander (a walk to measure)."""
+def walkable(recipe: Recipe) -> tuple[RetrievalSpec, Expander]:
+    """``recipe``'s retrieval and its expander (the walk to measure); a clear error where it
+    has none."""
     if recipe.retrieval is None or recipe.retrieval.expander is None:
         raise JudgeProbeError(
             f"recipe {recipe.name!r} has no expander (retrieval.expander): there is no walk to "
             "measure; use a ChainRAG recipe such as recipes/variants/similarity_judge.yaml"
         )
+    return recipe.retrieval, recipe.retrieval.expander
 
 
 def passages_of(units: Iterable[int], index: Sentenced) -> set[int]:
@@ -97,27 +99,29 @@ def walk(
     from chainrag.run.question import searchable_index
 
     index = searchable_index(recipe, example, models, cache)
-    if not isinstance(index, Sentenced):
+    if not isinstance(index, Sentenced) or not isinstance(index, Graph):
         raise JudgeProbeError(
             f"recipe {recipe.name!r} indexes {type(index).__name__}, not sentences; the walk "
             "needs a sentence graph (index.splitter)"
         )
-    ctx = Context(models=models, index=index, retrieval=recipe.retrieval)
-    stopping = _stopping_at_first_check(recipe, ctx)
+    retrieval, expander = walkable(recipe)
+    first_check = _stopping_at_first_check(expander)
+    ctx = Context(models=models, index=index, retrieval=retrieval)
     found = []
     for i, step in enumerate(example.decomposition):
         if step.paragraph is None:
             continue
         query = sub_question(example.decomposition, i)
+        seeds = retrieval.seed(query, index, ctx)  # as ctx.retrieve, once for both walks
         try:
-            expansion: Expansion = ctx.retrieve(query)
+            expansion: Expansion = expander(query, seeds, index, ctx)
         except MissingResourceError as exc:
             raise JudgeProbeError(
                 f"recipe {recipe.name!r}: its walk asks an LLM ({exc}); this experiment walks "
                 "without one: give the recipe a judge that needs none (retrieval.expander.judge:"
                 " {kind: similarity, threshold: T} or {kind: none})"
             ) from None
-        stopped = expansion if stopping is None else stopping.retrieve(query)
+        stopped = expansion if first_check is None else first_check(query, seeds, index, ctx)
         found.append(
             StepWalk(
                 recipe=recipe.name,
@@ -136,18 +140,15 @@ def walk(
     return found
 
 
-def _stopping_at_first_check(recipe: Recipe, ctx: Context) -> Context | None:
-    """``ctx`` with the recipe's expander judged by ``none`` (the walk as it is when its judge
-    says yes at the first check), or None where the judge is already ``none`` or there is none
-    to replace."""
+def _stopping_at_first_check(expander: Expander) -> Expander | None:
+    """``expander`` judged by ``none`` (the walk as it is when its judge says yes at the first
+    check), or None where the judge is already ``none`` or it has no judge to replace."""
     from chainrag.components.judges import NoCheck
 
-    retrieval = recipe.retrieval
-    expander = retrieval.expander if retrieval is not None else None
-    if retrieval is None or not isinstance(expander, Judged) or isinstance(expander.judge, NoCheck):
+    if not isinstance(expander, Judged) or isinstance(expander.judge, NoCheck):
         return None
-    never_asks = attrs.evolve(expander, judge=NoCheck())
-    return attrs.evolve(ctx, retrieval=attrs.evolve(retrieval, expander=never_asks))
+    never_asks: Expander = attrs.evolve(expander, judge=NoCheck())  # type: ignore[misc]
+    return never_asks
 
 
 def _share(part: int, whole: int) -> str:
