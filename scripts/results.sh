@@ -176,10 +176,11 @@ for what in ${targets[@]}; do
     done
   elif [[ $what == long-similarity-ablations* ]]; then
     # Each ablation and k of the paper with the similarity judge (chosen on MuSiQue train), as
-    # its own run long-musique/NAME_similarity; k = 3 is similarity_judge itself.
+    # its own run long-musique/NAME_similarity; k = 3 is similarity_judge itself. W/o SS and
+    # w/o EC first: on the walk alone (walk-steps) w/o SS is the one that loses gold evidence.
     limit=$N
     [[ $what == *@* ]] && limit=${what#*@}
-    for recipe in "${K_SWEEP[@]}" recipes/ablations/no_ec.yaml recipes/ablations/no_ss.yaml; do
+    for recipe in recipes/ablations/no_ss.yaml recipes/ablations/no_ec.yaml "${K_SWEEP[@]}"; do
       run "$recipe" --dataset long:musique --limit "$limit" --out-dir $OUT --cache-mode refresh \
         --no-report --set 'retrieval.expander.judge={kind: similarity, threshold: 0.586}' \
         --set "name=$(basename "$recipe" .yaml)_similarity"
