@@ -18,14 +18,14 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from chainrag.core.budget import words
 from chainrag.core.errors import ChainragError
-from chainrag.core.types import Expansion
+from chainrag.core.types import Expansion, Hit
 from chainrag.protocols.retrieval import Graph, Retrieval, Searchable
 
 if TYPE_CHECKING:
@@ -47,7 +47,12 @@ class Retriever:
 
     def __call__(self, query: str, ctx: Context) -> Expansion:
         """Seeds for ``query``, expanded over the graph where the recipe has an expander."""
-        seeds = self.spec.seed(query, self.index, ctx)
+        return self.expand(query, self.spec.seed(query, self.index, ctx), ctx)
+
+    def expand(self, query: str, seeds: Sequence[Hit], ctx: Context) -> Expansion:
+        """``seeds`` (this retrieval's seeds for ``query``) expanded over the graph where the
+        recipe has an expander: what :meth:`__call__` returns, for a caller that walks the
+        same seeds with more than one expander."""
         expander = self.spec.expander
         if expander is not None:
             if not isinstance(self.index, Graph):

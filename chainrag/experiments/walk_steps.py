@@ -107,21 +107,27 @@ def walk(
     retrieval, expander = walkable(recipe)
     first_check = _stopping_at_first_check(expander)
     ctx = Context(models=models, index=index, retrieval=retrieval)
+    retriever = ctx.retriever()
+    stopping = (
+        None
+        if first_check is None
+        else attrs.evolve(retriever, spec=attrs.evolve(retrieval, expander=first_check))
+    )
     found = []
     for i, step in enumerate(example.decomposition):
         if step.paragraph is None:
             continue
         query = sub_question(example.decomposition, i)
-        seeds = retrieval.seed(query, index, ctx)  # as ctx.retrieve, once for both walks
+        seeds = retriever.spec.seed(query, index, ctx)  # once for both walks
         try:
-            expansion: Expansion = expander(query, seeds, index, ctx)
+            expansion: Expansion = retriever.expand(query, seeds, ctx)
         except MissingResourceError as exc:
             raise JudgeProbeError(
                 f"recipe {recipe.name!r}: its walk asks an LLM ({exc}); this experiment walks "
                 "without one: give the recipe a judge that needs none (retrieval.expander.judge:"
                 " {kind: similarity, threshold: T} or {kind: none})"
             ) from None
-        stopped = expansion if first_check is None else first_check(query, seeds, index, ctx)
+        stopped = expansion if stopping is None else stopping.expand(query, seeds, ctx)
         found.append(
             StepWalk(
                 recipe=recipe.name,
