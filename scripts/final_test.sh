@@ -21,7 +21,7 @@
 # the frozen recipe.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FROZEN=b0568dd
+FROZEN=9dbba2a
 FROZEN_RECIPE=recipes/variants/one_hop_choose_probabilities.yaml
 BASE_RECIPE=recipes/chainrag/ansint.yaml
 BIN=${BIN:-.venv/bin}
