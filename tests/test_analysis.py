@@ -79,6 +79,25 @@ def test_walks_command(tmp_path: Path) -> None:
     assert missing.stdout == ""
 
 
+def test_walks_shared_counts_only_the_questions_every_run_answered(tmp_path: Path) -> None:
+    full, first = tmp_path / "full", tmp_path / "first"
+    for folder, records in ((full, RECORDS), (first, RECORDS[1:])):
+        folder.mkdir()
+        (folder / "predictions.jsonl").write_text("".join(json.dumps(record_line(r)) + "\n"
+                                                          for r in records))  # fmt: skip
+    assert walks_table([full], frozenset({"b", "c"})) == walks_table([first]).replace(
+        str(first), str(full)
+    )
+    cmd = [*CHAINRAG, "walks", str(full), str(first)]
+    done = subprocess.run([*cmd, "--shared"], capture_output=True, text=True, check=True)
+    assert f"| {full} | 2 | 1.0 | 0 (0) | 3 | 0 | 3 (1) | 3: 1 | 1200 " in done.stdout
+    every = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert f"| {full} | 3 |" in every.stdout and f"| {first} | 2 |" in every.stdout
+    (first / "predictions.jsonl").write_text(json.dumps(record_line(record("z"))) + "\n")
+    none = subprocess.run([*cmd, "--shared"], capture_output=True, text=True)
+    assert none.returncode == 1 and "no question answered by every run" in none.stderr
+
+
 def test_sign_test_is_the_exact_binomial() -> None:
     assert sign_test(0, 0) == 1.0
     assert sign_test(3, 3) == 1.0

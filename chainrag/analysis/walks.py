@@ -24,6 +24,7 @@ import attrs
 
 from chainrag.analysis.records import predictions
 from chainrag.core.types import NOT_CHECKED, StepTrace
+from chainrag.run.files import RunError
 from chainrag.run.record import RunRecord
 
 # The first standalone yes/no of a judge's reply, as the judges read it
@@ -88,21 +89,32 @@ def summary(records: Sequence[RunRecord]) -> WalkSummary:
     )
 
 
-def walks(folder: Path) -> WalkSummary:
-    """The walks of one run folder; a RunError naming it if it is not a run or its records
-    are not ChainRAG's."""
-    return summary(predictions(folder))
+def walks(folder: Path, only: frozenset[str] | None = None) -> WalkSummary:
+    """The walks of one run folder (of the questions in ``only``, when given); a RunError
+    naming it if it is not a run or its records are not ChainRAG's."""
+    records = predictions(folder)
+    return summary([r for r in records if only is None or r.id in only])
 
 
-def walks_table(folders: Sequence[Path]) -> str:
-    """One markdown row per run folder."""
+def shared_questions(folders: Sequence[Path]) -> frozenset[str]:
+    """The ids of the questions every run folder answered (the questions ``compare`` pairs);
+    a RunError naming the folders when they share none."""
+    ids = [{r.id for r in predictions(folder)} for folder in folders]
+    shared = frozenset(set.intersection(*ids)) if ids else frozenset()
+    if not shared:
+        raise RunError(f"{', '.join(map(str, folders))}: no question answered by every run")
+    return shared
+
+
+def walks_table(folders: Sequence[Path], only: frozenset[str] | None = None) -> str:
+    """One markdown row per run folder (over the questions in ``only``, when given)."""
     lines = [
         "| run | questions | sub-q/q | rewritten (text changed) | checks | yes | no (unread) "
         "| walks by hops | words/walk | cut by budget | sub-q not answered |",
         "|---" * 11 + "|",
     ]
     for folder in folders:
-        s = walks(folder)
+        s = walks(folder, only)
         hops = ", ".join(f"{h}: {n}" for h, n in s.hops.items()) or "–"
         if s.walks and s.cut_unknown == s.walks:
             cut = "not recorded"

@@ -70,6 +70,11 @@ LIST_HELP = (
     "missing gold paragraph, the sub-answer), to read why a walk stopped."
 )
 
+SHARED_HELP = (
+    "Count only the questions every run answered (the ones compare pairs), e.g. a full run "
+    "beside one of its first 15 questions."
+)
+
 
 @reports_errors()
 def walks(
@@ -77,6 +82,7 @@ def walks(
     gold: Annotated[bool, typer.Option("--gold", help=GOLD_HELP)] = False,
     build_index: Annotated[bool, typer.Option("--build-index", help=BUILD_HELP)] = False,
     listing: Annotated[bool, typer.Option("--list", help=LIST_HELP)] = False,
+    shared: Annotated[bool, typer.Option("--shared", help=SHARED_HELP)] = False,
 ) -> None:
     """What ChainRAG's graph walks did, one row per run: sub-questions per question, rewrites
     (and how many changed the text), the sufficiency judge's verdicts, walks by hops, words
@@ -86,18 +92,19 @@ def walks(
     word budget is spent or nothing new is reachable); "unread" counts judge replies that were
     neither yes nor no (read as "no"), within "no".
     """
-    from chainrag.analysis import walks_table
+    from chainrag.analysis.walks import shared_questions, walks_table
 
     if build_index and not gold:
         raise fail("--build-index applies to --gold only", 2)
     if listing and not gold:
         raise fail("--list applies to --gold only", 2)
-    typer.echo(walks_table(runs))
+    only = shared_questions(runs) if shared else None
+    typer.echo(walks_table(runs, only))
     if gold:
         from chainrag.analysis.gold_walks import gold_walks_table
 
         typer.echo("")
-        typer.echo(gold_walks_table(runs, build_index=build_index, listing=listing,
+        typer.echo(gold_walks_table(runs, build_index=build_index, listing=listing, only=only,
                                     progress=lambda line: typer.echo(line, err=True)))  # fmt: skip
 
 
