@@ -21,7 +21,7 @@
 # the frozen recipe.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FROZEN=9dbba2a
+FROZEN=fee461c
 FROZEN_RECIPE=recipes/variants/one_hop_choose_probabilities.yaml
 BASE_RECIPE=recipes/chainrag/ansint.yaml
 BIN=${BIN:-.venv/bin}
