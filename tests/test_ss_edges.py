@@ -49,8 +49,7 @@ def same_arrays(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
         (1024, 32, 4096),
         (1500, 384, 4096),
         (4097, 64, 4096),  # the old rule's last block holds one row
-        (8192, 16, 4096),
-        (12_000, 16, 4096),  # past WHOLE_ROWS: tiled over columns
+        (8192, 16, 4096),  # WHOLE_ROWS: the last n with the reference's blocks
     ],
 )
 def test_exact_search_gives_todays_edges_to_the_bit(n: int, d: int, block: int) -> None:
@@ -58,6 +57,28 @@ def test_exact_search_gives_todays_edges_to_the_bit(n: int, d: int, block: int) 
     for x in (clustered(n, d, seed=n), ties) if n <= 4097 else (clustered(n, d, seed=n),):
         want = topk_similarity_edges(x, 10, block=block)
         assert same_arrays(nearest_others(x, 10, ExactSearch(), block=block), want)
+
+
+def test_past_whole_rows_exact_search_gives_todays_edges_to_float32_rounding() -> None:
+    """Past WHOLE_ROWS the search tiles its products over columns, and a BLAS may round a
+    dot product differently by the width of the matrix it is part of (numpy's OpenBLAS on an
+    AMD EPYC does; on an Intel Xeon it did not): the edges are then today's up to float32
+    rounding, neighbours swapped only among similarities equal to that rounding."""
+    x = clustered(12_000, 16, seed=12_000)
+    rows, cols, sims = nearest_others(x, 10, ExactSearch(), block=4096)
+    want_rows, want_cols, want_sims = topk_similarity_edges(x, 10, block=4096)
+    assert np.array_equal(rows, want_rows) and cols.dtype == want_cols.dtype
+    assert sims.dtype == want_sims.dtype == np.float32
+    rounding = 1e-6  # a few float32 ulps of a similarity of 16 products near 1
+    assert np.allclose(sims, want_sims, rtol=0, atol=rounding)
+    x64 = x.astype(np.float64)
+    true = np.einsum("ij,ij->i", x64[rows], x64[cols])  # each edge's exact similarity
+    assert np.allclose(true, sims, rtol=0, atol=rounding) and not np.any(cols == rows)
+    assert all(len(set(row)) == 10 for row in cols.reshape(-1, 10))  # no neighbour twice
+    swapped = cols != want_cols
+    # where a neighbour differs, the reference's choice is as similar to rounding
+    ref_true = np.einsum("ij,ij->i", x64[rows[swapped]], x64[want_cols[swapped]])
+    assert np.allclose(true[swapped], ref_true, rtol=0, atol=2 * rounding)
 
 
 @pytest.mark.parametrize("weighting", ["binary", "similarity"])
