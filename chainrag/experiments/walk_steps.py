@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 
@@ -91,11 +92,15 @@ def passages_of(units: Iterable[int], index: Sentenced) -> set[int]:
     return {sentences[u].passage for u in units}
 
 
-def walk(
-    recipe: Recipe, example: QAExample, models: ModelStore, cache: IndexCache | None = None
-) -> list[StepWalk]:
-    """The walks of ``example``'s gold steps that name a supporting paragraph, over its index
-    from ``cache`` (built there when missing; built and dropped when None)."""
+class SentenceGraph(Graph, Sentenced, Protocol):
+    """An index the walk can read: a sentence graph."""
+
+
+def sentence_graph(
+    recipe: Recipe, example: QAExample, models: ModelStore, cache: IndexCache | None
+) -> SentenceGraph:
+    """``example``'s index by ``recipe`` (see :func:`walk`); a JudgeProbeError naming the
+    recipe when it is not a sentence graph."""
     from chainrag.run.question import searchable_index
 
     index = searchable_index(recipe, example, models, cache)
@@ -104,6 +109,15 @@ def walk(
             f"recipe {recipe.name!r} indexes {type(index).__name__}, not sentences; the walk "
             "needs a sentence graph (index.splitter)"
         )
+    return index
+
+
+def walk(
+    recipe: Recipe, example: QAExample, models: ModelStore, cache: IndexCache | None = None
+) -> list[StepWalk]:
+    """The walks of ``example``'s gold steps that name a supporting paragraph, over its index
+    from ``cache`` (built there when missing; built and dropped when None)."""
+    index = sentence_graph(recipe, example, models, cache)
     retrieval, expander = walkable(recipe)
     first_check = _stopping_at_first_check(expander)
     ctx = Context(models=models, index=index, retrieval=retrieval)
