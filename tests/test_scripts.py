@@ -6,9 +6,11 @@ import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
+
+from chainrag.run.record import ScoredAnswer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,6 +91,41 @@ def test_by_rule_from_traces_reads_a_rule_decomposers_own_run(
     out = capsys.readouterr().out
     assert "| 22 | 9 | 35.23 | 67.05 | +31.82 | [+13.6, +50.0] | 7 / 0 / 15 | 0.016 |" in out
     assert "Love In A Fallen City (Film) or Mummy'S Boys? → \"Mummy'S Boys\"" in out
+
+
+def test_selector_screen_scores_each_choice_against_cxtint_on_the_committed_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/results.md's screen of choosing between ChainRAG's answers: the oracle's bound and
+    the LLM-free rules, from the three long sets' runs."""
+    script = _script("selector_screen")
+    assert script.main(["--runs", str(ROOT / "docs" / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "| CxtInt (ChainRAG) | 36.58 | 40.24 | 41.19 | 39.34 |  |  |" in out
+    assert "| oracle (reads the gold; a bound) | 42.91 | 53.57 | 51.19 | 49.23 | +9.89" in out
+    assert "| agrees with the last sub-answer | 35.56 | 42.62 | 39.52 | 39.23 | -0.10" in out
+
+
+def test_selector_screen_names_a_set_that_is_not_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = _script("selector_screen")
+    assert script.main(["--runs", str(tmp_path), "--sets", "long-musique"]) == 2
+    err = capsys.readouterr().err
+    assert "long-musique/ansint" in err and "predictions.jsonl" in err
+
+
+def test_selector_screen_votes_for_ansint_only_where_the_baseline_agrees_with_it() -> None:
+    """Two of three agreeing, after normalisation; a lone AnsInt, or all three apart, is CxtInt."""
+    script = _script("selector_screen")
+    record = SimpleNamespace(
+        answers={"cxtint": ScoredAnswer("Paris", 0, 0), "ansint": ScoredAnswer("Lyon", 0, 0)}
+    )
+    choose = script.vote("naive")
+    assert choose(record, {"naive": "lyon."}) == "Lyon"
+    assert choose(record, {"naive": "Paris"}) == "Paris"
+    assert choose(record, {"naive": "Nice"}) == "Paris"
+    assert choose(record, {}) == "Paris"
 
 
 FINAL_TEST = ROOT / "scripts" / "final_test.sh"
