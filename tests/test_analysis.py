@@ -98,6 +98,25 @@ def test_walks_shared_counts_only_the_questions_every_run_answered(tmp_path: Pat
     assert none.returncode == 1 and "no question answered by every run" in none.stderr
 
 
+def test_walks_first_counts_each_runs_first_questions(tmp_path: Path) -> None:
+    """A run taken on past where another stopped: --first N counts each run as it stood at N
+    (in the order it answered), with --shared those of them every run answered."""
+    full, other = tmp_path / "full", tmp_path / "other"
+    for folder, records in ((full, RECORDS), (other, [RECORDS[2], RECORDS[0]])):
+        folder.mkdir()
+        (folder / "predictions.jsonl").write_text("".join(json.dumps(record_line(r)) + "\n"
+                                                          for r in records))  # fmt: skip
+    assert walks_table([full], first=1) == walks_table([full], frozenset({"a"}))
+    cmd = [*CHAINRAG, "walks", str(full), str(other)]
+    done = subprocess.run([*cmd, "--first", "2"], capture_output=True, text=True, check=True)
+    assert f"| {full} | 2 |" in done.stdout and f"| {other} | 2 |" in done.stdout
+    both = subprocess.run([*cmd, "--first", "2", "--shared"], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert f"| {full} | 1 | 2.0 |" in both.stdout and f"| {other} | 1 | 2.0 |" in both.stdout
+    bad = subprocess.run([*cmd, "--first", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--first" in bad.stderr
+
+
 def test_sign_test_is_the_exact_binomial() -> None:
     assert sign_test(0, 0) == 1.0
     assert sign_test(3, 3) == 1.0
@@ -209,6 +228,31 @@ def test_compare_against_the_bases_better_answer_on_each_dataset(tmp_path: Path)
     with pytest.raises(ChainragError, match=r"mine against paper: the run has no answer "
                                             r"'nope' \(it has: checked, ansint\)"):  # fmt: skip
         compare_runs("paper", ["mine"], over=over, answer="nope")
+
+
+def test_compare_first_pairs_each_runs_first_questions(tmp_path: Path) -> None:
+    """--first N compares runs as they stood at N (of each dataset folder, pooled), so the
+    figures of a run stopped at 15 recompute once it is taken on to 30."""
+    base = _run(tmp_path / "musique" / "full",
+                {"q1": {"ansint": 1.0}, "q2": {"ansint": 0.0}, "q3": {"ansint": 1.0}})  # fmt: skip
+    other = _run(tmp_path / "musique" / "k1",
+                 {"q2": {"ansint": 1.0}, "q1": {"ansint": 1.0}, "q3": {"ansint": 0.0}})  # fmt: skip
+    [(_, _, every)] = compare_runs(str(base), [str(other)], resamples=100).rows
+    assert (every.n, every.better, every.worse) == (3, 1, 1)
+    found = compare_runs(str(base), [str(other)], resamples=100, first=2)
+    [(_, _, p)] = found.rows
+    assert (p.n, p.better, p.worse, p.same) == (2, 1, 0, 1)
+    assert "on the questions both answered among each run's first 2" in found.markdown()
+    [(_, _, two)] = compare_runs("full", ["k1"], over=[tmp_path / "musique"], first=2,
+                                 resamples=100).rows  # fmt: skip
+    assert (two.n, two.better, two.worse) == (2, 1, 0)
+    with pytest.raises(ChainragError, match="k1: no question in common with full"):
+        compare_runs("full", ["k1"], over=[tmp_path / "musique"], first=1)  # q1 against q2
+    with pytest.raises(ChainragError, match="first must be 1 or more, got 0"):
+        compare_runs(str(base), [str(other)], first=0)
+    cmd = [*CHAINRAG, "compare", str(base), str(other), "--first", "2", "--resamples", "100"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert "| k1 | ansint | 2 | 50.00 | 100.00 | +50.00 |" in done.stdout
 
 
 FOLDER_PROBLEMS = [

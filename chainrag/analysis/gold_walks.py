@@ -37,6 +37,7 @@ from typing import Literal
 
 import attrs
 
+from chainrag.analysis.walks import kept
 from chainrag.core.types import Expansion, QAExample, StepTrace
 from chainrag.data.metrics import gold_items
 from chainrag.index.build import IndexCache
@@ -213,11 +214,12 @@ def gold_walks_table(
     build_index: bool = False,
     listing: bool = False,
     only: frozenset[str] | None = None,
+    first: int | None = None,
     progress: Progress | None = None,
 ) -> str:
-    """One markdown row per run: its walks by where the missing gold was (over the questions
-    in ``only``, when given); with ``listing``, then one table per run of its walks without the
-    missing gold at their seeds."""
+    """One markdown row per run: its walks by where the missing gold was (over its ``first``
+    questions and those in ``only``, when given); with ``listing``, then one table per run of
+    its walks without the missing gold at their seeds."""
     examples, indexes = Examples(), Indexes(IndexCache(), build=build_index, progress=progress)
     lines = [
         "| run | walks | unreadable | nothing missing | gold at seeds | past hop 1 | reached "
@@ -226,8 +228,8 @@ def gold_walks_table(
     ]
     listed: list[str] = []
     for run in find_runs(list(folders)):
-        if only is not None:
-            run = attrs.evolve(run, records=tuple(r for r in run.records if r.id in only))
+        if only is not None or first is not None:
+            run = attrs.evolve(run, records=tuple(kept(run.records, only, first)))
         questions = question_walks(run, examples, indexes)
         g = _counted(questions)
         lines.append(

@@ -75,19 +75,24 @@ def compare(
     return out
 
 
-def load(folder: Path) -> tuple[str, list[RunRecord]]:
-    """A run's name and records; a RunError naming the folder if it is not a run directory."""
+def load(folder: Path, first: int | None = None) -> tuple[str, list[RunRecord]]:
+    """A run's name and records (its ``first`` records only, in the order it answered them,
+    when given: the run as it stood then); a RunError naming the folder if it is not a run
+    directory."""
     predictions_file(folder)
     run = load_run(folder)
-    return run.name, list(run.records)
+    return run.name, list(run.records[:first])
 
 
-def pooled(folders: Sequence[Path], name: str) -> tuple[str, list[RunRecord]]:
-    """Run ``name`` of every dataset folder as one run, its question ids prefixed by the
-    folder's name (so that questions of different datasets never pair)."""
+def pooled(
+    folders: Sequence[Path], name: str, first: int | None = None
+) -> tuple[str, list[RunRecord]]:
+    """Run ``name`` of every dataset folder as one run (its ``first`` records of each, when
+    given), its question ids prefixed by the folder's name (so that questions of different
+    datasets never pair)."""
     records: list[RunRecord] = []
     for folder in folders:
-        _, found = load(folder / name)
+        _, found = load(folder / name, first)
         records += [attrs.evolve(r, id=f"{folder.name}/{r.id}") for r in found]
     return name, records
 
@@ -115,12 +120,15 @@ class Comparison:
     seed: int
     rows: tuple[tuple[str, str, Paired], ...]
     chosen: tuple[tuple[str, str], ...] = ()
+    first: int | None = None
 
     def markdown(self) -> str:
         """What the method was, then one table row per run and answer."""
         where = f" pooled over {', '.join(map(str, self.over))}" if self.over else ""
+        among = f" among each run's first {self.first}" if self.first is not None else ""
         lines = [
-            f"F1 in %, against {self.base}{where} on the questions both answered; 95% interval "
+            f"F1 in %, against {self.base}{where} on the questions both answered{among}; 95% "
+            "interval "
             f"of the difference from {self.resamples:,} paired bootstrap resamples (seed "
             f"{self.seed}); p = two-sided exact sign test over the questions that changed."
             + (
@@ -150,13 +158,18 @@ def compare_runs(
     answer: str | None = None,
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    first: int | None = None,
 ) -> Comparison:
     """Each of ``runs`` against ``base`` (run folders; with ``over``, run names inside each of
     those dataset folders, their questions pooled). ``base_answer`` and ``answer`` choose the
     answers compared (:func:`compare`); ``base_answer="best"`` takes, on each dataset, the
-    base's variant with the higher mean F1 over its questions. A RunError names a folder that
-    is not a run, a run with no question in common with the base, or a variant it lacks."""
-    loaded = [pooled(over, n) if over else load(Path(n)) for n in (base, *runs)]
+    base's variant with the higher mean F1 over its questions. ``first``: each run's first
+    questions only (of each dataset folder), as a run stopped there would have them. A
+    RunError names a folder that is not a run, a run with no question in common with the
+    base, or a variant it lacks."""
+    if first is not None and first < 1:
+        raise RunError(f"first must be 1 or more, got {first}")
+    loaded = [pooled(over, n, first) if over else load(Path(n), first) for n in (base, *runs)]
     chosen: list[tuple[str, str]] = []
     if base_answer == BEST:
         best: list[RunRecord] = []
@@ -175,7 +188,7 @@ def compare_runs(
         if not found:
             raise RunError(f"{given}: no question in common with {base}")
         rows += [(name, label, p) for label, p in found.items()]
-    return Comparison(base, tuple(over), resamples, seed, tuple(rows), tuple(chosen))
+    return Comparison(base, tuple(over), resamples, seed, tuple(rows), tuple(chosen), first)
 
 
 def _by_dataset(

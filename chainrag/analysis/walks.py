@@ -89,32 +89,46 @@ def summary(records: Sequence[RunRecord]) -> WalkSummary:
     )
 
 
-def walks(folder: Path, only: frozenset[str] | None = None) -> WalkSummary:
-    """The walks of one run folder (of the questions in ``only``, when given); a RunError
-    naming it if it is not a run or its records are not ChainRAG's."""
-    records = predictions(folder)
-    return summary([r for r in records if only is None or r.id in only])
+def kept(
+    records: Sequence[RunRecord], only: frozenset[str] | None = None, first: int | None = None
+) -> list[RunRecord]:
+    """The run's ``first`` records (in the order it answered them; all, with None) whose
+    question is in ``only`` (any, with None)."""
+    return [r for r in records[:first] if only is None or r.id in only]
 
 
-def shared_questions(folders: Sequence[Path]) -> frozenset[str]:
-    """The ids of the questions every run folder answered (the questions ``compare`` pairs);
-    a RunError naming the folders when they share none."""
-    ids = [{r.id for r in predictions(folder)} for folder in folders]
+def walks(
+    folder: Path, only: frozenset[str] | None = None, first: int | None = None
+) -> WalkSummary:
+    """The walks of one run folder (of its ``first`` questions and of those in ``only``, when
+    given: :func:`kept`); a RunError naming it if it is not a run or its records are not
+    ChainRAG's."""
+    return summary(kept(predictions(folder), only, first))
+
+
+def shared_questions(folders: Sequence[Path], first: int | None = None) -> frozenset[str]:
+    """The ids of the questions every run folder answered (among each one's ``first``, when
+    given: the questions ``compare --first`` pairs); a RunError naming the folders when they
+    share none."""
+    ids = [{r.id for r in predictions(folder)[:first]} for folder in folders]
     shared = frozenset(set.intersection(*ids)) if ids else frozenset()
     if not shared:
         raise RunError(f"{', '.join(map(str, folders))}: no question answered by every run")
     return shared
 
 
-def walks_table(folders: Sequence[Path], only: frozenset[str] | None = None) -> str:
-    """One markdown row per run folder (over the questions in ``only``, when given)."""
+def walks_table(
+    folders: Sequence[Path], only: frozenset[str] | None = None, first: int | None = None
+) -> str:
+    """One markdown row per run folder (over its ``first`` questions and those in ``only``,
+    when given)."""
     lines = [
         "| run | questions | sub-q/q | rewritten (text changed) | checks | yes | no (unread) "
         "| walks by hops | words/walk | cut by budget | sub-q not answered |",
         "|---" * 11 + "|",
     ]
     for folder in folders:
-        s = walks(folder, only)
+        s = walks(folder, only, first)
         hops = ", ".join(f"{h}: {n}" for h, n in s.hops.items()) or "–"
         if s.walks and s.cut_unknown == s.walks:
             cut = "not recorded"

@@ -17,6 +17,10 @@ OVER_HELP = (
     "and RUNS are then run names inside each of them, and the questions of all are compared "
     "together (a question never pairs across datasets)."
 )
+FIRST_HELP = (
+    "Only each run's first N questions (of each dataset folder, in the order the run answered "
+    "them): the figures of runs as they stood at N, e.g. the first 15 of runs taken on to 30."
+)
 
 
 @reports_errors()
@@ -40,6 +44,7 @@ def compare(
     ] = None,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    first: Annotated[int | None, typer.Option(min=1, help=FIRST_HELP)] = None,
 ) -> None:
     """Is a difference between runs more than noise? Each run against BASE on the questions
     both answered, per answer variant: mean F1, the difference with its 95% paired-bootstrap
@@ -54,7 +59,7 @@ def compare(
     from chainrag.analysis import compare_runs
 
     found = compare_runs(base, runs, over=over or (), base_answer=base_answer, answer=answer,
-                         resamples=resamples, seed=seed)  # fmt: skip
+                         resamples=resamples, seed=seed, first=first)  # fmt: skip
     typer.echo(found.markdown())
 
 
@@ -74,6 +79,10 @@ SHARED_HELP = (
     "Count only the questions every run answered (the ones compare pairs), e.g. a full run "
     "beside one of its first 15 questions."
 )
+WALKS_FIRST_HELP = (
+    "Count only each run's first N questions (in the order it answered them), as compare "
+    "--first does; with --shared, those of them every run answered."
+)
 
 
 @reports_errors()
@@ -83,6 +92,7 @@ def walks(
     build_index: Annotated[bool, typer.Option("--build-index", help=BUILD_HELP)] = False,
     listing: Annotated[bool, typer.Option("--list", help=LIST_HELP)] = False,
     shared: Annotated[bool, typer.Option("--shared", help=SHARED_HELP)] = False,
+    first: Annotated[int | None, typer.Option(min=1, help=WALKS_FIRST_HELP)] = None,
 ) -> None:
     """What ChainRAG's graph walks did, one row per run: sub-questions per question, rewrites
     (and how many changed the text), the sufficiency judge's verdicts, walks by hops, words
@@ -98,13 +108,14 @@ def walks(
         raise fail("--build-index applies to --gold only", 2)
     if listing and not gold:
         raise fail("--list applies to --gold only", 2)
-    only = shared_questions(runs) if shared else None
-    typer.echo(walks_table(runs, only))
+    only = shared_questions(runs, first) if shared else None
+    typer.echo(walks_table(runs, only, first))
     if gold:
         from chainrag.analysis.gold_walks import gold_walks_table
 
         typer.echo("")
         typer.echo(gold_walks_table(runs, build_index=build_index, listing=listing, only=only,
+                                    first=first,
                                     progress=lambda line: typer.echo(line, err=True)))  # fmt: skip
 
 
