@@ -81,7 +81,8 @@ def screen(runs: Path, sets: Sequence[str]) -> list[list[str]]:
     """The table's rows: CxtInt, then each choice: its F1 per set and pooled, and its paired
     difference from CxtInt pooled."""
     base: dict[str, list[float]] = {}
-    chosen: dict[str, dict[str, list[float]]] = {label: {} for label in rows()}
+    choices = rows()
+    chosen: dict[str, dict[str, list[float]]] = {label: {} for label in choices}
     for name in sets:
         _, records = load(runs / name / "ansint")
         answers = {b: {r.id: r.scored.text for r in load(runs / name / b)[1]} for b in BASELINES}
@@ -91,7 +92,7 @@ def screen(runs: Path, sets: Sequence[str]) -> list[list[str]]:
                 raise RunError(f"{runs / name}: {', '.join(missing)} did not answer {record.id}")
             others = {b: answers[b][record.id] for b in BASELINES}
             base.setdefault(name, []).append(record.answers["cxtint"].f1)
-            for label, choose in rows().items():
+            for label, choose in choices.items():
                 f1 = qa_scores(choose(record, others), record.gold)[1]
                 chosen[label].setdefault(name, []).append(f1)
 
