@@ -122,10 +122,48 @@ def test_selector_screen_votes_for_ansint_only_where_the_baseline_agrees_with_it
         answers={"cxtint": ScoredAnswer("Paris", 0, 0), "ansint": ScoredAnswer("Lyon", 0, 0)}
     )
     choose = script.vote("naive")
-    assert choose(record, {"naive": "lyon."}) == "Lyon"
-    assert choose(record, {"naive": "Paris"}) == "Paris"
-    assert choose(record, {"naive": "Nice"}) == "Paris"
-    assert choose(record, {}) == "Paris"
+    assert choose(record, script.Known({"naive": "lyon."})) == "Lyon"
+    assert choose(record, script.Known({"naive": "Paris"})) == "Paris"
+    assert choose(record, script.Known({"naive": "Nice"})) == "Paris"
+    assert choose(record, script.Known({})) == "Paris"
+
+
+def test_selector_screen_takes_ansint_only_where_its_answer_alone_is_in_the_evidence() -> None:
+    """The grounded choice: whole normalised words of the retrieved text, AnsInt only where
+    CxtInt's answer is not there too; no evidence text is an error, not CxtInt."""
+    script = _script("selector_screen")
+
+    def record(ans: str, cxt: str) -> SimpleNamespace:
+        answers = {"ansint": ScoredAnswer(ans, 0, 0), "cxtint": ScoredAnswer(cxt, 0, 0)}
+        return SimpleNamespace(id="q1", answers=answers)
+
+    evidence = "the lyon team played in paris on 12 october 2015"
+    assert script.occurs("The Lyon team.", evidence)
+    assert not script.occurs("Lyo", evidence) and not script.occurs("", evidence)
+    known = script.Known({}, evidence)
+    assert script.grounded(record("Lyon", "Nice"), known) == "Lyon"
+    assert script.grounded(record("Lyon", "Paris"), known) == "Paris"
+    assert script.grounded(record("Nice", "Marseille"), known) == "Marseille"
+    assert script.grounded(record("12 October 2015", "2015-10-12"), known) == "12 October 2015"
+    with pytest.raises(ValueError, match="q1: no evidence"):
+        script.grounded(record("Lyon", "Nice"), script.Known({}))
+
+
+def test_selector_screen_grounded_names_the_question_whose_index_is_not_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--grounded reads the indexes ChainRAG searched; an empty index cache without
+    --build-index stops with the run folder, the question and the way to build it."""
+    script = _script("selector_screen")
+    monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path))
+    runs = ROOT / "docs" / "runs"
+    assert script.main(["--runs", str(runs), "--sets", "long-musique", "--grounded"]) == 2
+    err = capsys.readouterr().err
+    assert str(runs / "long-musique" / "ansint") in err and "question " in err
+    assert "not in the index cache" in err and "run again with --build-index" in err
+    with pytest.raises(SystemExit):
+        script.main(["--build-index"])
+    assert "--build-index applies to --grounded only" in capsys.readouterr().err
 
 
 FINAL_TEST = ROOT / "scripts" / "final_test.sh"
