@@ -697,6 +697,45 @@ def test_choose_by_probabilities_averages_the_second_answers_share_over_both_ord
 
 
 @pytest.mark.parametrize(
+    ("cxt_yes", "ans_yes", "expected"),
+    [
+        ([("Yes", -0.7), ("No", -0.7)], [("yes", -0.2), (" no", -1.7)], "Stockholm"),
+        ([("Yes", -0.2), ("No", -1.7)], [("Yes", -0.7), ("No", -0.7)], "Fårö"),
+        ([("Yes", -0.7), ("No", -0.7)], [("Yes", -0.7), ("No", -0.7)], "Fårö"),  # a tie: first
+        ([("No", -0.1)], [("The", -0.1)], "Stockholm"),  # 0.0 against 0.5 (neither word)
+    ],
+)  # fmt: skip
+def test_choose_by_verify_takes_the_answer_the_llm_more_likely_calls_supported(
+    cxt_yes: list[tuple[str, float]], ans_yes: list[tuple[str, float]], expected: str,
+    bergman: QAExample, tmp_path: Path,
+) -> None:  # fmt: skip
+    """one_hop_choose_verify: one ``supports`` ask per answer, CxtInt's first, over the same
+    sentences one_hop_choose shows, each answer alone; the higher P(yes) wins, a tie keeps
+    CxtInt. The other requests are one_hop_choose's."""
+    recipe = fast(load_recipe(ROOT / "recipes" / "variants" / "one_hop_choose_verify.yaml"))
+    replies = [LLMResponse(t[0][0].strip(), "", top_logprobs=tuple(t)) for t in (cxt_yes, ans_yes)]
+    llm = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], supports=replies)
+    [named] = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path)).answers
+    assert (named.name, named.answer.text) == ("choose", expected)
+    assert named.answer.raw.startswith("[second: P(yes)" if expected == "Stockholm" else "[first")
+    asked = [r for r in llm.requests if r.prompt_id == "supports"]
+    assert [r.top_logprobs for r in asked] == [5, 5]
+    first, second = (r.messages[-1].content for r in asked)
+    assert "Proposed answer: Fårö\n" in first and "Proposed answer: Stockholm\n" in second
+    assert (
+        "Fårö" not in second.split("Question:")[1]
+        and "Stockholm" not in first.split("Question:")[1]
+    )
+    letters = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], choose=["A", "A"])
+    answer_question(fast(load_recipe(ROOT / "recipes" / "variants" / "one_hop_choose.yaml")),
+                    bergman, letters, cache=IndexCache(tmp_path))  # fmt: skip
+    chosen = letters.requests[-2].messages[-1].content
+    shown = chosen.split("Sentences:\n")[1].split("\n\nNotes:")[0]
+    assert first.split("Passages:\n")[1].split("\n\nQuestion:")[0] == shown
+    assert [r for r in llm.requests if r.prompt_id != "supports"] == letters.requests[:-2]
+
+
+@pytest.mark.parametrize(
     ("sentence", "answer", "named"),
     [
         ("Bergman died on Fårö in 2007.", "Fårö", True),

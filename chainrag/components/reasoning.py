@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import attrs
 
-from chainrag.components.judges import first_token_share, numbered
+from chainrag.components.judges import first_token_share, numbered, yes_share
 from chainrag.components.rerankers import NoRerank
 from chainrag.core.budget import fit, words
 from chainrag.core.context import Context, MissingResourceError
@@ -26,6 +26,7 @@ from chainrag.core.types import (
 from chainrag.data.metrics import normalize_answer
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import complete_json
+from chainrag.protocols.llm import LLM
 from chainrag.protocols.reasoning import Integrator
 from chainrag.protocols.retrieval import Reranker, Sentenced
 from chainrag.recipes.registry import (
@@ -496,6 +497,11 @@ class Choose:
     log-probabilities; the second's share of the two letters' probability (0.5 where neither
     letter is among the 5) is averaged over the two orders, which cancels a constant lean to
     one position, and ``second``'s answer is taken where the mean is above 0.5.
+    ``by: verify``: no A/B choice; each answer is checked on its own against the same
+    sentences ("Do the passages support this answer?", the ``supports`` prompt, version
+    ``prompt_version``) and P(yes) read from the first token's top 5 log-probabilities
+    (:func:`~chainrag.components.judges.yes_share`); ``second``'s answer is taken where its
+    P(yes) is above ``first``'s, so no position is favoured and a tie keeps ``first``.
     At most two calls a question beyond the two integrators', and none where they agree.
     Made for issue 24, where AnsInt and CxtInt disagree on 52 of 90 questions and the better
     of the two per question scores 7 F1 above the better integration per set.
@@ -506,7 +512,7 @@ class Choose:
     first: Integrator
     second: Integrator
     word_budget: int = attrs.field(default=600, validator=attrs.validators.ge(1))
-    by: Literal["letters", "probabilities"] = "letters"
+    by: Literal["letters", "probabilities", "verify"] = "letters"
     prompt_version: int = 1
     name: str | None = attrs.field(default=None, validator=answer_name_ok)
     """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
@@ -527,10 +533,13 @@ class Choose:
         llm = ctx.require_llm("choose integrator")
         texts = [text for text, _ in inputs.readable()]
         shown = naming_evidence(texts, [first.text, second.text], self.word_budget)
+        evidence = numbered(shown) or "(none of the sentences names either answer)"
+        if self.by == "verify":
+            return self._verify(inputs.question, evidence, first, second, llm)
         prompt = load_prompt("choose", self.prompt_version)
         values = {
             "question": inputs.question,
-            "evidence": numbered(shown) or "(none of the sentences names either answer)",
+            "evidence": evidence,
             "pairs": history_text([a for a in inputs.sub_answers if a.answered]),
         }
         top = 5 if self.by == "probabilities" else None
@@ -540,6 +549,22 @@ class Choose:
             replies.append(llm.complete(request))
         takes_second, said = self._read(replies)
         if takes_second:
+            return Answer(second.text, f"[second: {said}]\n{second.raw}")
+        return Answer(first.text, f"[first: {said}]\n{first.raw}")
+
+    def _verify(
+        self, question: str, evidence: str, first: Answer, second: Answer, llm: LLM
+    ) -> Answer:
+        """``by: verify``: each answer's P(yes) that the evidence supports it; the higher wins."""
+        prompt = load_prompt("supports", self.prompt_version)
+        p_first, p_second = (
+            yes_share(llm.complete(attrs.evolve(
+                prompt.request(evidence=evidence, question=question, answer=a.text),
+                top_logprobs=5)))
+            for a in (first, second)
+        )  # fmt: skip
+        said = f"P(yes) {p_second:.2f} for the second, {p_first:.2f} for the first"
+        if p_second > p_first:
             return Answer(second.text, f"[second: {said}]\n{second.raw}")
         return Answer(first.text, f"[first: {said}]\n{first.raw}")
 
