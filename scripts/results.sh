@@ -131,12 +131,14 @@ BEAT=(recipes/variants/hybrid_seeds.yaml recipes/variants/numbered_refs.yaml)
 # one_hop makes ansint.yaml's requests but the sufficiency checks wherever ansint's judge said
 # "yes" after the first hop: new calls only for the few walks that went on. one_hop_choose,
 # after one_hop, makes its requests and new calls only to choose where AnsInt and CxtInt differ
-# (one_hop_choose_probabilities too: its asks carry top_logprobs, so they are not the same).
+# (one_hop_choose_probabilities too: its asks carry top_logprobs, so they are not the same;
+# one_hop_choose_verify asks each answer on its own, the supports prompt, where they differ).
 # compare_by_rule makes ansint.yaml's requests but CxtInt's where its rule decides: no new call.
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_passages_checked.yaml
         recipes/variants/cxtint_short.yaml recipes/variants/cxtint_notes.yaml
         recipes/variants/one_hop.yaml recipes/variants/one_hop_choose.yaml
-        recipes/variants/one_hop_choose_probabilities.yaml recipes/variants/judge_answers.yaml
+        recipes/variants/one_hop_choose_probabilities.yaml recipes/variants/one_hop_choose_verify.yaml
+        recipes/variants/judge_answers.yaml
         recipes/variants/seeds_first.yaml recipes/variants/compare_by_rule.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
 # are chosen, and the explicit answer form lost there: they are replayed there only.
