@@ -4,11 +4,12 @@
     .venv/bin/python scripts/selector_screen.py --runs DIR --sets long-musique long-2wiki
     .venv/bin/python scripts/selector_screen.py --grounded --build-index   # + the evidence rule
 
-An offline screen for issue 49's item 3, made from run folders already on disk: no LLM call, no
-index. Paper-faithful ChainRAG (run ``ansint``) answers every question twice, with AnsInt and
-with CxtInt; a recipe that took the better of the two on each question would gain what the
-"oracle" row shows over CxtInt. Each other row is a rule that chooses per question, from
-answers the runs already hold, with nothing read from the question's wording:
+An offline screen for issue 49's item 3, made from run folders already on disk: no LLM call
+(and no index but with ``--grounded``). Paper-faithful ChainRAG (run ``ansint``) answers every
+question twice, with AnsInt and with CxtInt; a recipe that took the better of the two on each
+question would gain what the "oracle" row shows over CxtInt. Each other row is a rule that
+chooses per question, from answers the runs already hold, with nothing read from the
+question's wording:
 
 - ``vote with RUN``: the answer two of CxtInt, AnsInt and that baseline run's answer agree on
   (after SQuAD normalisation), else CxtInt. A recipe doing this makes the baseline's request
