@@ -39,9 +39,10 @@ from pathlib import Path
 import attrs
 
 from chainrag.analysis.paired import load
+from chainrag.analysis.records import predictions_file
 from chainrag.data.metrics import normalize_answer, qa_scores
 from chainrag.index.build import IndexCache
-from chainrag.report.runs import find_runs
+from chainrag.report.runs import Run, load_run
 from chainrag.report.stats import paired
 from chainrag.run.files import RunError
 from chainrag.run.record import RunRecord
@@ -129,9 +130,8 @@ class Evidence:
     def say(message: str) -> None:
         print(f"selector_screen: {message}", file=sys.stderr)
 
-    def texts(self, folder: Path) -> dict[str, str]:
+    def texts(self, run: Run) -> dict[str, str]:
         """Question id -> the normalised text of every unit its steps retrieved."""
-        run = find_runs([folder])[0]
         out: dict[str, str] = {}
         for record in run.records:
             example = self.examples.example(run, record.id)
@@ -140,7 +140,7 @@ class Evidence:
             )
             if isinstance(units, Unavailable):
                 hint = "" if self.indexes.build else " (here: run again with --build-index)"
-                raise RunError(f"{folder}, question {record.id}: {units.reason}{hint}")
+                raise RunError(f"{run.folder}, question {record.id}: {units.reason}{hint}")
             ids = dict.fromkeys(i for step in record.trace.steps for i in step.retrieved)
             out[record.id] = normalize_answer(" ".join(units.units[i].text for i in ids))
         return out
@@ -155,10 +155,11 @@ def screen(runs: Path, sets: Sequence[str], evidence: Evidence | None = None) ->
     chosen: dict[str, dict[str, list[float]]] = {label: {} for label in choices}
     found: Counter[tuple[bool, bool]] = Counter()
     for name in sets:
-        _, records = load(runs / name / "ansint")
+        predictions_file(runs / name / "ansint")
+        chainrag = load_run(runs / name / "ansint")
         answers = {b: {r.id: r.scored.text for r in load(runs / name / b)[1]} for b in BASELINES}
-        texts = evidence.texts(runs / name / "ansint") if evidence is not None else {}
-        for record in records:
+        texts = evidence.texts(chainrag) if evidence is not None else {}
+        for record in chainrag.records:
             missing = [b for b in BASELINES if record.id not in answers[b]]
             if missing:
                 raise RunError(f"{runs / name}: {', '.join(missing)} did not answer {record.id}")
