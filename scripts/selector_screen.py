@@ -3,6 +3,7 @@
     .venv/bin/python scripts/selector_screen.py                 # docs/runs, the three long sets
     .venv/bin/python scripts/selector_screen.py --runs DIR --sets long-musique long-2wiki
     .venv/bin/python scripts/selector_screen.py --grounded --build-index   # + the evidence rule
+    .venv/bin/python scripts/selector_screen.py --margins one_hop_choose_verify --sets A B
 
 An offline screen for issue 49's item 3, made from run folders already on disk: no LLM call
 (and no index but with ``--grounded``). Paper-faithful ChainRAG (run ``ansint``) answers every
@@ -23,6 +24,14 @@ question's wording:
   second a question), and prints where the two answers differ, how many of them each answer
   occurs in.
 
+``--margins RUN`` prints another table: how a run of ``choose`` by ``verify`` (RUN, say
+``one_hop_choose_verify``) would have chosen at each ``margin`` (:data:`MARGINS`): AnsInt's
+answer only where its P(yes) is above CxtInt's by more than the margin. The two P(yes) are
+read from each answer's ``raw`` (:func:`~chainrag.components.reasoning.verify_shares`), the two
+answers from the run ``--pairs`` (``one_hop``: the same requests without the choice), and each
+row is scored against that run's CxtInt. The margin with the highest pooled F1 (the smaller on
+a tie) is named last: a margin is chosen this way on training questions, never on dev.
+
 Each row is scored against CxtInt on the same questions (paired bootstrap, sign test:
 :mod:`chainrag.report.stats`), per set and pooled. The rows are derived from earlier runs, not
 run, and they chose nothing: they say whether a rule is worth making into a recipe and running.
@@ -40,6 +49,7 @@ import attrs
 
 from chainrag.analysis.paired import load
 from chainrag.analysis.records import predictions_file
+from chainrag.components.reasoning import verify_shares
 from chainrag.data.metrics import normalize_answer, qa_scores
 from chainrag.index.build import IndexCache
 from chainrag.report.runs import Run, load_run
@@ -50,6 +60,7 @@ from chainrag.view.sources import Examples, Indexes, Unavailable
 
 SETS = ("long-musique", "long-2wiki", "long-hotpotqa")
 BASELINES = ("naive", "naive_qd", "iter_retgen")
+MARGINS = tuple(round(0.025 * i, 3) for i in range(13))  # 0, 0.025, ..., 0.3
 
 
 @attrs.frozen
@@ -190,6 +201,76 @@ def screen(runs: Path, sets: Sequence[str], evidence: Evidence | None = None) ->
     return table
 
 
+@attrs.frozen
+class Weighed:
+    """One question of a ``choose`` by ``verify`` run, beside the two answers it chose from."""
+
+    cxtint: float  # F1 of the first answer (CxtInt's)
+    ansint: float  # F1 of the second (AnsInt's)
+    chosen: float  # F1 of the run's own answer
+    shares: tuple[float, float] | None  # P(yes) for (first, second); None where none was asked
+
+    def f1(self, margin: float) -> float:
+        """F1 of the answer ``choose`` takes at ``margin``."""
+        if self.shares is None:  # agreement or a misfit decided it, whatever the margin
+            return self.chosen
+        first, second = self.shares
+        return self.ansint if second > first + margin else self.cxtint
+
+
+def weighed(runs: Path, name: str, verify: str, pairs: str) -> list[Weighed]:
+    """Set ``name``'s questions of run ``verify``, each with run ``pairs``' two answers."""
+    _, records = load(runs / name / verify)
+    _, both = load(runs / name / pairs)
+    answers = {r.id: r.answers for r in both}
+    out = []
+    for record in records:
+        if record.id not in answers:
+            raise RunError(f"{runs / name / pairs}: did not answer {record.id}")
+        cxt, ans = answers[record.id].get("cxtint"), answers[record.id].get("ansint")
+        if cxt is None or ans is None:
+            raise RunError(f"{runs / name / pairs}: no cxtint and ansint answers to choose from")
+        named = [a for a in record.trace.answers if a.name == "choose"]
+        if not named:
+            raise RunError(f"{runs / name / verify}: {record.id} has no `choose` answer")
+        chosen = record.answers["choose"].text
+        if normalize_answer(chosen) not in {normalize_answer(cxt.text), normalize_answer(ans.text)}:
+            raise RunError(
+                f"{runs / name / verify}: {record.id} chose {chosen!r}, neither of {pairs}'s "
+                f"answers ({cxt.text!r}, {ans.text!r}): the two runs did not make the same requests"
+            )
+        out.append(Weighed(cxt.f1, ans.f1, record.answers["choose"].f1,
+                           verify_shares(named[0].answer.raw)))  # fmt: skip
+    return out
+
+
+def margins(
+    runs: Path, sets: Sequence[str], verify: str, pairs: str = "one_hop"
+) -> tuple[list[list[str]], float]:
+    """The rows of the margin table and the margin chosen (highest pooled F1; smaller on a tie)."""
+    per_set = {name: weighed(runs, name, verify, pairs) for name in sets}
+    pooled = [q for name in sets for q in per_set[name]]
+    base = [q.cxtint for q in pooled]
+    mean = lambda v: 100 * sum(v) / len(v)  # noqa: E731
+    table = [[f"CxtInt ({pairs})", *(f"{mean([q.cxtint for q in per_set[n]]):.2f}" for n in sets),
+              f"{mean(base):.2f}", "", "", ""]]  # fmt: skip
+    best, best_f1 = MARGINS[0], -1.0
+    for margin in MARGINS:
+        f1 = [q.f1(margin) for q in pooled]
+        p = paired(base, f1)
+        taken = sum(q.shares is not None and q.shares[1] > q.shares[0] + margin for q in pooled)
+        table.append([f"margin {margin:g}",
+                      *(f"{mean([q.f1(margin) for q in per_set[n]]):.2f}" for n in sets),
+                      f"{mean(f1):.2f}", f"{p.delta:+.2f} [{p.low:+.1f}, {p.high:+.1f}]",
+                      f"{p.better} / {p.worse} / {p.same}", str(taken)])  # fmt: skip
+        if mean(f1) > best_f1 + 1e-9:
+            best, best_f1 = margin, mean(f1)
+    asked = sum(q.shares is not None for q in pooled)
+    table.append([f"{len(pooled)} questions, P(yes) asked on {asked}; the margin with the highest "
+                  f"pooled F1 (the smaller on a tie): {best:g}"])  # fmt: skip
+    return table, best
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -208,15 +289,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --grounded: build a question's index missing from the index cache",
     )
+    parser.add_argument(
+        "--margins",
+        metavar="RUN",
+        help="instead: the table of margins for RUN, a run of choose by verify in each set",
+    )
+    parser.add_argument(
+        "--pairs",
+        metavar="RUN",
+        default="one_hop",
+        help="with --margins: the run holding the two answers RUN chose from (one_hop)",
+    )
     args = parser.parse_args(argv)
     if args.build_index and not args.grounded:
         parser.error("--build-index applies to --grounded only")
+    if args.margins and args.grounded:
+        parser.error("--margins and --grounded make different tables: give one")
     try:
-        table = screen(args.runs, args.sets, Evidence(args.build_index) if args.grounded else None)
+        if args.margins:
+            table, _ = margins(args.runs, args.sets, args.margins, args.pairs)
+        else:
+            evidence = Evidence(args.build_index) if args.grounded else None
+            table = screen(args.runs, args.sets, evidence)
     except RunError as e:
         print(f"selector_screen: {e}", file=sys.stderr)
         return 2
     head = ["choice", *args.sets, "pooled", "− CxtInt pooled [95%]", "better / worse / same"]
+    if args.margins:
+        head.append("AnsInt taken")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in table:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from chainrag.components.reasoning import (
     mentions,
     misfit,
     naming_evidence,
+    verify_shares,
 )
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import LLMRequest, LLMResponse, QAExample
@@ -733,6 +735,55 @@ def test_choose_by_verify_takes_the_answer_the_llm_more_likely_calls_supported(
     shown = chosen.split("Sentences:\n")[1].split("\n\nNotes:")[0]
     assert first.split("Passages:\n")[1].split("\n\nQuestion:")[0] == shown
     assert [r for r in llm.requests if r.prompt_id != "supports"] == letters.requests[:-2]
+
+
+@pytest.mark.parametrize(("margin", "expected"), [(0.0, "Stockholm"), (0.1, "Stockholm"),
+                                                  (0.2, "Fårö")])  # fmt: skip
+def test_choose_by_verify_with_a_margin_takes_the_second_only_that_far_ahead(
+    margin: float, expected: str, bergman: QAExample, tmp_path: Path
+) -> None:
+    """P(yes) 0.50 for CxtInt's answer and 0.65 for AnsInt's: AnsInt's is taken unless the
+    margin is 0.15 or more; the raw says both P(yes), which :func:`verify_shares` reads back,
+    and the margin; the requests do not depend on it."""
+    recipe = tmp_path / "margin.yaml"
+    recipe.write_text(
+        f"base: {ROOT / 'recipes' / 'variants' / 'one_hop_choose_verify.yaml'}\n"
+        f"method:\n  integrators:\n    - kind: choose\n      first: {{kind: cxt_int}}\n"
+        f"      second: {{kind: ans_int}}\n      by: verify\n      margin: {margin}\n"
+    )
+    halves, ahead = (
+        [("Yes", math.log(0.5)), ("No", math.log(0.5))],
+        [("Yes", math.log(0.65)), ("No", math.log(0.35))],
+    )
+    replies = [LLMResponse("Yes", "", top_logprobs=tuple(t)) for t in (halves, ahead)]
+    llm = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], supports=replies)
+    [named] = answer_question(fast(load_recipe(recipe)), bergman, llm,
+                              cache=IndexCache(tmp_path / "cache")).answers  # fmt: skip
+    assert named.answer.text == expected
+    shares = verify_shares(named.answer.raw)
+    assert shares is not None and shares == pytest.approx((0.5, 0.65), abs=1e-4)
+    assert (f"margin {margin:g}]" in named.answer.raw) is bool(margin)
+    assert sum(r.prompt_id == "supports" for r in llm.requests) == 2
+
+
+def test_verify_shares_reads_a_verify_choice_and_nothing_else() -> None:
+    assert verify_shares("[second: P(yes) 0.7312 for the second, 0.6401 for the first]\nX") == (
+        0.6401, 0.7312)  # fmt: skip
+    assert verify_shares("[first: P(yes) 0.59 for the second, 0.56 for the first, margin 0.1]") \
+        == (0.56, 0.59)  # fmt: skip
+    assert verify_shares("[first: both said it]\nFårö") is None
+    assert verify_shares("[second: P(second) 0.61, the mean of 0.6 with the first as A]") is None
+
+
+def test_a_margin_is_refused_unless_choose_verifies(tmp_path: Path) -> None:
+    recipe = tmp_path / "x.yaml"
+    recipe.write_text(
+        f"base: {ROOT / 'recipes' / 'variants' / 'one_hop_choose.yaml'}\n"
+        "method:\n  integrators:\n    - kind: choose\n      first: {kind: cxt_int}\n"
+        "      second: {kind: ans_int}\n      margin: 0.1\n"
+    )
+    with pytest.raises(RecipeError, match=r"margin: 0\.1 applies to by: verify only"):
+        load_recipe(recipe)
 
 
 @pytest.mark.parametrize(

@@ -166,6 +166,46 @@ def test_selector_screen_grounded_names_the_question_whose_index_is_not_built(
     assert "--build-index applies to --grounded only" in capsys.readouterr().err
 
 
+def test_selector_screen_margins_rechoose_a_verify_run_and_name_the_best_margin(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--margins on the committed dev runs: margin 0 is the run's own choice (42.56 pooled, as
+    docs/results.md's "A third try" says), larger margins take AnsInt less often, and the last
+    line names the margin with the highest pooled F1."""
+    script = _script("selector_screen")
+    assert script.main(["--runs", str(ROOT / "docs" / "runs"), "--margins",
+                        "one_hop_choose_verify"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "| CxtInt (one_hop) | 36.58 | 36.90 | 41.19 | 38.23 |" in out
+    assert "| margin 0 | 39.58 | 48.57 | 39.52 | 42.56 | +4.33" in out
+    taken = [int(line.rsplit("|", 2)[1]) for line in out.splitlines() if "| margin " in line]
+    assert len(taken) == 13 and taken == sorted(taken, reverse=True) and taken[0] == 19
+    assert "90 questions, P(yes) asked on 47" in out and out.rstrip().endswith(": 0.05")
+
+
+def test_selector_screen_margin_takes_ansint_only_that_far_ahead() -> None:
+    script = _script("selector_screen")
+    q = script.Weighed(cxtint=0.0, ansint=1.0, chosen=0.5, shares=(0.5, 0.6))
+    assert [q.f1(m) for m in (0.0, 0.05, 0.1, 0.2)] == [1.0, 1.0, 0.0, 0.0]
+    assert script.Weighed(0.0, 1.0, 0.5, None).f1(0.0) == 0.5  # no P(yes): the run's own answer
+
+
+def test_selector_screen_margins_name_a_pairs_run_that_chose_from_other_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = _script("selector_screen")
+    runs = ROOT / "docs" / "runs"
+    args = ["--runs", str(runs), "--sets", "long-musique", "--margins", "one_hop_choose_verify"]
+    assert script.main([*args, "--pairs", "naive"]) == 2
+    err = capsys.readouterr().err
+    assert "long-musique/naive: no cxtint and ansint answers" in err
+    assert script.main([*args, "--pairs", "no_graph"]) == 2
+    assert "the two runs did not make the same requests" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script.main([*args, "--grounded"])
+    assert "give one" in capsys.readouterr().err
+
+
 FINAL_TEST = ROOT / "scripts" / "final_test.sh"
 
 

@@ -478,6 +478,18 @@ def letter_share(response: LLMResponse, letter: str) -> float:
     return first_token_share(response, letter, "B" if letter == "A" else "A")
 
 
+_VERIFY_SAID = re.compile(
+    r"^\[(?:first|second): P\(yes\) ([0-9.]+) for the second, ([0-9.]+) for the first"
+)
+
+
+def verify_shares(raw: str) -> tuple[float, float] | None:
+    """The two P(yes) a ``choose`` answer by ``verify`` weighed, (first's, second's), read from
+    its ``raw``; None where it asked nothing (the two answers agreed, or one did not fit)."""
+    found = _VERIFY_SAID.match(raw)
+    return None if found is None else (float(found.group(2)), float(found.group(1)))
+
+
 @INTEGRATORS.register(
     "choose", example={"first": {"kind": "cxt_int"}, "second": {"kind": "ans_int"}}
 )
@@ -501,7 +513,9 @@ class Choose:
     sentences ("Do the passages support this answer?", the ``supports`` prompt, version
     ``prompt_version``) and P(yes) read from the first token's top 5 log-probabilities
     (:func:`~chainrag.components.judges.yes_share`); ``second``'s answer is taken where its
-    P(yes) is above ``first``'s, so no position is favoured and a tie keeps ``first``.
+    P(yes) is above ``first``'s by more than ``margin`` (default 0: any amount), so no
+    position is favoured and a tie keeps ``first``; :func:`verify_shares` reads the two
+    P(yes) back from the answer's ``raw``.
     At most two calls a question beyond the two integrators', and none where they agree.
     Made for issue 24, where AnsInt and CxtInt disagree on 52 of 90 questions and the better
     of the two per question scores 7 F1 above the better integration per set.
@@ -513,9 +527,17 @@ class Choose:
     second: Integrator
     word_budget: int = attrs.field(default=600, validator=attrs.validators.ge(1))
     by: Literal["letters", "probabilities", "verify"] = "letters"
+    margin: float = attrs.field(default=0.0, validator=[attrs.validators.ge(0.0),
+                                                        attrs.validators.lt(1.0)])  # fmt: skip
+    """With ``by: verify``: how much higher ``second``'s P(yes) must be than ``first``'s."""
     prompt_version: int = 1
     name: str | None = attrs.field(default=None, validator=answer_name_ok)
     """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
+
+    @margin.validator
+    def _margin_verifies(self, _: attrs.Attribute[float], margin: float) -> None:
+        if margin and self.by != "verify":
+            raise ValueError(f"margin: {margin} applies to by: verify only (here by: {self.by})")
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         first = inputs.integrated.answer(self.first, inputs, ctx)
@@ -563,8 +585,10 @@ class Choose:
                 top_logprobs=5)))
             for a in (first, second)
         )  # fmt: skip
-        said = f"P(yes) {p_second:.2f} for the second, {p_first:.2f} for the first"
-        if p_second > p_first:
+        said = f"P(yes) {p_second:.4f} for the second, {p_first:.4f} for the first"
+        if self.margin:
+            said += f", margin {self.margin:g}"
+        if p_second > p_first + self.margin:
             return Answer(second.text, f"[second: {said}]\n{second.raw}")
         return Answer(first.text, f"[first: {said}]\n{first.raw}")
 
