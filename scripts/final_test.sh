@@ -66,7 +66,7 @@ for name in musique 2wiki hotpotqa; do
   over+=(--over "$OUT/long-$name-${stem%.*}")
 done
 for base in cxtint ansint best; do
-  $BIN/chainrag compare ansint one_hop_choose_probabilities "${over[@]}" --base-answer $base \
+  $BIN/chainrag compare ansint "$(basename $FROZEN_RECIPE .yaml)" "${over[@]}" --base-answer $base \
     --answer choose
 done
 for folder in "${over[@]}"; do

@@ -251,7 +251,10 @@ def margins(
     per_set = {name: weighed(runs, name, verify, pairs) for name in sets}
     pooled = [q for name in sets for q in per_set[name]]
     base = [q.cxtint for q in pooled]
-    mean = lambda v: 100 * sum(v) / len(v)  # noqa: E731
+
+    def mean(values: Sequence[float]) -> float:
+        return 100 * sum(values) / len(values)
+
     table = [[f"CxtInt ({pairs})", *(f"{mean([q.cxtint for q in per_set[n]]):.2f}" for n in sets),
               f"{mean(base):.2f}", "", "", ""]]  # fmt: skip
     best, best_f1 = MARGINS[0], -1.0
