@@ -26,6 +26,8 @@
 #                                             # 3 long sets
 #   bash scripts/results.sh long-similarity-ablations[@15]  # ... and long:musique's k sweep
 #                                             # and w/o EC/SS with that judge (NAME_similarity)
+#   bash scripts/results.sh train-margin    # issue 49, item 3: choose-by-verify's margin, chosen
+#                                           # on 30 MuSiQue + 30 HotpotQA training questions
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
 # methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
@@ -132,12 +134,14 @@ BEAT=(recipes/variants/hybrid_seeds.yaml recipes/variants/numbered_refs.yaml)
 # "yes" after the first hop: new calls only for the few walks that went on. one_hop_choose,
 # after one_hop, makes its requests and new calls only to choose where AnsInt and CxtInt differ
 # (one_hop_choose_probabilities too: its asks carry top_logprobs, so they are not the same;
-# one_hop_choose_verify asks each answer on its own, the supports prompt, where they differ).
+# one_hop_choose_verify asks each answer on its own, the supports prompt, where they differ;
+# one_hop_choose_verify_margin, after it, makes its requests and no new call).
 # compare_by_rule makes ansint.yaml's requests but CxtInt's where its rule decides: no new call.
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_passages_checked.yaml
         recipes/variants/cxtint_short.yaml recipes/variants/cxtint_notes.yaml
         recipes/variants/one_hop.yaml recipes/variants/one_hop_choose.yaml
         recipes/variants/one_hop_choose_probabilities.yaml recipes/variants/one_hop_choose_verify.yaml
+        recipes/variants/one_hop_choose_verify_margin.yaml
         recipes/variants/judge_answers.yaml
         recipes/variants/seeds_first.yaml recipes/variants/compare_by_rule.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
@@ -170,6 +174,16 @@ for what in ${targets[@]}; do
     for dataset in musique 2wiki hotpotqa; do
       run recipes/variants/one_hop_cxtint.yaml --dataset "long:$dataset" --limit $N \
         --out-dir $OUT --cache-mode use --no-report
+    done
+  elif [[ $what == train-margin ]]; then
+    # The first 30 questions of HippoRAG's MuSiQue and HotpotQA train files at LongBench length
+    # (there is no 2Wiki train file with questions): one_hop_choose_verify, then one_hop replayed
+    # after it; then scripts/selector_screen.py --margins one_hop_choose_verify --sets
+    # long-musique-musique_train long-hotpotqa-hotpotqa_train names the margin (docs/results.md).
+    for spec in musique:chainrag/data/files/hipporag/musique_train.json \
+                hotpotqa:chainrag/data/files/hipporag/hotpotqa_train.json; do
+      run recipes/variants/one_hop_choose_verify.yaml recipes/variants/one_hop.yaml \
+        --dataset "long:$spec" --limit $N --out-dir $OUT --cache-mode use --no-report
     done
   elif [[ $what == long-similarity ]]; then
     for dataset in musique 2wiki hotpotqa; do
