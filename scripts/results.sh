@@ -185,6 +185,12 @@ for what in ${targets[@]}; do
       run recipes/variants/one_hop_choose_verify.yaml recipes/variants/one_hop.yaml \
         --dataset "long:$spec" --limit $N --out-dir $OUT --cache-mode use --no-report
     done
+    # Then the chosen margin's recipe on 15 further MuSiQue training questions (31-45), not used
+    # to choose it (selector_screen.py --margins one_hop_choose_verify_margin --sets
+    # long-musique-musique_train-30-45).
+    run recipes/variants/one_hop_choose_verify_margin.yaml recipes/variants/one_hop.yaml \
+      --dataset "long:musique:chainrag/data/files/hipporag/musique_train.json[30:45]" \
+      --out-dir $OUT --cache-mode use --no-report
   elif [[ $what == long-similarity ]]; then
     for dataset in musique 2wiki hotpotqa; do
       run recipes/variants/similarity_judge.yaml --dataset "long:$dataset" --limit $N \
