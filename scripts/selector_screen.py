@@ -210,12 +210,15 @@ class Weighed:
     chosen: float  # F1 of the run's own answer
     shares: tuple[float, float] | None  # P(yes) for (first, second); None where none was asked
 
+    def takes_second(self, margin: float) -> bool:
+        """Whether the P(yes) asks, at ``margin``, take AnsInt's answer."""
+        return self.shares is not None and self.shares[1] > self.shares[0] + margin
+
     def f1(self, margin: float) -> float:
         """F1 of the answer ``choose`` takes at ``margin``."""
         if self.shares is None:  # agreement or a misfit decided it, whatever the margin
             return self.chosen
-        first, second = self.shares
-        return self.ansint if second > first + margin else self.cxtint
+        return self.ansint if self.takes_second(margin) else self.cxtint
 
 
 def weighed(runs: Path, name: str, verify: str, pairs: str) -> list[Weighed]:
@@ -259,11 +262,11 @@ def margins(
               f"{mean(base):.2f}", "", "", ""]]  # fmt: skip
     best, best_f1 = MARGINS[0], -1.0
     for margin in MARGINS:
-        f1 = [q.f1(margin) for q in pooled]
+        chosen = {n: [q.f1(margin) for q in per_set[n]] for n in sets}
+        f1 = [f for n in sets for f in chosen[n]]
         p = paired(base, f1)
-        taken = sum(q.shares is not None and q.shares[1] > q.shares[0] + margin for q in pooled)
-        table.append([f"margin {margin:g}",
-                      *(f"{mean([q.f1(margin) for q in per_set[n]]):.2f}" for n in sets),
+        taken = sum(q.takes_second(margin) for q in pooled)
+        table.append([f"margin {margin:g}", *(f"{mean(chosen[n]):.2f}" for n in sets),
                       f"{mean(f1):.2f}", f"{p.delta:+.2f} [{p.low:+.1f}, {p.high:+.1f}]",
                       f"{p.better} / {p.worse} / {p.same}", str(taken)])  # fmt: skip
         if mean(f1) > best_f1 + 1e-9:
@@ -274,7 +277,7 @@ def margins(
     return table, best
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--runs", type=Path, default=Path("docs/runs"), help="the sets' parent folder (docs/runs)"
@@ -303,6 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="one_hop",
         help="with --margins: the run holding the two answers RUN chose from (one_hop)",
     )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.build_index and not args.grounded:
         parser.error("--build-index applies to --grounded only")
