@@ -771,8 +771,66 @@ def test_verify_shares_reads_a_verify_choice_and_nothing_else() -> None:
         0.6401, 0.7312)  # fmt: skip
     assert verify_shares("[first: P(yes) 0.59 for the second, 0.56 for the first, margin 0.1]") \
         == (0.56, 0.59)  # fmt: skip
+    assert verify_shares("[second: P(yes) 0.5500 for the second, 0.6000 for the first; 0.2000 "
+                         "and 0.7000 without the passages, so +0.3500 against -0.1000, margin "
+                         "0.1]") == (-0.1, 0.35)  # fmt: skip
     assert verify_shares("[first: both said it]\nFårö") is None
     assert verify_shares("[second: P(second) 0.61, the mean of 0.6 with the first as A]") is None
+
+
+def _yes(p: float) -> LLMResponse:
+    """A reply whose first token says "Yes" with probability ``p`` and "No" otherwise."""
+    return LLMResponse("Yes", "", top_logprobs=(("Yes", math.log(p)), ("No", math.log(1 - p))))
+
+
+@pytest.mark.parametrize(("margin", "expected"), [(0.0, "Stockholm"), (0.3, "Stockholm"),
+                                                  (0.5, "Fårö")])  # fmt: skip
+def test_choose_by_verify_calibrated_weighs_how_far_the_passages_raise_p_yes(
+    margin: float, expected: str, bergman: QAExample, tmp_path: Path
+) -> None:
+    """With ``calibrate``, each answer is asked again with "N/A" for the passages, after the
+    two asks with them (so those are the uncalibrated run's requests): CxtInt's Fårö has
+    P(yes) 0.6 with the passages and 0.7 without (-0.1), AnsInt's Stockholm 0.55 and 0.2
+    (+0.35). Uncalibrated, Fårö wins at any margin; calibrated, Stockholm does unless the
+    margin is 0.45 or more. :func:`verify_shares` reads back what was weighed."""
+    plain_recipe, recipe = tmp_path / "plain.yaml", tmp_path / "calibrated.yaml"
+    plain_recipe.write_text(
+        f"base: {ROOT / 'recipes' / 'variants' / 'one_hop_choose_verify.yaml'}\n"
+        f"method:\n  integrators:\n    - kind: choose\n      first: {{kind: cxt_int}}\n"
+        f"      second: {{kind: ans_int}}\n      by: verify\n      margin: {margin}\n"
+    )
+    recipe.write_text(plain_recipe.read_text() + "      calibrate: true\n")
+    replies = [_yes(0.6), _yes(0.55), _yes(0.7), _yes(0.2)]
+    llm = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], supports=replies)
+    [named] = answer_question(fast(load_recipe(recipe)), bergman, llm,
+                              cache=IndexCache(tmp_path / "cache")).answers  # fmt: skip
+    assert named.answer.text == expected
+    weighed = verify_shares(named.answer.raw)
+    assert weighed is not None and weighed == pytest.approx((-0.1, 0.35), abs=1e-4)
+    assert "0.5500 for the second, 0.6000 for the first; 0.2000 and 0.7000 without" in (
+        named.answer.raw.splitlines()[0])  # fmt: skip
+    asked = [r for r in llm.requests if r.prompt_id == "supports"]
+    shown = [r.messages[-1].content.split("Passages:\n")[1].split("\n\nQuestion:")[0]
+             for r in asked]  # fmt: skip
+    assert shown[0] == shown[1] != "N/A" and shown[2:] == ["N/A", "N/A"]
+    said = [r.messages[-1].content.split("Proposed answer: ")[1].split("\n")[0] for r in asked]
+    assert said == ["Fårö", "Stockholm", "Fårö", "Stockholm"]
+    plain = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], supports=replies[:2])
+    [unweighed] = answer_question(fast(load_recipe(plain_recipe)), bergman, plain,
+                                  cache=IndexCache(tmp_path / "cache")).answers  # fmt: skip
+    assert unweighed.answer.text == "Fårö"
+    assert plain.requests == llm.requests[:-2]
+
+
+def test_calibrate_is_refused_unless_choose_verifies(tmp_path: Path) -> None:
+    recipe = tmp_path / "x.yaml"
+    recipe.write_text(
+        f"base: {ROOT / 'recipes' / 'variants' / 'one_hop_choose.yaml'}\n"
+        "method:\n  integrators:\n    - kind: choose\n      first: {kind: cxt_int}\n"
+        "      second: {kind: ans_int}\n      by: probabilities\n      calibrate: true\n"
+    )
+    with pytest.raises(RecipeError, match=r"calibrate: true applies to by: verify only"):
+        load_recipe(recipe)
 
 
 def test_a_margin_is_refused_unless_choose_verifies(tmp_path: Path) -> None:

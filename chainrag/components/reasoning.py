@@ -480,14 +480,21 @@ def letter_share(response: LLMResponse, letter: str) -> float:
 
 _VERIFY_SAID = re.compile(
     r"^\[(?:first|second): P\(yes\) ([0-9.]+) for the second, ([0-9.]+) for the first"
+    r"(?:; [0-9.]+ and [0-9.]+ without the passages, so ([-+][0-9.]+) against ([-+][0-9.]+))?"
 )
+NO_PASSAGES = "N/A"
+"""What a ``choose`` by ``verify`` with ``calibrate`` shows in place of the passages."""
 
 
 def verify_shares(raw: str) -> tuple[float, float] | None:
-    """The two P(yes) a ``choose`` answer by ``verify`` weighed, (first's, second's), read from
-    its ``raw``; None where it asked nothing (the two answers agreed, or one did not fit)."""
+    """The two values a ``choose`` answer by ``verify`` weighed, (first's, second's), read from
+    its ``raw``: the two P(yes), or with ``calibrate`` how far the passages raised each; None
+    where it asked nothing (the two answers agreed, or one did not fit)."""
     found = _VERIFY_SAID.match(raw)
-    return None if found is None else (float(found.group(2)), float(found.group(1)))
+    if found is None:
+        return None
+    second, first = (found.group(3), found.group(4)) if found.group(3) else found.group(1, 2)
+    return float(first), float(second)
 
 
 @INTEGRATORS.register(
@@ -515,8 +522,13 @@ class Choose:
     (:func:`~chainrag.components.judges.yes_share`); ``second``'s answer is taken where its
     P(yes) is above ``first``'s by more than ``margin`` (default 0: any amount), so no
     position is favoured and a tie keeps ``first``; :func:`verify_shares` reads the two
-    P(yes) back from the answer's ``raw``.
-    At most two calls a question beyond the two integrators', and none where they agree.
+    P(yes) back from the answer's ``raw``. With ``calibrate``, each answer is also asked with
+    "N/A" in place of the passages (:data:`NO_PASSAGES`), and what is weighed is how far the
+    passages raise its P(yes): P(yes) less P(yes) without them, the contextual calibration of
+    Zhao et al. (2021, "Calibrate before use"), which takes out how likely the reader finds
+    an answer whatever it reads.
+    At most two calls a question beyond the two integrators' (four with ``calibrate``), and
+    none where they agree.
     Made for issue 24, where AnsInt and CxtInt disagree on 52 of 90 questions and the better
     of the two per question scores 7 F1 above the better integration per set.
     The answer's ``raw`` starts with a line that says which integrator answered and why.
@@ -530,6 +542,8 @@ class Choose:
     margin: float = attrs.field(default=0.0, validator=[attrs.validators.ge(0.0),
                                                         attrs.validators.lt(1.0)])  # fmt: skip
     """With ``by: verify``: how much higher ``second``'s P(yes) must be than ``first``'s."""
+    calibrate: bool = attrs.field(default=False)
+    """With ``by: verify``: weigh P(yes) less P(yes) without the passages (two more calls)."""
     prompt_version: int = 1
     name: str | None = attrs.field(default=None, validator=answer_name_ok)
     """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
@@ -538,6 +552,11 @@ class Choose:
     def _margin_verifies(self, _: attrs.Attribute[float], margin: float) -> None:
         if margin and self.by != "verify":
             raise ValueError(f"margin: {margin} applies to by: verify only (here by: {self.by})")
+
+    @calibrate.validator
+    def _calibrate_verifies(self, _: attrs.Attribute[bool], calibrate: bool) -> None:
+        if calibrate and self.by != "verify":
+            raise ValueError(f"calibrate: true applies to by: verify only (here by: {self.by})")
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         first = inputs.integrated.answer(self.first, inputs, ctx)
@@ -577,18 +596,25 @@ class Choose:
     def _verify(
         self, question: str, evidence: str, first: Answer, second: Answer, llm: LLM
     ) -> Answer:
-        """``by: verify``: each answer's P(yes) that the evidence supports it; the higher wins."""
+        """``by: verify``: each answer's P(yes) that the evidence supports it (with
+        ``calibrate``, less its P(yes) without the evidence); the higher wins."""
         prompt = load_prompt("supports", self.prompt_version)
-        p_first, p_second = (
-            yes_share(llm.complete(attrs.evolve(
-                prompt.request(evidence=evidence, question=question, answer=a.text),
-                top_logprobs=5)))
-            for a in (first, second)
-        )  # fmt: skip
+
+        def p_yes(shown: str, answer: Answer) -> float:
+            request = prompt.request(evidence=shown, question=question, answer=answer.text)
+            return yes_share(llm.complete(attrs.evolve(request, top_logprobs=5)))
+
+        p_first, p_second = (p_yes(evidence, a) for a in (first, second))
         said = f"P(yes) {p_second:.4f} for the second, {p_first:.4f} for the first"
+        weigh_first, weigh_second = p_first, p_second
+        if self.calibrate:
+            q_first, q_second = (p_yes(NO_PASSAGES, a) for a in (first, second))
+            weigh_first, weigh_second = p_first - q_first, p_second - q_second
+            said += (f"; {q_second:.4f} and {q_first:.4f} without the passages, so "
+                     f"{weigh_second:+.4f} against {weigh_first:+.4f}")  # fmt: skip
         if self.margin:
             said += f", margin {self.margin:g}"
-        if p_second > p_first + self.margin:
+        if weigh_second > weigh_first + self.margin:
             return Answer(second.text, f"[second: {said}]\n{second.raw}")
         return Answer(first.text, f"[first: {said}]\n{first.raw}")
 

@@ -313,15 +313,15 @@ def answer_recipe(recipe: Recipe) -> Recipe:
 
 def _unset(line: str) -> bool:
     """A dumped line of a field added since digests were first made, at its default."""
-    unset = ("name: null", "- name: null", "confirmer: null", "margin: 0.0")
+    unset = ("name: null", "- name: null", "confirmer: null", "margin: 0.0", "calibrate: false")
     return line == "  n_ctx: null" or line.strip() in unset
 
 
 def recipe_digest(recipe: Recipe) -> str:
     """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded), as
     far as its answers go (:func:`answer_recipe`; ``n_ctx``, an integrator's unset ``name``,
-    ChainRAG's unset ``confirmer`` and ``choose``'s unset ``margin``, left out, keep the digests
-    made before they existed;
+    ChainRAG's unset ``confirmer`` and ``choose``'s unset ``margin`` and ``calibrate``, left
+    out, keep the digests made before they existed;
     so does leaving out where the encoders run, :func:`~chainrag.recipes.structure.identity`)."""
     text = dump_recipe(stored_recipe(answer_recipe(recipe)), placement=False)
     text = "\n".join(ln for ln in text.splitlines() if not _unset(ln))
