@@ -135,13 +135,16 @@ BEAT=(recipes/variants/hybrid_seeds.yaml recipes/variants/numbered_refs.yaml)
 # after one_hop, makes its requests and new calls only to choose where AnsInt and CxtInt differ
 # (one_hop_choose_probabilities too: its asks carry top_logprobs, so they are not the same;
 # one_hop_choose_verify asks each answer on its own, the supports prompt, where they differ;
-# one_hop_choose_verify_margin, after it, makes its requests and no new call).
+# one_hop_choose_verify_margin, after it, makes its requests and no new call;
+# one_hop_choose_verify_calibrated_margin, after it, makes its requests and two new short
+# calls, each answer without the passages, where they differ).
 # compare_by_rule makes ansint.yaml's requests but CxtInt's where its rule decides: no new call.
 REPLAY=(recipes/variants/cxtint_passages.yaml recipes/variants/cxtint_passages_checked.yaml
         recipes/variants/cxtint_short.yaml recipes/variants/cxtint_notes.yaml
         recipes/variants/one_hop.yaml recipes/variants/one_hop_choose.yaml
         recipes/variants/one_hop_choose_probabilities.yaml recipes/variants/one_hop_choose_verify.yaml
         recipes/variants/one_hop_choose_verify_margin.yaml
+        recipes/variants/one_hop_choose_verify_calibrated_margin.yaml
         recipes/variants/judge_answers.yaml
         recipes/variants/seeds_first.yaml recipes/variants/compare_by_rule.yaml)
 # The order of CxtInt's context (best last) gained nothing on long:musique, where candidates
@@ -180,17 +183,24 @@ for what in ${targets[@]}; do
     # (there is no 2Wiki train file with questions): one_hop_choose_verify, then one_hop replayed
     # after it; then scripts/selector_screen.py --margins one_hop_choose_verify --sets
     # long-musique-musique_train long-hotpotqa-hotpotqa_train names the margin (docs/results.md).
+    # The fifth try's margin the same way: one_hop_choose_verify_calibrated after them (two
+    # new calls where the answers differ), then selector_screen.py --margins
+    # one_hop_choose_verify_calibrated on the same two sets.
     for spec in musique:chainrag/data/files/hipporag/musique_train.json \
                 hotpotqa:chainrag/data/files/hipporag/hotpotqa_train.json; do
       run recipes/variants/one_hop_choose_verify.yaml recipes/variants/one_hop.yaml \
+        recipes/variants/one_hop_choose_verify_calibrated.yaml \
         --dataset "long:$spec" --limit $N --out-dir $OUT --cache-mode use --no-report
     done
-    # Then the chosen margin's recipe on 15 further MuSiQue training questions (31-45), not used
-    # to choose it (selector_screen.py --margins one_hop_choose_verify_margin --sets
-    # long-musique-musique_train-30-45).
-    run recipes/variants/one_hop_choose_verify_margin.yaml recipes/variants/one_hop.yaml \
-      --dataset "long:musique:chainrag/data/files/hipporag/musique_train.json[30:45]" \
-      --out-dir $OUT --cache-mode use --no-report
+    # Then the chosen margin's recipe on 15 further MuSiQue and 15 further HotpotQA training
+    # questions (31-45), not used to choose it (selector_screen.py --margins
+    # one_hop_choose_verify_margin --sets long-musique-musique_train-30-45
+    # long-hotpotqa-hotpotqa_train-30-45).
+    for spec in musique:chainrag/data/files/hipporag/musique_train.json \
+                hotpotqa:chainrag/data/files/hipporag/hotpotqa_train.json; do
+      run recipes/variants/one_hop_choose_verify_margin.yaml recipes/variants/one_hop.yaml \
+        --dataset "long:$spec[30:45]" --out-dir $OUT --cache-mode use --no-report
+    done
   elif [[ $what == long-similarity ]]; then
     for dataset in musique 2wiki hotpotqa; do
       run recipes/variants/similarity_judge.yaml --dataset "long:$dataset" --limit $N \
