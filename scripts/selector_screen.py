@@ -26,7 +26,8 @@ question's wording:
 
 ``--margins RUN`` prints another table: how a run of ``choose`` by ``verify`` (RUN, say
 ``one_hop_choose_verify``) would have chosen at each ``margin`` (:data:`MARGINS`): AnsInt's
-answer only where its P(yes) is above CxtInt's by more than the margin. The two P(yes) are
+answer only where its P(yes) is above CxtInt's by more than the margin (in a run with
+``calibrate``, its rise in P(yes) from the passages above CxtInt's). The two values weighed are
 read from each answer's ``raw`` (:func:`~chainrag.components.reasoning.verify_shares`), the two
 answers from the run ``--pairs`` (``one_hop``: the same requests without the choice), and each
 row is scored against that run's CxtInt. The margin with the highest pooled F1 (the smaller on
@@ -208,7 +209,7 @@ class Weighed:
     cxtint: float  # F1 of the first answer (CxtInt's)
     ansint: float  # F1 of the second (AnsInt's)
     chosen: float  # F1 of the run's own answer
-    shares: tuple[float, float] | None  # P(yes) for (first, second); None where none was asked
+    shares: tuple[float, float] | None  # P(yes) (or its rise) for (first, second); None: not asked
 
     def takes_second(self, margin: float) -> bool:
         """Whether the P(yes) asks, at ``margin``, take AnsInt's answer."""

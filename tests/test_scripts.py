@@ -166,21 +166,36 @@ def test_selector_screen_grounded_names_the_question_whose_index_is_not_built(
     assert "--build-index applies to --grounded only" in capsys.readouterr().err
 
 
+def _margins_on_dev(run: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """selector_screen.py --margins RUN over the committed dev runs: what it prints."""
+    assert _script("selector_screen").main(["--runs", str(ROOT / "docs" / "runs"),
+                                            "--margins", run]) == 0  # fmt: skip
+    return capsys.readouterr().out
+
+
 def test_selector_screen_margins_rechoose_a_verify_run_and_name_the_best_margin(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """--margins on the committed dev runs: margin 0 is the run's own choice (42.56 pooled, as
     docs/results.md's "A third try" says), larger margins take AnsInt less often, and the last
     line names the margin with the highest pooled F1."""
-    script = _script("selector_screen")
-    assert script.main(["--runs", str(ROOT / "docs" / "runs"), "--margins",
-                        "one_hop_choose_verify"]) == 0  # fmt: skip
-    out = capsys.readouterr().out
+    out = _margins_on_dev("one_hop_choose_verify", capsys)
     assert "| CxtInt (one_hop) | 36.58 | 36.90 | 41.19 | 38.23 |" in out
     assert "| margin 0 | 39.58 | 48.57 | 39.52 | 42.56 | +4.33" in out
     taken = [int(line.rsplit("|", 2)[1]) for line in out.splitlines() if "| margin " in line]
     assert len(taken) == 13 and taken == sorted(taken, reverse=True) and taken[0] == 19
     assert "90 questions, P(yes) asked on 47" in out and out.rstrip().endswith(": 0.05")
+
+
+def test_selector_screen_margins_weigh_a_calibrated_run_by_the_rise_it_weighed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--margins on the calibrated dev run re-chooses from the rises its raw lines say, not
+    from the P(yes) with the passages: its own margin, 0.1, gives the run's 41.93 (docs/results.md,
+    "A fifth try"), and margin 0 differs from the uncalibrated run's (42.56)."""
+    out = _margins_on_dev("one_hop_choose_verify_calibrated_margin", capsys)
+    assert "| margin 0.1 | 34.36 | 45.24 | 46.19 | 41.93 | +3.70" in out
+    assert "| margin 0 | 37.36 | 48.57 | 49.52 | 45.15 |" in out
 
 
 def test_selector_screen_margin_takes_ansint_only_that_far_ahead() -> None:
