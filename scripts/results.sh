@@ -192,14 +192,20 @@ for what in ${targets[@]}; do
         recipes/variants/one_hop_choose_verify_calibrated.yaml \
         --dataset "long:$spec" --limit $N --out-dir $OUT --cache-mode use --no-report
     done
-    # Then the chosen margin's recipe on 15 further MuSiQue and 15 further HotpotQA training
-    # questions (31-45), not used to choose it (selector_screen.py --margins
-    # one_hop_choose_verify_margin --sets long-musique-musique_train-30-45
-    # long-hotpotqa-hotpotqa_train-30-45).
-    for spec in musique:chainrag/data/files/hipporag/musique_train.json \
-                hotpotqa:chainrag/data/files/hipporag/hotpotqa_train.json; do
-      run recipes/variants/one_hop_choose_verify_margin.yaml recipes/variants/one_hop.yaml \
-        --dataset "long:$spec[30:45]" --out-dir $OUT --cache-mode use --no-report
+    # Then the two chosen margins' recipes and the frozen recipe on 30 further MuSiQue and 30
+    # further HotpotQA training questions (31-45, then 46-60), used to make or choose none of
+    # them (selector_screen.py --margins one_hop_choose_verify_margin --sets
+    # long-musique-musique_train-30-45 long-hotpotqa-hotpotqa_train-30-45 ..., the same for the
+    # calibrated one; chainrag compare one_hop one_hop_choose_probabilities --base-answer
+    # cxtint --answer choose --over each slice's folder).
+    for slice in 30:45 45:60; do
+      for spec in musique:chainrag/data/files/hipporag/musique_train.json \
+                  hotpotqa:chainrag/data/files/hipporag/hotpotqa_train.json; do
+        run recipes/variants/one_hop_choose_verify_margin.yaml recipes/variants/one_hop.yaml \
+          recipes/variants/one_hop_choose_verify_calibrated_margin.yaml \
+          recipes/variants/one_hop_choose_probabilities.yaml \
+          --dataset "long:$spec[$slice]" --out-dir $OUT --cache-mode use --no-report
+      done
     done
   elif [[ $what == long-similarity ]]; then
     for dataset in musique 2wiki hotpotqa; do
