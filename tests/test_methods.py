@@ -822,25 +822,21 @@ def test_choose_by_verify_calibrated_weighs_how_far_the_passages_raise_p_yes(
     assert plain.requests == llm.requests[:-2]
 
 
-def test_calibrate_is_refused_unless_choose_verifies(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("setting", "refused"),
+    [("by: probabilities\n      calibrate: true", r"calibrate: true applies to by: verify only"),
+     ("margin: 0.1", r"margin: 0\.1 applies to by: verify only")],
+)  # fmt: skip
+def test_margin_and_calibrate_are_refused_unless_choose_verifies(
+    setting: str, refused: str, tmp_path: Path
+) -> None:
     recipe = tmp_path / "x.yaml"
     recipe.write_text(
         f"base: {ROOT / 'recipes' / 'variants' / 'one_hop_choose.yaml'}\n"
         "method:\n  integrators:\n    - kind: choose\n      first: {kind: cxt_int}\n"
-        "      second: {kind: ans_int}\n      by: probabilities\n      calibrate: true\n"
+        f"      second: {{kind: ans_int}}\n      {setting}\n"
     )
-    with pytest.raises(RecipeError, match=r"calibrate: true applies to by: verify only"):
-        load_recipe(recipe)
-
-
-def test_a_margin_is_refused_unless_choose_verifies(tmp_path: Path) -> None:
-    recipe = tmp_path / "x.yaml"
-    recipe.write_text(
-        f"base: {ROOT / 'recipes' / 'variants' / 'one_hop_choose.yaml'}\n"
-        "method:\n  integrators:\n    - kind: choose\n      first: {kind: cxt_int}\n"
-        "      second: {kind: ans_int}\n      margin: 0.1\n"
-    )
-    with pytest.raises(RecipeError, match=r"margin: 0\.1 applies to by: verify only"):
+    with pytest.raises(RecipeError, match=refused):
         load_recipe(recipe)
 
 

@@ -549,14 +549,14 @@ class Choose:
     """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
 
     @margin.validator
-    def _margin_verifies(self, _: attrs.Attribute[float], margin: float) -> None:
-        if margin and self.by != "verify":
-            raise ValueError(f"margin: {margin} applies to by: verify only (here by: {self.by})")
-
     @calibrate.validator
-    def _calibrate_verifies(self, _: attrs.Attribute[bool], calibrate: bool) -> None:
-        if calibrate and self.by != "verify":
-            raise ValueError(f"calibrate: true applies to by: verify only (here by: {self.by})")
+    def _verify_only(self, attribute: attrs.Attribute[float], value: float) -> None:
+        """``margin`` and ``calibrate`` set (not at their defaults) only with ``by: verify``."""
+        if value and self.by != "verify":
+            said = "true" if value is True else value
+            raise ValueError(
+                f"{attribute.name}: {said} applies to by: verify only (here by: {self.by})"
+            )
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         first = inputs.integrated.answer(self.first, inputs, ctx)
