@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +130,34 @@ def test_cache_is_safe_under_concurrent_writers(tmp_path: Path) -> None:
     assert len(cache) == 4 * 150 + 1
     got = cache.get(req("3-149"))
     assert got is not None and got.text == "v3-149"
+
+
+def _rollback_file_under_a_write_lock(path: Path) -> sqlite3.Connection:
+    """A file in the default (rollback) journal mode, another connection holding its write lock."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_a_new_cache_waits_out_a_write_lock_to_switch_to_wal(tmp_path: Path) -> None:
+    # SQLite fails PRAGMA journal_mode=WAL at once, without its busy handler, while another
+    # connection holds the write lock: the open must wait, as every other statement does.
+    path = tmp_path / "c.sqlite"
+    holder = _rollback_file_under_a_write_lock(path)
+    threading.Timer(0.3, holder.execute, ("COMMIT",)).start()
+    cache = ResponseCache(path, busy_timeout_s=30)
+    assert cache._connect().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    cache.put(req(), LLMResponse("stored", "m"))
+    assert ResponseCache(path).get(req()) is not None
+
+
+def test_a_cache_locked_past_its_timeout_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    holder = _rollback_file_under_a_write_lock(path)
+    with pytest.raises(sqlite3.OperationalError, match=r"c\.sqlite: still locked .* WAL mode"):
+        ResponseCache(path, busy_timeout_s=0.2)
+    holder.execute("COMMIT")
 
 
 # --------------------------------------------------------------------------- binding, metering
