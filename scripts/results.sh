@@ -27,7 +27,8 @@
 #   bash scripts/results.sh long-similarity-ablations[@15]  # ... and long:musique's k sweep
 #                                             # and w/o EC/SS with that judge (NAME_similarity)
 #   bash scripts/results.sh train-margin    # issue 49, item 3: choose-by-verify's margin, chosen
-#                                           # on 30 MuSiQue + 30 HotpotQA training questions
+#                                           # on 30 MuSiQue + 30 HotpotQA training questions,
+#                                           # then the frozen recipe and ChainRAG on 60 more
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
 # methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
@@ -205,6 +206,17 @@ for what in ${targets[@]}; do
           recipes/variants/one_hop_choose_verify_calibrated_margin.yaml \
           recipes/variants/one_hop_choose_probabilities.yaml \
           --dataset "long:$spec[$slice]" --out-dir $OUT --cache-mode use --no-report
+      done
+    done
+    # Then paper-faithful ChainRAG (ansint.yaml, both integrations) on the same 60, so that the
+    # frozen recipe is compared with ChainRAG's own CxtInt there and not with one_hop's
+    # (chainrag compare ansint one_hop_choose_probabilities --base-answer cxtint --answer
+    # choose --over each slice's folder). It replays one_hop's calls; the judge's are new.
+    for slice in 30:45 45:60; do
+      for spec in musique:chainrag/data/files/hipporag/musique_train.json \
+                  hotpotqa:chainrag/data/files/hipporag/hotpotqa_train.json; do
+        run recipes/chainrag/ansint.yaml --dataset "long:$spec[$slice]" --out-dir $OUT \
+          --cache-mode use --no-report
       done
     done
   elif [[ $what == long-similarity ]]; then
