@@ -29,6 +29,7 @@
 #   bash scripts/results.sh train-margin    # issue 49, item 3: choose-by-verify's margin, chosen
 #                                           # on 30 MuSiQue + 30 HotpotQA training questions,
 #                                           # then the frozen recipe and ChainRAG on 60 more
+#   bash scripts/results.sh frozen-2wiki    # the frozen recipe on long:2wiki's questions 31-82
 # By default ChainRAG's paper comes first: the main tables of MuSiQue, 2Wiki and HotpotQA, the
 # MuSiQue ablations on 15 questions and then on all 30 (ChainRAG's issue first), the seed
 # methods on MuSiQue, seed 004's recurring experiment, seed 002's methods on 2Wiki and
@@ -218,6 +219,16 @@ for what in ${targets[@]}; do
         run recipes/chainrag/ansint.yaml --dataset "long:$spec[$slice]" --out-dir $OUT \
           --cache-mode use --no-report
       done
+    done
+  elif [[ $what == frozen-2wiki ]]; then
+    # Item 3's frozen recipe on long:2wiki's questions 31-82, where ChainRAG (ansint.yaml) was
+    # run for the rule recipes' held-out tests and the frozen recipe, chosen on questions 1-30,
+    # never was: ChainRAG first (resumed, so nothing runs where its runs are whole), then the
+    # frozen recipe replaying its shared requests (chainrag compare ansint
+    # one_hop_choose_probabilities --base-answer cxtint --answer choose --over each folder).
+    for dataset in 'long:2wiki[30:60]' 'long:2wiki[60:82]'; do
+      run recipes/chainrag/ansint.yaml recipes/variants/one_hop_choose_probabilities.yaml \
+        --dataset "$dataset" --out-dir $OUT --cache-mode use --no-report
     done
   elif [[ $what == long-similarity ]]; then
     for dataset in musique 2wiki hotpotqa; do
