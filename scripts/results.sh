@@ -224,7 +224,8 @@ for what in ${targets[@]}; do
     # Item 3's frozen recipe on long:2wiki's questions 31-82, where ChainRAG (ansint.yaml) was
     # run for the rule recipes' held-out tests and the frozen recipe, chosen on questions 1-30,
     # never was: ChainRAG first (resumed, so nothing runs where its runs are whole), then the
-    # frozen recipe replaying its shared requests (chainrag compare ansint
+    # frozen recipe, replaying the requests it shares with ChainRAG where the response cache
+    # holds them (on 2026-11-29 it held none: all made anew) (chainrag compare ansint
     # one_hop_choose_probabilities --base-answer cxtint --answer choose --over each folder).
     for dataset in 'long:2wiki[30:60]' 'long:2wiki[60:82]'; do
       run recipes/chainrag/ansint.yaml recipes/variants/one_hop_choose_probabilities.yaml \
