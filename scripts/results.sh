@@ -194,30 +194,21 @@ for what in ${targets[@]}; do
         recipes/variants/one_hop_choose_verify_calibrated.yaml \
         --dataset "long:$spec" --limit $N --out-dir $OUT --cache-mode use --no-report
     done
-    # Then the two chosen margins' recipes and the frozen recipe on 30 further MuSiQue and 30
-    # further HotpotQA training questions (31-45, then 46-60), used to make or choose none of
-    # them (selector_screen.py --margins one_hop_choose_verify_margin --sets
-    # long-musique-musique_train-30-45 long-hotpotqa-hotpotqa_train-30-45 ..., the same for the
-    # calibrated one; chainrag compare one_hop one_hop_choose_probabilities --base-answer
-    # cxtint --answer choose --over each slice's folder).
+    # Then the two chosen margins' recipes, the frozen recipe and paper-faithful ChainRAG
+    # (ansint.yaml, both integrations; it replays one_hop's calls, the judge's are new) on 30
+    # further MuSiQue and 30 further HotpotQA training questions (31-45, then 46-60), used to
+    # make or choose none of them (selector_screen.py --margins one_hop_choose_verify_margin
+    # --sets long-musique-musique_train-30-45 long-hotpotqa-hotpotqa_train-30-45 ..., the same
+    # for the calibrated one; chainrag compare ansint one_hop_choose_probabilities
+    # --base-answer cxtint --answer choose --over each slice's folder). ChainRAG was run there
+    # last, after the others' results (pre-registered in ce3be64).
     for slice in 30:45 45:60; do
       for spec in musique:chainrag/data/files/hipporag/musique_train.json \
                   hotpotqa:chainrag/data/files/hipporag/hotpotqa_train.json; do
         run recipes/variants/one_hop_choose_verify_margin.yaml recipes/variants/one_hop.yaml \
           recipes/variants/one_hop_choose_verify_calibrated_margin.yaml \
-          recipes/variants/one_hop_choose_probabilities.yaml \
+          recipes/variants/one_hop_choose_probabilities.yaml recipes/chainrag/ansint.yaml \
           --dataset "long:$spec[$slice]" --out-dir $OUT --cache-mode use --no-report
-      done
-    done
-    # Then paper-faithful ChainRAG (ansint.yaml, both integrations) on the same 60, so that the
-    # frozen recipe is compared with ChainRAG's own CxtInt there and not with one_hop's
-    # (chainrag compare ansint one_hop_choose_probabilities --base-answer cxtint --answer
-    # choose --over each slice's folder). It replays one_hop's calls; the judge's are new.
-    for slice in 30:45 45:60; do
-      for spec in musique:chainrag/data/files/hipporag/musique_train.json \
-                  hotpotqa:chainrag/data/files/hipporag/hotpotqa_train.json; do
-        run recipes/chainrag/ansint.yaml --dataset "long:$spec[$slice]" --out-dir $OUT \
-          --cache-mode use --no-report
       done
     done
   elif [[ $what == frozen-2wiki ]]; then

@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+_LOCKED = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
 
 class SQLiteFile:
     """Opens (and creates) ``path`` with ``schema``; connections are per thread, autocommit."""
@@ -51,7 +53,8 @@ class SQLiteFile:
                 con.execute("PRAGMA journal_mode=WAL")
                 return
             except sqlite3.OperationalError as err:
-                if "locked" not in str(err) and "busy" not in str(err):
+                # SQLITE_BUSY or SQLITE_LOCKED, extended codes (BUSY_RECOVERY, ...) included.
+                if getattr(err, "sqlite_errorcode", 0) & 0xFF not in _LOCKED:
                     raise
                 if time.monotonic() >= deadline:
                     raise sqlite3.OperationalError(
