@@ -21,7 +21,7 @@
 # the frozen recipe.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FROZEN=b8168c1
+FROZEN=0fdbf3e
 FROZEN_RECIPE=recipes/variants/one_hop_choose_probabilities.yaml
 BASE_RECIPE=recipes/chainrag/ansint.yaml
 BIN=${BIN:-.venv/bin}
