@@ -1,10 +1,17 @@
-"""A fault-injecting OpenAI-compatible server on 127.0.0.1 for retry tests.
+"""A fault-injecting OpenAI-compatible server on 127.0.0.1: the stand-in for an API or a served
+model in every test that needs one.
 
 Each POST to /v1/chat/completions takes the next behaviour from a script: ``ok``, an HTTP
 status (``429``, ``500``, ``400``...), ``timeout`` (answers after the client gave up),
 ``malformed`` (a body that is not JSON), ``empty`` (JSON without choices). A request that asks
 for ``logprobs`` gets ``top`` as its first token's top log-probabilities, where ``top`` is
 given. The request bodies are kept for inspection.
+
+On demand, like a provider: ``key`` refuses any request without ``Authorization: Bearer KEY``
+(401, OpenAI's message); ``rate=(n, window_s)`` answers 429 with a ``Retry-After`` to a request
+that would be the (n+1)-th started within ``window_s`` seconds. chainrag's preflight probe
+(:data:`chainrag.llm.preflight.PROBE`, one token) is answered and kept in ``probes``, apart from
+the script and ``bodies``, so a scripted test sees only the run's own requests.
 """
 
 from __future__ import annotations
@@ -45,8 +52,15 @@ class FakeOpenAI:
         hang_s: float = 3.0,
         delay_s: float = 0.0,
         top: list[tuple[str, float]] | None = None,
+        key: str | None = None,
+        rate: tuple[int, float] | None = None,
     ) -> None:
         self.script = list(script)
+        self.key = key
+        self.rate = rate
+        self.started: list[float] = []  # when each request counted by ``rate`` came in
+        self.rate_limited = 0  # 429s sent for ``rate``
+        self.probes: list[dict[str, Any]] = []
         self.delay_s = delay_s
         self.reply = reply
         self.hang_s = hang_s
@@ -57,6 +71,29 @@ class FakeOpenAI:
     def next_behaviour(self) -> str:
         with self.lock:
             return self.script.pop(0) if self.script else "ok"
+
+    def over_rate(self) -> float | None:
+        """For ``rate``: the seconds until a request may start, if this one is over the rate
+        (it is then not counted), else None (it is counted)."""
+        if self.rate is None:
+            return None
+        n, window = self.rate
+        with self.lock:
+            now = time.monotonic()
+            self.started = [t for t in self.started if now - t < window]
+            if len(self.started) >= n:
+                self.rate_limited += 1
+                return window - (now - self.started[0])
+            self.started.append(now)
+            return None
+
+
+def is_probe(body: dict[str, Any]) -> bool:
+    """Whether ``body`` is chainrag's one-token preflight request."""
+    from chainrag.llm.preflight import PROBE
+
+    wanted = [{"role": m.role, "content": m.content} for m in PROBE]
+    return body.get("max_tokens") == 1 and body.get("messages") == wanted
 
 
 def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -69,7 +106,23 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
-            fake.bodies.append(json.loads(self.rfile.read(length)))
+            body = json.loads(self.rfile.read(length))
+            if fake.key is not None and self.headers.get("Authorization") != f"Bearer {fake.key}":
+                message = "Incorrect API key provided. You can find your API key in your account."
+                error = {"message": message, "type": "invalid_request_error",
+                         "code": "invalid_api_key"}  # fmt: skip
+                self._send(401, json.dumps({"error": error}))
+                return
+            if is_probe(body):
+                fake.probes.append(body)
+                self._send(200, json.dumps(completion_body("OK")))
+                return
+            if (wait := fake.over_rate()) is not None:
+                error = {"message": "Rate limit reached for requests", "type": "requests",
+                         "code": "rate_limit_exceeded"}  # fmt: skip
+                self._send(429, json.dumps({"error": error}), {"Retry-After": f"{wait:.3f}"})
+                return
+            fake.bodies.append(body)
             behaviour = fake.next_behaviour()
             time.sleep(fake.delay_s)
             if behaviour == "timeout":
@@ -87,10 +140,12 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 body = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
                 self._send(status, json.dumps(body))
 
-        def _send(self, status: int, body: str) -> None:
+        def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
             data = body.encode()
             try:
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -42,8 +42,8 @@ def test_llm_puts_an_llm_recipe_over_the_recipe() -> None:
     assert "model: openai/gpt-4o-mini" in shown.stdout and "kind: litellm" in shown.stdout
     assert "prompt_cache: null" in shown.stdout  # nothing of the local LLM's section leaks
     unknown = chainrag("recipe", "show", ANSINT, "--llm", "gpt-9")
-    assert unknown.returncode == 1 and "no such LLM recipe; known:" in unknown.stderr
-    assert "gpt-4o-mini" in unknown.stderr
+    assert unknown.returncode == 1 and "not a recipe file, an LLM overlay (" in unknown.stderr
+    assert "gpt-4o-mini" in unknown.stderr and "model=gpt-9" in unknown.stderr
 
 
 def test_validate_one_recipe_with_changes() -> None:

@@ -59,7 +59,7 @@ def anchors(path: Path) -> set[str]:
 def test_the_readme_is_a_front_page() -> None:
     text = README.read_text()
     assert len(text.split()) <= 3000
-    for section in ("## Set-up: two commands", "## Your own questions", "## An API model",
+    for section in ("## Set-up: two commands", "## Your own questions", "## Your own model",
                     "## From Python", "## Methods", "## Results in the paper's setting",
                     "## See a run", "## Scale", "## Documentation", "## Citation"):  # fmt: skip
         assert section in text

@@ -60,7 +60,8 @@ extra: 1
         f"expected a number, got 'hot' @ {p}.llm.temperature",
         f"expected an integer, got 7.9 @ {p}.llm.max_tokens",
         "unknown key 'seeds'; did you mean 'seed'? (known keys: api_base, concurrency, json_mode, "
-        f"kind, max_retries, max_tokens, model, n_ctx, prompt_cache, seed, temperature, timeout_s) "
+        "kind, max_retries, max_tokens, model, n_ctx, prompt_cache, requests_per_minute, seed, "
+        f"temperature, timeout_s, tokens_per_minute) "
         f"@ {p}.llm.seeds",
         f"unknown chunker 'word_chunk'. Did you mean 'word_chunks'? Known: passages, word_chunks "
         f"@ {p}.index.chunker.kind",

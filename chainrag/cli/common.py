@@ -10,6 +10,7 @@ on stderr and exit 1 through :func:`reports_errors`; anything else reaches
 from __future__ import annotations
 
 import functools
+import json
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
     from chainrag.recipes.recipe import Recipe
 
 __all__ = [
-    "RESUME_HINT", "LLMOption", "Progress", "SetOption", "changed_recipe", "deprecated", "fail",
-    "recipe_argument", "renamed", "reports_errors",
+    "RESUME_HINT", "ApiBaseOption", "LLMOption", "Progress", "SetOption", "changed_recipe",
+    "deprecated", "fail", "recipe_argument", "renamed", "reports_errors", "with_api_base",
 ]  # fmt: skip
 
 P = ParamSpec("P")
@@ -48,12 +49,40 @@ LLMOption = Annotated[
     str | None,
     typer.Option(
         "--llm",
-        metavar="NAME",
-        help="Answer with the LLM of recipes/llms/NAME.yaml (gpt-4o-mini, glm-4-plus, "
-        "qwen-plus, qwen2.5-coder-0.5b, …) or of a recipe file's path, in place of the "
-        "recipe's llm: section.",
+        metavar="MODEL",
+        help="Answer with this LLM in place of the recipe's llm: section: a recipe file's path, "
+        "an overlay of recipes/llms/ (gpt-4o-mini, glm-4-plus, qwen-plus, openai-compatible, "
+        "…), a local model (qwen2.5-coder-1.5b) or any litellm model string "
+        "(openai/gpt-4o-mini, anthropic/…, ollama/qwen2.5:7b, hosted_vllm/NAME with --api-base).",
     ),
 ]
+ApiBaseOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-base",
+        metavar="URL",
+        help="The LLM's server (a vLLM, ollama or llama.cpp server's /v1 URL), as "
+        "--set llm.api_base=URL: --llm openai/NAME --api-base http://127.0.0.1:8000/v1.",
+    ),
+]
+
+
+def with_api_base(overrides: list[str] | None, api_base: str | None) -> list[str]:
+    """The ``--set`` changes with ``--api-base URL`` as the first, ``llm.api_base=URL``; exit 2
+    naming the option where URL is not an http(s) URL or carries credentials."""
+    changes = list(overrides or ())
+    if api_base is None:
+        return changes
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(api_base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise fail(f"--api-base {api_base}: expected an http:// or https:// URL such as "
+                   "http://127.0.0.1:8000/v1", 2)  # fmt: skip
+    if parts.username or parts.password:
+        raise fail("--api-base: the URL carries credentials; put the key in the environment "
+                   "variable the provider reads (OPENAI_API_KEY for openai/…)", 2)  # fmt: skip
+    return [f"llm.api_base={json.dumps(api_base)}", *changes]
 
 
 class OldSpelling(FutureWarning):

@@ -19,7 +19,15 @@ import typer
 
 from chainrag import __version__
 from chainrag.cli.analysis import compare, integration_gap, walks
-from chainrag.cli.common import LLMOption, SetOption, fail, reports_errors, show_notes
+from chainrag.cli.common import (
+    ApiBaseOption,
+    LLMOption,
+    SetOption,
+    fail,
+    reports_errors,
+    show_notes,
+    with_api_base,
+)
 from chainrag.cli.corpus import index_command
 from chainrag.cli.datasets import datasets
 from chainrag.cli.experiments import (
@@ -100,6 +108,7 @@ def validate(
     load_plugins: LoadPlugins = False,
     set_: SetOption = None,
     llm: LLMOption = None,
+    api_base: ApiBaseOption = None,
 ) -> None:
     """Check recipes; print every problem with its path; exit 1 if any. With --set or --llm
     (one recipe file only), check the recipe with those changes.
@@ -115,8 +124,8 @@ def validate(
     "recipes", else the file's own folder), in the repository's recipes/ folder, or in a folder
     listed in $CHAINRAG_RECIPE_ROOTS (separated by ":").
     """
-    if set_ or llm:
-        validate_changed(paths, set_, llm, load_plugins)
+    if set_ or llm or api_base:
+        validate_changed(paths, with_api_base(set_, api_base), llm, load_plugins)
         return
     found = validate_paths(paths, load_plugins=load_plugins)
     for path in found.missing:
@@ -167,6 +176,7 @@ def recipe_show(
     load_plugins: LoadPlugins = False,
     set_: SetOption = None,
     llm: LLMOption = None,
+    api_base: ApiBaseOption = None,
 ) -> None:
     """Print the fully resolved recipe (bases merged, --llm and --set applied, defaults
     explicit) as YAML.
@@ -176,7 +186,8 @@ def recipe_show(
     """
     from chainrag.recipes.overrides import check_changed, parse_all
 
-    checked = check_changed(path, parse_all(set_ or ()), llm, load_plugins=load_plugins)
+    changes = with_api_base(set_, api_base)
+    checked = check_changed(path, parse_all(changes), llm, load_plugins=load_plugins)
     if checked.recipe is None:
         raise fail(f"{path}: not shown, parts need plugins{notes(checked.unchecked)}", prefix="")
     typer.echo(dump_recipe(checked.recipe), nl=False)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from chainrag.cli.common import (
+    ApiBaseOption,
     LLMOption,
     Progress,
     SetOption,
@@ -21,6 +22,7 @@ from chainrag.cli.common import (
     fail,
     renamed,
     reports_errors,
+    with_api_base,
 )
 from chainrag.core.errors import signal_name
 from chainrag.data.datasets import dataset_slug as dataset_slug  # the run folder of a dataset
@@ -28,6 +30,7 @@ from chainrag.recipes.recipe import load_recipe
 
 if TYPE_CHECKING:
     from chainrag.llm.cache import CacheMode
+    from chainrag.recipes.recipe import LLMSpec
     from chainrag.run.jobs import JobResult
     from chainrag.run.plan import RunPlan
 
@@ -139,7 +142,7 @@ def run(
     report: ReportOption = True, index: IndexOption = None, engine: EngineOption = "local",
     ray_cpus: RayCpus = 1.0, estimate: EstimateOption = False, sample: SampleOption = None,
     yes: YesOption = False, dry_run: DryRunOption = False, set_: SetOption = None,
-    llm: LLMOption = None, out: OldOutDir = None,
+    llm: LLMOption = None, api_base: ApiBaseOption = None, out: OldOutDir = None,
 ) -> None:  # fmt: skip
     """Answer a dataset's questions with each recipe; one JSON line per question in a run
     directory. Run the same command again to continue a stopped run: finished questions are
@@ -156,21 +159,28 @@ def run(
     if yes and not estimate:
         raise fail("--yes applies to --estimate only (it allows the sample's paid calls)", 2)
     plan = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
-                     cache_mode=cache_mode, index=index, say=said, overrides=set_ or (),
-                     llm=llm)  # fmt: skip
+                     cache_mode=cache_mode, index=index, say=said,
+                     overrides=with_api_base(set_, api_base), llm=llm)  # fmt: skip
+    from chainrag.run.preflight import check_plan, plan_warnings
+
     if dry_run:
         from chainrag.run.plan import plan_lines
 
         for line in plan_lines(plan):
             typer.echo(line)
+        for line in plan_warnings(plan):
+            typer.secho(line, fg="yellow", err=True)
         return
     for line in plan.lines():
         typer.echo(line)
     plan.check()  # a refused run stops the command before any run or sample starts
     if estimate:
+        for line in plan_warnings(plan):
+            typer.secho(line, fg="yellow", err=True)
         print_estimate(plan, sample, yes)
         return
-    results = run_grid(plan, engine, ray_cpus)
+    checked = check_plan(plan)  # a missing key or a dead endpoint stops it before a question
+    results = run_grid(plan, engine, ray_cpus, checked)
     if report:
         from chainrag.report import find_runs, markdown
 
@@ -182,7 +192,9 @@ def run(
 
 
 @reports_errors(RUN_HINT)
-def run_grid(plan: RunPlan, engine: str, cpus: float) -> list[JobResult]:
+def run_grid(
+    plan: RunPlan, engine: str, cpus: float, checked: frozenset[LLMSpec] = frozenset()
+) -> list[JobResult]:
     """The plan in this process (a bar per run) or as Ray tasks, a line per finished run; an
     interrupted run ends the command with 128 + the signal's number."""
     from chainrag.run import jobs
@@ -201,7 +213,8 @@ def run_grid(plan: RunPlan, engine: str, cpus: float) -> list[JobResult]:
                     bars.close()  # the run's bar, before the line that ends it
                     typer.echo(result.line())
 
-                results = jobs.run_grid(plan, progress=bars, on_result=finished, say=typer.echo)
+                results = jobs.run_grid(plan, progress=bars, on_result=finished, say=typer.echo,
+                                        checked=checked)  # fmt: skip
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM outside a recipe's questions
         raise interrupted(signal_name(exc)) from None
     if results and results[-1].session.interrupted:
@@ -337,6 +350,7 @@ def ask(
     cache_mode: CacheModeOption = "use",
     set_: SetOption = None,
     llm: LLMOption = None,
+    api_base: ApiBaseOption = None,
     recipe_option: OldRecipe = None,
 ) -> None:
     """Answer one question over the given passages; print the answer and a readable trace."""
@@ -357,7 +371,7 @@ def ask(
     if context is None:
         raise fail("missing --context FILE: the passages to answer over", 2)
     check_cache_mode(cache_mode)
-    loaded = changed_recipe(Path(recipe), set_, llm)
+    loaded = changed_recipe(Path(recipe), with_api_base(set_, api_base), llm)
     prediction, texts = answer(loaded, question, load_context_file(context),
                                cache_mode=cast("CacheMode", cache_mode))  # fmt: skip
     if as_json:

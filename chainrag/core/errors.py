@@ -98,9 +98,25 @@ class LLMError(ChainragError):
 
 
 class LLMRateLimitError(LLMError):
-    """The provider kept answering 429 (rate limit) after every retry."""
+    """The provider kept answering 429 (rate limit) after every retry.
+
+    Attributes:
+        retry_after_s: The wait the provider asked for (its ``Retry-After``), if it said.
+    """
 
     retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        prompt_id: str = "",
+        model: str = "",
+        attempts: int = 1,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message, prompt_id=prompt_id, model=model, attempts=attempts)
+        self.retry_after_s = retry_after_s
 
 
 class LLMTimeoutError(LLMError):
@@ -134,6 +150,14 @@ class LLMRequestError(LLMError):
 class LLMUnsupportedError(LLMRequestError):
     """The endpoint answered without what the request asked for (the first token's
     log-probabilities): not retried, since asking again cannot change what it gives."""
+
+
+class LLMUnavailableError(LLMError):
+    """The LLM cannot answer at all — a missing key, a model litellm cannot route, an endpoint
+    that refuses the connection or the key — found before the first live request: the run
+    stops (``stops_run``) with the provider's message, before any question fails for it."""
+
+    stops_run = True
 
 
 class LLMOutputError(LLMError):

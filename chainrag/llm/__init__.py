@@ -25,15 +25,17 @@ from chainrag.core.credentials import strip_userinfo
 from chainrag.core.errors import Problem, RecipeError
 from chainrag.llm.backend import JsonMode, LiteLLMBackend, RetryPolicy
 from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
+from chainrag.llm.pacing import Limits, Pacer
+from chainrag.llm.preflight import CheckedLLM, check_spec, probe
 from chainrag.llm.server import PromptCache
-from chainrag.llm.stack import BoundLLM, Ledger, LimitedLLM, MeteredLLM
+from chainrag.llm.stack import BoundLLM, Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.models import DEFAULT_N_CTX
 from chainrag.recipes.recipe import LLMSpec
 
 __all__ = [
     "BoundLLM", "CacheMode", "Ledger", "MeteredLLM", "PromptCache", "ResponseCache",
-    "endpoint_identity", "managed_prompt_cache", "open_llm",
+    "bound_model", "check_llm", "endpoint_identity", "managed_prompt_cache", "open_llm",
 ]  # fmt: skip
 
 
@@ -44,6 +46,7 @@ def open_llm(
     cache_path: Path | None = None,
     cache_mode: CacheMode = "use",
     slots: int | None = None,
+    checked: bool = False,
 ) -> Iterator[LLM]:
     """A ready LLM for ``spec``; a managed local server lives exactly as long as the block.
 
@@ -52,12 +55,17 @@ def open_llm(
         cache_path: SQLite file of the response cache, or None for no cache.
         cache_mode: ``use``, ``bypass`` or ``refresh`` (see :data:`CacheMode`).
         slots: At most this many live requests in flight at once, across threads (None: no
-            limit). The limit sits between the response cache and the backend, so an answer
-            from the cache never waits for a slot.
+            limit). With ``spec``'s requests and tokens a minute, it paces every attempt the
+            backend makes (:class:`~chainrag.llm.pacing.Pacer`), below the response cache, so
+            an answer from the cache never waits for a turn.
+        checked: The LLM passed :func:`check_llm` already; otherwise the same checks run
+            before its first live request (:class:`~chainrag.llm.preflight.CheckedLLM`).
     """
     with contextlib.ExitStack() as stack:
-        backend, model = _backend(spec, stack)
-        inner: LLM = backend if slots is None else LimitedLLM.at_most(backend, slots)
+        pacer = Pacer(Limits(slots, spec.requests_per_minute, spec.tokens_per_minute))
+        inner, model = _backend(spec, stack, pacer)
+        if not checked and managed_prompt_cache(spec) is None:  # a managed server proves itself
+            inner = CheckedLLM(inner, _checks(spec, pacer))
         if cache_path is not None:
             cache = ResponseCache(cache_path)
             stack.callback(cache.close)
@@ -65,11 +73,42 @@ def open_llm(
         yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed)
 
 
-def _backend(spec: LLMSpec, stack: contextlib.ExitStack) -> tuple[LLM, str]:
+def check_llm(spec: LLMSpec, *, call: bool) -> None:
+    """Whether ``spec``'s LLM can answer at all, before a run (:mod:`chainrag.llm.preflight`):
+    its model and credentials (no call), then, with ``call``, one one-token request to its
+    endpoint; an :class:`~chainrag.core.errors.LLMUnavailableError` says what is wrong. Nothing
+    for the managed local server, whose start proves it."""
+    if managed_prompt_cache(spec) is not None:
+        return
+    _checks(spec, Pacer(Limits()), call=call)(bound_model(spec))
+
+
+def _checks(spec: LLMSpec, pacer: Pacer, *, call: bool = True) -> Callable[[str], None]:
+    """The preflight checks of ``spec`` (its endpoint probed through ``pacer``, no retry)."""
+
+    def run(model: str) -> None:
+        check_spec(spec)
+        if call:
+            with contextlib.ExitStack() as stack:
+                probe(_backend(spec, stack, pacer, retries=0)[0], model)
+
+    return run
+
+
+def bound_model(spec: LLMSpec) -> str:
+    """The model string ``spec``'s requests are sent with (a local model's server speaks the
+    OpenAI protocol: ``openai/NAME``)."""
+    return f"openai/{spec.model}" if spec.kind == "local_gguf" else spec.model
+
+
+def _backend(
+    spec: LLMSpec, stack: contextlib.ExitStack, pacer: Pacer, *, retries: int | None = None
+) -> tuple[LLM, str]:
     """The backend that answers ``spec`` and the model string it is asked for: the managed
     server (started here, stopped with ``stack``; restarted once if it dies), a local model's
-    server at ``api_base``, or a provider through litellm."""
-    retry = RetryPolicy(max_retries=spec.max_retries)
+    server at ``api_base``, or a provider through litellm (``retries``: in place of the
+    spec's)."""
+    retry = RetryPolicy(max_retries=spec.max_retries if retries is None else retries)
     mode = managed_prompt_cache(spec)
     if mode is not None:
         from chainrag.llm.served import ServedLLM
@@ -81,18 +120,18 @@ def _backend(spec: LLMSpec, stack: contextlib.ExitStack) -> tuple[LLM, str]:
         def served(base: str, gone: Callable[[], str | None]) -> LLM:
             return LiteLLMBackend(
                 api_base=base, api_key="unused", timeout_s=spec.timeout_s, retry=retry,
-                free=True, json_mode=_local_json_mode(spec), gone=gone,
+                free=True, json_mode=_local_json_mode(spec), gone=gone, pacer=pacer,
             )  # fmt: skip
 
         return ServedLLM(server, served), server.litellm_model
     if spec.kind == "local_gguf":
         return LiteLLMBackend(
             api_base=spec.api_base, api_key="unused", timeout_s=spec.timeout_s,
-            retry=retry, free=True, json_mode=_local_json_mode(spec),
-        ), f"openai/{spec.model}"  # fmt: skip
+            retry=retry, free=True, json_mode=_local_json_mode(spec), pacer=pacer,
+        ), bound_model(spec)  # fmt: skip
     return LiteLLMBackend(
         api_base=spec.api_base, api_key=_keyless_server_key(spec), timeout_s=spec.timeout_s,
-        retry=retry, json_mode=spec.json_mode,
+        retry=retry, json_mode=spec.json_mode, pacer=pacer,
     ), spec.model  # fmt: skip
 
 

@@ -11,7 +11,6 @@ sees, logs or stores one, and masks every credential it can see out of error mes
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import time
@@ -33,23 +32,14 @@ from chainrag.core.errors import (
     ServerDiedError,
 )
 from chainrag.core.types import LLMRequest, LLMResponse, Usage
+from chainrag.llm.pacing import Pacer, request_tokens
+from chainrag.recipes.providers import import_litellm as import_litellm  # re-exported
 
 T = TypeVar("T")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 """A surrogate code point left alone in a ``str`` (a reply's JSON may escape one, ``"\\ud800"``):
 it cannot be encoded, printed or written as UTF-8, so a reply's text gets U+FFFD in its place."""
 JsonMode = Literal["auto", "json_schema", "json_object", "instructions"]
-
-
-def import_litellm() -> Any:
-    """Import litellm with its price map read from the package, never from the network."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.telemetry = False
-    litellm.suppress_debug_info = True
-    litellm.drop_params = False
-    return litellm
 
 
 @attrs.frozen
@@ -140,6 +130,9 @@ class LiteLLMBackend:
         gone: For a server chainrag manages: after a failed attempt, how its process ended
             (``was killed by signal SIGSEGV``), or None while it runs. A dead server gets no
             retry: the attempt's error becomes a :class:`ServerDiedError` at once.
+        pacer: Every attempt takes a turn of it (:mod:`chainrag.llm.pacing`: requests in
+            flight, a minute's requests and tokens); a 429 that says ``Retry-After`` holds it,
+            so that no request starts before then. None: no limit.
     """
 
     api_base: str | None = None
@@ -151,6 +144,7 @@ class LiteLLMBackend:
     seed: int = 0
     sleep: Callable[[float], None] = time.sleep
     gone: Callable[[], str | None] | None = None
+    pacer: Pacer | None = None
     _rng: random.Random = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -160,10 +154,8 @@ class LiteLLMBackend:
         litellm = import_litellm()
         kwargs = self._kwargs(request, litellm)
         for attempt in range(self.retry.max_retries + 1):
-            started = time.perf_counter()
             try:
-                raw = litellm.completion(**kwargs)
-                return self._response(request, raw, time.perf_counter() - started, litellm)
+                return self._attempt(request, kwargs, litellm)
             except Exception as exc:
                 error = self._error(request, exc, attempt)
                 if error.retryable and self.gone is not None and (death := self.gone()):
@@ -175,8 +167,27 @@ class LiteLLMBackend:
                     ) from exc
                 if not error.retryable or attempt == self.retry.max_retries:
                     raise error from exc
-            self.sleep(self.retry.delay(attempt, self._rng))
+                wait = self.retry.delay(attempt, self._rng)
+                if isinstance(error, LLMRateLimitError) and error.retry_after_s is not None:
+                    wait = min(error.retry_after_s, MAX_RETRY_AFTER_S)
+                    if self.pacer is not None:  # every request waits, not only this one
+                        self.pacer.hold(wait)
+            self.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _attempt(self, request: LLMRequest, kwargs: dict[str, Any], litellm: Any) -> LLMResponse:
+        """One attempt, in a turn of the pacer (when there is one)."""
+        if self.pacer is None:
+            started = time.perf_counter()
+            raw = litellm.completion(**kwargs)
+            return self._response(request, raw, time.perf_counter() - started, litellm)
+        tokens = request_tokens(request)
+        with self.pacer.turn(tokens):
+            started = time.perf_counter()
+            raw = litellm.completion(**kwargs)
+            response = self._response(request, raw, time.perf_counter() - started, litellm)
+        self.pacer.settle(tokens, response.usage)
+        return response
 
     def _kwargs(self, request: LLMRequest, litellm: Any) -> dict[str, Any]:
         if not request.model:
@@ -248,7 +259,36 @@ class LiteLLMBackend:
         else:
             kind = classify(exc)
         message = redact(f"{type(exc).__name__}: {exc}")
-        return kind(message, prompt_id=request.prompt_id, model=request.model, attempts=attempt + 1)
+        prompt_id, model, attempts = request.prompt_id, request.model, attempt + 1
+        if kind is LLMRateLimitError:
+            return LLMRateLimitError(message, prompt_id=prompt_id, model=model, attempts=attempts,
+                                     retry_after_s=retry_after(exc))  # fmt: skip
+        return kind(message, prompt_id=prompt_id, model=model, attempts=attempts)
+
+
+MAX_RETRY_AFTER_S = 120.0
+"""The longest ``Retry-After`` waited for; a longer one waits this long, then tries again."""
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """The seconds a 429's ``Retry-After`` (or ``retry-after-ms``) header asks for, where the
+    exception carries the response (the OpenAI SDK's and litellm's errors do); None otherwise.
+    An HTTP date is not read (providers send seconds)."""
+    response = getattr(exc, "response", None)  # the SDKs' errors differ in shape
+    headers = getattr(response, "headers", None) or getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except (TypeError, ValueError):
+            continue
+        if seconds >= 0:
+            return seconds
+    return None
 
 
 def _top_logprobs(request: LLMRequest, raw: Any) -> tuple[tuple[str, float], ...]:

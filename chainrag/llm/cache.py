@@ -78,6 +78,15 @@ class ResponseCache(SQLiteFile):
             top_logprobs=top,
         )
 
+    def holds_model(self, model: str) -> bool:
+        """Whether any answer of ``model`` (the model string requests are sent with) is kept."""
+        found = (
+            self._connect()
+            .execute("SELECT 1 FROM responses WHERE model = ? LIMIT 1", (model,))
+            .fetchone()
+        )
+        return found is not None
+
     def put(self, request: LLMRequest, response: LLMResponse, endpoint: str = "") -> None:
         value = {
             "text": response.text,

@@ -66,28 +66,68 @@ def parse_all(texts: Iterable[str]) -> tuple[Override, ...]:
     return tuple(parse_override(t) for t in texts)
 
 
-def llm_file(name: str) -> Path:
-    """The recipe file whose ``llm:`` ``--llm NAME`` takes: ``recipes/llms/NAME.yaml``, or NAME
-    itself where it is a file."""
+LITELLM_DEFAULTS: dict[str, Any] = {"kind": "litellm", "temperature": 0.2, "concurrency": 8}
+"""The ``llm:`` of ``--llm MODEL`` for a litellm model string no overlay names: what every API
+overlay in ``recipes/llms/`` sets, so that ``--llm openai/gpt-4o-mini`` and ``--llm gpt-4o-mini``
+(its overlay) are one recipe, with one digest."""
+
+
+def llm_file(name: str) -> Path | None:
+    """The recipe file whose ``llm:`` ``--llm NAME`` takes: NAME itself where it is a recipe
+    file's path, else ``recipes/llms/NAME.yaml``; None where NAME is neither (a model's name)."""
     given = Path(name)
-    is_path = given.suffix in (".yaml", ".yml") or given.is_file()
-    found = given if is_path else LLMS / f"{name}.yaml"
-    if not found.is_file():
-        known = ", ".join(sorted(p.stem for p in LLMS.glob("*.yaml"))) or "none found"
-        raise RecipeError(
-            "--llm", [Problem(f"--llm {name}", f"no such LLM recipe; known: {known}, or a "
-                              "recipe file's path")],
-        )  # fmt: skip
+    if given.suffix in (".yaml", ".yml") or given.is_file():
+        if not given.is_file():
+            raise RecipeError("--llm", [Problem(f"--llm {name}", "no such recipe file")])
+        return given
+    overlay = LLMS / f"{name}.yaml"
+    return overlay if _KEY.match(name) and overlay.is_file() else None
+
+
+def overlays() -> dict[str, dict[str, Any]]:
+    """The ``llm:`` section of each overlay in ``recipes/llms/``, by the overlay's name."""
+    found = {}
+    for path in sorted(LLMS.glob("*.yaml")):
+        section = resolve(path).get("llm")
+        if isinstance(section, Mapping):
+            found[path.stem] = dict(section)
     return found
 
 
 def llm_section(name: str) -> dict[str, Any]:
-    """The ``llm:`` section ``--llm NAME`` puts over a recipe."""
+    """The ``llm:`` section ``--llm NAME`` puts over a recipe, NAME tried in this order:
+
+    1. a recipe file's path (``my-llm.yaml``): its ``llm:``;
+    2. an overlay's name (``gpt-4o-mini``: ``recipes/llms/gpt-4o-mini.yaml``): its ``llm:``;
+    3. a local model's name (``qwen2.5-coder-1.5b``): the managed local server with it;
+    4. any model string litellm knows a provider for (``openai/gpt-4o-mini``,
+       ``anthropic/...``, ``ollama/qwen2.5:7b``, ``hosted_vllm/NAME``): the overlay whose
+       model it is, else :data:`LITELLM_DEFAULTS` with it.
+
+    A RecipeError names NAME and what was tried where it is none of them."""
+    from chainrag.recipes.models import LOCAL_MODELS
+    from chainrag.recipes.providers import unknown_model
+
     path = llm_file(name)
-    section = resolve(path).get("llm")
-    if not isinstance(section, Mapping):
-        raise RecipeError("--llm", [Problem(f"--llm {name}", f"{path} has no llm: section")])
-    return dict(section)
+    if path is not None:
+        section = resolve(path).get("llm")
+        if not isinstance(section, Mapping):
+            raise RecipeError("--llm", [Problem(f"--llm {name}", f"{path} has no llm: section")])
+        return dict(section)
+    if name in LOCAL_MODELS:
+        return {"kind": "local_gguf", "model": name}
+    known = overlays()
+    for section in known.values():
+        if section.get("kind") == "litellm" and section.get("model") == name:
+            return section
+    if reason := unknown_model(name):
+        local = ", ".join(LOCAL_MODELS)
+        raise RecipeError(
+            "--llm",
+            [Problem(f"--llm {name}", f"not a recipe file, an LLM overlay ({', '.join(known)}), "
+                     f"a local model ({local}) or a model litellm knows: {reason}")],
+        )  # fmt: skip
+    return {**LITELLM_DEFAULTS, "model": name}
 
 
 def apply(

@@ -116,7 +116,10 @@ class LLMSpec:
     :func:`chainrag.run.meta.answer_recipe`). ``n_ctx`` is the managed server's context window
     in tokens (unset: :data:`chainrag.recipes.models.DEFAULT_N_CTX`); a prompt that fits a
     smaller window gets the same logits, bit for bit, in a larger one, so it only decides which
-    prompts are refused as too long.
+    prompts are refused as too long. ``requests_per_minute`` and ``tokens_per_minute`` are the
+    provider's limits (your account's tier): live requests are paced under them
+    (:mod:`chainrag.llm.pacing`), so that a run meets them rather than discovers them by 429s.
+    Like ``n_ctx``, they change no answer and stay out of the recipe's digest.
     """
 
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
@@ -132,6 +135,12 @@ class LLMSpec:
     prompt_cache: Literal["fresh", "aligned", "reuse"] | None = None
     n_ctx: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(512))
+    )
+    requests_per_minute: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.gt(0.0))
+    )
+    tokens_per_minute: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.gt(0.0))
     )
 
     def __attrs_post_init__(self) -> None:

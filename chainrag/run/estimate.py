@@ -142,7 +142,7 @@ def answer_sample(
         models = ModelStore()
         warm_up(run.recipe, next(e for e in chosen if e.qid not in done), models, shared)
         session = run_into(run.recipe, run.recipe_path, folder, run.data.name, chosen, llm(),
-                           width=1, slots=1, cache=cache, shared=shared, progress=progress,
+                           width=1, slots=None, cache=cache, shared=shared, progress=progress,
                            models=models, identity=run.identity)  # fmt: skip
         if session.interrupted:
             raise Interrupted(signal.Signals[session.interrupted])

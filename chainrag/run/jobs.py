@@ -79,14 +79,18 @@ def run_grid(
     progress: Progress | None = None,
     on_result: Callable[[JobResult], None] | None = None,
     say: Callable[[str], None] = lambda _: None,
+    checked: frozenset[LLMSpec] = frozenset(),
 ) -> list[JobResult]:
     """The plan's runs in this process, dataset by dataset (recipes with one ``llm:`` share its
     server; see :func:`run_group`), once :meth:`RunPlan.check` found none refused; stops after
-    a run that was interrupted."""
+    a run that was interrupted. ``checked``: the LLMs that passed
+    :func:`~chainrag.run.preflight.check_plan` (the others are checked before their first
+    live request)."""
     plan.check()
     results: list[JobResult] = []
     for group in plan.groups():
-        results += run_group(group, progress=progress, on_result=on_result, say=say)
+        results += run_group(group, progress=progress, on_result=on_result, say=say,
+                             checked=checked)  # fmt: skip
         if results and results[-1].session.interrupted:
             break
     return results
@@ -174,7 +178,7 @@ def by_llm(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
 
 @contextlib.contextmanager
 def open_job_llm(
-    spec: LLMSpec, job: Job, say: Callable[[str], None] = lambda _: None
+    spec: LLMSpec, job: Job, say: Callable[[str], None] = lambda _: None, checked: bool = False
 ) -> Iterator[tuple[LLM, int, int]]:
     """The LLM of ``spec`` for ``job`` (through the response cache in ``job.cache_mode``), the
     questions in flight (``--concurrency``, else the recipe's) and the LLM requests in flight
@@ -193,7 +197,7 @@ def open_job_llm(
             say(warning)
     width, slots = in_flight(spec, job.concurrency)
     with open_llm(spec, cache_path=llm_cache_path(), cache_mode=job.cache_mode,  # type: ignore[arg-type]
-                  slots=slots) as llm:  # fmt: skip
+                  slots=slots, checked=checked) as llm:  # fmt: skip
         yield llm, width, slots
 
 
@@ -210,13 +214,15 @@ def run_group(
     progress: Progress | None = None,
     on_result: Callable[[JobResult], None] | None = None,
     say: Callable[[str], None] = lambda _: None,
+    checked: frozenset[LLMSpec] = frozenset(),
 ) -> list[JobResult]:
     """Planned runs of one dataset in this process; recipes with the same ``llm:`` share one
     LLM (one managed server). Stops after a run that was interrupted, and raises the error
     that stopped a run (:attr:`SessionResult.stopped`) once its end is recorded."""
     results, cache = [], IndexCache()
     for members in by_llm(runs):
-        with open_job_llm(members[0].recipe.llm, members[0].job, say) as (llm, width, _):
+        spec = members[0].recipe.llm
+        with open_job_llm(spec, members[0].job, say, spec in checked) as (llm, width, _):
             for run in members:
                 session = run_planned(run, llm, width=width, slots=None, cache=cache,
                                       progress=progress, say=say)  # fmt: skip

@@ -305,16 +305,19 @@ def answer_recipe(recipe: Recipe) -> Recipe:
     whose answers they are bit for bit (tests/test_determinism.py), so that a run begun in one
     of the three goes on in another and is the same recipe (``reuse`` stays itself); ``n_ctx``
     is unset, since a larger window gives a prompt that fits a smaller one the same logits (a
-    run resumed with a larger one answers the questions whose prompts were too long)."""
+    run resumed with a larger one answers the questions whose prompts were too long); so are the
+    provider's limits (``requests_per_minute``, ``tokens_per_minute``), which pace requests."""
     cache = "fresh" if recipe.llm.prompt_cache in (None, "aligned") else recipe.llm.prompt_cache
-    llm = attrs.evolve(recipe.llm, prompt_cache=cache, n_ctx=None)
+    llm = attrs.evolve(recipe.llm, prompt_cache=cache, n_ctx=None, requests_per_minute=None,
+                       tokens_per_minute=None)  # fmt: skip
     return attrs.evolve(recipe, llm=llm)
 
 
 def _unset(line: str) -> bool:
     """A dumped line of a field added since digests were first made, at its default."""
     unset = ("name: null", "- name: null", "confirmer: null", "margin: 0.0", "calibrate: false")
-    return line == "  n_ctx: null" or line.strip() in unset
+    llm_unset = ("  n_ctx: null", "  requests_per_minute: null", "  tokens_per_minute: null")
+    return line in llm_unset or line.strip() in unset
 
 
 def recipe_digest(recipe: Recipe) -> str:

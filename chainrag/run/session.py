@@ -1,12 +1,13 @@
 """One session of a run: a recipe over the questions its run folder has no line for yet.
 
-    result = run_recipe(recipe, examples, RunDir(folder), llm, concurrency=4, llm_slots=1)
+    with open_llm(recipe.llm, cache_path=llm_cache_path(), slots=4) as llm:
+        result = run_recipe(recipe, examples, RunDir(folder), llm, concurrency=4)
 
 :func:`run_recipe` answers the pending questions in a plain thread pool (``concurrency``
-questions in flight; the methods are plain functions) with at most ``llm_slots`` LLM requests in
-flight across them (1 for the managed local server, which answers one request at a time anyway;
-a run's LLM from :func:`chainrag.llm.open_llm` holds that limit itself, below its response
-cache, so that an answer replayed from the cache never waits for a live request).
+questions in flight; the methods are plain functions). The LLM paces its own live requests: one
+from :func:`chainrag.llm.open_llm` holds its slots and the provider's per-minute limits below its
+response cache (:mod:`chainrag.llm.pacing`), so that an answer replayed from the cache never
+waits for a live request; ``llm_slots`` limits an LLM that does not (a scripted one in a test).
 Each finished question is one line in the folder's ``predictions.jsonl``, written as it finishes;
 a question that fails, whatever the exception, is one line in ``errors.jsonl`` and the others go
 on. Ctrl-C or SIGTERM (see :func:`sigterm_as_interrupt`) cancels the questions not started yet;
@@ -138,7 +139,7 @@ def run_recipe(
     llm: LLM,
     *,
     concurrency: int = 1,
-    llm_slots: int | None = 1,
+    llm_slots: int | None = None,
     models: ModelStore | None = None,
     cache: IndexCache | None = None,
     index: Searchable | None = None,
@@ -148,9 +149,10 @@ def run_recipe(
 
     Args:
         concurrency: Questions in flight at once.
-        llm_slots: LLM requests in flight at once (1 for the local server), held around the
-            whole ``llm``; None where ``llm`` limits itself below its response cache
-            (:func:`chainrag.llm.open_llm`'s ``slots``), so that a cached answer never waits.
+        llm_slots: LLM requests in flight at once, held around the whole ``llm``, for an LLM
+            that does not pace itself; None (the default) where it does, below its response
+            cache (:func:`chainrag.llm.open_llm`'s ``slots``), so that a cached answer never
+            waits.
         index: One index every question is answered over (a corpus index: the shared-corpus
             setting); None builds each question's own.
         progress: Called as ``progress(done, total, tally)`` after every question.

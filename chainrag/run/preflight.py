@@ -1,0 +1,70 @@
+"""A plan's LLMs checked before its first question (:mod:`chainrag.llm.preflight`).
+
+    check_plan(plan)            # raises LLMUnavailableError: a missing key, a refused endpoint
+    for line in plan_warnings(plan): print(line)   # --dry-run, --estimate: no call
+
+Where a run will certainly make a live request — it has questions left and the response cache
+holds no answer of its model, or the cache is bypassed — :func:`check_plan` checks the model, its
+credentials and its endpoint (one one-token request) before anything runs. Where the cache holds
+answers of the model, a run may need no live request at all (a replay needs neither key nor
+network), so the same checks wait for the first live request
+(:class:`~chainrag.llm.preflight.CheckedLLM`), and stop the run there just as well.
+"""
+
+from __future__ import annotations
+
+from chainrag.core.paths import llm_cache_path
+from chainrag.llm import bound_model, check_llm, managed_prompt_cache
+from chainrag.llm.cache import ResponseCache
+from chainrag.llm.preflight import credentials_problem, model_problem
+from chainrag.recipes.recipe import LLMSpec
+from chainrag.run.plan import PlannedRun, RunPlan
+
+
+def _specs(runs: tuple[PlannedRun, ...]) -> dict[LLMSpec, PlannedRun]:
+    """Each distinct ``llm:`` of ``runs`` with its first run."""
+    found: dict[LLMSpec, PlannedRun] = {}
+    for run in runs:
+        found.setdefault(run.recipe.llm, run)
+    return found
+
+
+def live_certain(spec: LLMSpec, cache_mode: str) -> bool:
+    """Whether a run of ``spec`` with questions left will make a live request for sure: the
+    cache is bypassed or refreshed, or it holds no answer of the model."""
+    if cache_mode != "use":
+        return True
+    path = llm_cache_path()
+    if not path.is_file():
+        return True
+    cache = ResponseCache(path)
+    try:
+        return not cache.holds_model(bound_model(spec))
+    finally:
+        cache.close()
+
+
+def check_plan(plan: RunPlan) -> frozenset[LLMSpec]:
+    """Check every LLM of the runs with questions left whose first question will make a live
+    request (:func:`live_certain`); raise the first
+    :class:`~chainrag.core.errors.LLMUnavailableError`, else return the LLMs checked (the run
+    does not check them again)."""
+    left = tuple(r for r in plan.runs if r.state.kind in ("new", "resumes"))
+    checked = []
+    for spec, run in _specs(left).items():
+        if managed_prompt_cache(spec) is None and live_certain(spec, run.job.cache_mode):
+            check_llm(spec, call=True)
+            checked.append(spec)
+    return frozenset(checked)
+
+
+def plan_warnings(plan: RunPlan) -> list[str]:
+    """What the environment lacks for the plan's LLMs (a key by name, a model litellm cannot
+    route), as ``warning:`` lines; no call."""
+    lines = []
+    for spec in _specs(plan.runs):
+        for problem in (model_problem(spec), credentials_problem(spec)):
+            if problem is not None:
+                lines.append(f"warning: {problem}; the run would stop before its first live "
+                             "request")  # fmt: skip
+    return lines
