@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from chainrag.cli.common import fail, reports_errors
+from chainrag.cli.common import DETECT_HELP, fail, reports_errors
 
 OVER_HELP = (
     "Pool these dataset folders (repeat: --over docs/runs/musique --over docs/runs/2wiki): BASE "
@@ -45,21 +45,24 @@ def compare(
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     first: Annotated[int | None, typer.Option(min=1, help=FIRST_HELP)] = None,
+    detect: Annotated[float | None, typer.Option("--detect", metavar="D", help=DETECT_HELP)] = None,
 ) -> None:
     """Is a difference between runs more than noise? Each run against BASE on the questions
     both answered, per answer variant: mean F1, the difference with its 95% paired-bootstrap
-    interval, questions better / worse / same, and the exact sign test.
+    interval, the smallest difference the comparison could detect (80% power, two-sided 5%,
+    from the paired differences' spread at this n), questions better / worse / same, and the
+    exact sign test.
 
     Every answer variant both runs hold is compared (ChainRAG's ansint and cxtint); a run with
     other variants is compared on its primary answer ("cxtint vs primary"); --base-answer and
     --answer choose one pair instead. With 30 questions
     one question is 3.3 points of EM: an interval that spans 0 says the runs are not told
-    apart.
+    apart, and a detectable difference above the one hoped for says they could not have been.
     """
     from chainrag.analysis import compare_runs
 
     found = compare_runs(base, runs, over=over or (), base_answer=base_answer, answer=answer,
-                         resamples=resamples, seed=seed, first=first)  # fmt: skip
+                         resamples=resamples, seed=seed, first=first, detect=detect)  # fmt: skip
     typer.echo(found.markdown())
 
 
