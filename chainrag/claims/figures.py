@@ -10,6 +10,7 @@ file.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,52 @@ def padded(
     figure = of_paired(paired(base, other), goal)
     del figure["base"], figure["other"]  # the unchanged questions' scores are not read
     return figure
+
+
+_P_SECOND = re.compile(r"P\(second\) ([0-9.]+)")
+
+
+def choices(
+    root: Path, sets: Sequence[str], run: str, *, base: str = "ansint", lean: tuple[float, float]
+) -> Figure:
+    """How the ``choose`` integrator of ``run`` (first CxtInt, second AnsInt) decided, from
+    the head of each answer's trace (``[first: …]`` / ``[second: …]``, as
+    ``components.reasoning.Choose`` writes it): questions whose two answers were the same,
+    those where one answer is no answer, those decided by the question's form
+    (:func:`~chainrag.components.reasoning.misfit`: yes/no to a question that does not ask
+    it, none of the choices an "A or B?" question names), and those asked of the LLM, with
+    how often each took AnsInt, how many
+    asks gave P(second) within ``lean``, and what the form's AnsInt answers changed against
+    ``base``'s CxtInt (questions better, and points over all the questions)."""
+    out: Figure = {"questions": 0, "same": 0, "asked": 0, "asked_took_ansint": 0,
+                   "asked_within_lean": 0, "no_answer": 0, "no_answer_took_ansint": 0,
+                   "form": 0, "form_took_ansint": 0, "form_ansint_better": 0,
+                   "form_ansint_points": 0.0}  # fmt: skip
+    gained = 0.0
+    for s in sets:
+        cxtint = {r.id: r.answers["cxtint"].f1 for r in predictions(root / s / base)}
+        for record in predictions(root / s / run):
+            head = record.trace.answers[0].answer.raw.split("\n", 1)[0]
+            took = head.startswith("[second")
+            out["questions"] += 1
+            if "both said it" in head:
+                out["same"] += 1
+            elif found := _P_SECOND.search(head):
+                out["asked"] += 1
+                out["asked_took_ansint"] += took
+                out["asked_within_lean"] += lean[0] <= float(found.group(1)) <= lean[1]
+            elif head.endswith("is no answer]"):
+                out["no_answer"] += 1
+                out["no_answer_took_ansint"] += took
+            else:
+                out["form"] += 1
+                out["form_took_ansint"] += took
+                if took:
+                    change = record.answers["choose"].f1 - cxtint[record.id]
+                    out["form_ansint_better"] += change > 0
+                    gained += change
+    out["form_ansint_points"] = rounded(100 * gained / max(1, out["questions"]))
+    return out
 
 
 def judge_table(folder: Path) -> dict[str, Figure]:

@@ -16,6 +16,7 @@ from typing import Any
 from chainrag.analysis.records import predictions
 from chainrag.claims.figures import (
     Figure,
+    choices,
     difference,
     first_checks,
     gold_recall,
@@ -248,6 +249,11 @@ def frozen(root: Path) -> Figure:
             )
         out[f"{name}_requests@ansint"] = requests(runs, sets, "ansint")
         out[f"{name}_requests@{FROZEN}"] = requests(runs, sets, FROZEN)
+    lean = (0.48, 0.53)
+    out["choices@dev"] = choices(runs, LONG, FROZEN, lean=lean)
+    for s in LONG:
+        out[f"choices@{s}"] = choices(runs, [s], FROZEN, lean=lean)
+    out["choices@further_112"] = choices(runs, further, FROZEN, lean=lean)
     out["train_60_margin_vs_cxtint"] = difference(
         runs,
         TRAIN_60,
