@@ -34,12 +34,14 @@ def rounded(value: float) -> float:
 
 def of_paired(p: Paired, goal: float | None = None) -> Figure:
     """A paired difference's numbers (F1 in points): the means, the difference, its 95%
-    interval, questions better / worse / same, the sign test, the smallest difference it
-    could detect, and with ``goal`` the questions that difference needs."""
+    interval, questions better / worse / same, the sign test, the standard deviation of the
+    differences and the smallest difference it could detect, and with ``goal`` the questions
+    that difference needs."""
     out: Figure = {
         "n": p.n, "base": rounded(p.base), "other": rounded(p.other), "delta": rounded(p.delta),
         "low": rounded(p.low), "high": rounded(p.high), "better": p.better, "worse": p.worse,
         "same": p.same, "sign_p": rounded(p.p_sign),
+        "sd": None if p.sd is None else rounded(p.sd),
         "detectable": None if p.detectable is None else rounded(p.detectable),
     }  # fmt: skip
     if goal is not None:
