@@ -155,9 +155,15 @@ def test_paired_command(tmp_path: Path) -> None:
     cmd = [*CHAINRAG, "compare"]
     done = subprocess.run([*cmd, str(base), str(other)], capture_output=True, text=True, check=True)
     assert (
-        "| no_graph | ansint | 2 | 50.00 | 0.00 | -50.00 | [-100.0, +0.0] | 0 / 1 / 1 | 1.000 |"
-        in (done.stdout)
-    )
+        "| no_graph | ansint | 2 | 50.00 | 0.00 | -50.00 | [-100.0, +0.0] | 140.1 | 0 / 1 / 1 "
+        "| 1.000 |" in done.stdout
+    )  # differences 0 and -100: SD 70.7, (1.96 + 0.84) x 70.7 / sqrt(2) = 140.1
+    detect = [*cmd, str(base), str(other), "--detect", "10"]
+    planned = subprocess.run(detect, capture_output=True, text=True, check=True).stdout
+    assert "| n for Δ 10 |" in planned and "| 140.1 | 393 | 0 / 1 / 1 |" in planned
+    zero = subprocess.run([*cmd, str(base), str(other), "--detect", "0"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert zero.returncode == 1 and "the difference to detect must be above 0" in zero.stderr
     missing = subprocess.run([*cmd, str(base), str(tmp_path)], capture_output=True, text=True)
     assert missing.returncode == 1 and "not a run directory?" in missing.stderr
     (other / "run.json").unlink()

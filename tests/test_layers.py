@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report", "view"),
     ("analysis",),
     ("experiments",),
+    ("claims",),
     ("api",),
     ("cli",),
 )

@@ -28,6 +28,7 @@ from chainrag.report import (
     sign_test,
 )
 from chainrag.report.figures import dodge, f1_against_calls, f1_by_method, yerr
+from chainrag.report.stats import detectable, questions_needed, z_values
 
 from .run_records import record, write_run
 
@@ -91,6 +92,29 @@ def test_the_paired_difference_is_the_interval_of_the_differences() -> None:
     assert paired([0.0, 0.5], [0.5, 1.0]).beyond_noise  # +50 on both: [+50, +50]
 
 
+def test_power_is_the_normal_formula_for_paired_differences() -> None:
+    """n = ((z_{1-a/2} + z_{1-b}) sd / delta)^2 and its inverse, at 80% power, two-sided 5%."""
+    z_alpha, z_power = z_values()
+    assert (round(z_alpha, 4), round(z_power, 4)) == (1.96, 0.8416)
+    assert questions_needed(37.0, 3.0) == 1194  # ((1.95996 + 0.84162) x 37 / 3)^2 = 1193.9
+    assert questions_needed(37.0, -3.0) == 1194 and questions_needed(0.0, 3.0) == 2
+    assert abs(detectable(37.0, 90) - 2.801585 * 37.0 / 90**0.5) < 1e-5
+    assert detectable(37.0, questions_needed(37.0, 3.0)) <= 3.0 < detectable(37.0, 1193)
+    with pytest.raises(ValueError, match="delta"):
+        questions_needed(37.0, 0.0)
+
+
+def test_a_paired_difference_carries_its_spread_and_power() -> None:
+    base, other = [0.0, 0.5, 1.0, 0.2, 0.0], [1.0, 0.5, 0.0, 0.6, 1.0]
+    p = paired(base, other)
+    diff = 100 * (np.array(other) - np.array(base))
+    assert p.sd is not None and abs(p.sd - diff.std(ddof=1)) < 1e-9
+    assert p.detectable == detectable(p.sd, 5) and p.needed(3.0) == questions_needed(p.sd, 3.0)
+    one, flat = paired([0.0], [1.0]), paired([0.2, 0.4], [0.7, 0.9])
+    assert (one.sd, one.detectable, one.needed(3.0)) == (None, None, None)
+    assert (flat.detectable, flat.needed(3.0)) == (None, None)  # every difference +50
+
+
 def test_the_analysis_package_uses_the_reports_statistics() -> None:
     from chainrag.analysis import paired as analysis_paired
     from chainrag.analysis import sign_test as analysis_sign_test
@@ -124,16 +148,21 @@ def test_report_prints_each_mean_with_its_interval(runs: Path) -> None:
 
 def test_differences_from_a_baseline_are_pinned(runs: Path) -> None:
     """AnsInt − NaiveRAG is +0.5 and +1.0 per question: [+50, +100], beyond noise, 2 better,
-    p = 2 / 2² = 0.5; CxtInt − NaiveRAG is 0 and +0.5: [0, +50], spans 0, marked."""
+    p = 2 / 2² = 0.5; CxtInt − NaiveRAG is 0 and +0.5: [0, +50], spans 0, marked. Both
+    spreads are 35.4 points: (1.96 + 0.84) x 35.4 / √2 = 70.0 detectable."""
     text = markdown(find_runs([runs]), baselines=["naive"])
     assert "Paired differences against the baseline, `naive`:" in text
-    assert "| ChainRAG (AnsInt) | NaiveRAG | 2 | +75.00 [+50.0, +100.0] | 2 / 0 / 0 | 0.500 |" in (
-        text
-    )
-    assert "| ChainRAG (CxtInt) | NaiveRAG | 2 | +25.00 [+0.0, +50.0] † | 1 / 0 / 1 | 1.000 |" in (
-        text
-    )
+    assert ("| ChainRAG (AnsInt) | NaiveRAG | 2 | +75.00 [+50.0, +100.0] | 70.0 | 2 / 0 / 0 "
+            "| 0.500 |") in text  # fmt: skip
+    assert ("| ChainRAG (CxtInt) | NaiveRAG | 2 | +25.00 [+0.0, +50.0] † | 70.0 | 1 / 0 / 1 "
+            "| 1.000 |") in text  # fmt: skip
     assert "† the interval spans 0: not beyond noise." in text
+    assert "detectable Δ: the smallest true difference these questions detect with 80%" in text
+    planned = markdown(find_runs([runs]), baselines=["naive"], detect=50.0)
+    assert "| Δ F1 [95%] | detectable Δ (80%) | n for Δ 50 | better / worse / same |" in planned
+    assert "| +75.00 [+50.0, +100.0] | 70.0 | 4 | 2 / 0 / 0 |" in planned  # (2.8 x 35.4/50)²
+    with pytest.raises(ChainragError, match="the difference to detect must be above 0"):
+        markdown(find_runs([runs]), baselines=["naive"], detect=-1.0)
     table = text.split("Paired differences")[1].split("the paper's Table 1")[0]
     assert "| NaiveRAG | NaiveRAG |" not in table  # never against itself
     # The differences come before the paper's reference table, under ours.
@@ -151,7 +180,9 @@ def test_a_baseline_with_two_answers_pairs_its_own_with_its_primary(runs: Path) 
         ("naive", "naive", "ansint"),  # no "naive" answer in the baseline: its primary
     ]
     text = markdown(find_runs([runs]), baselines=["ansint"])
-    assert "| NaiveRAG | ChainRAG (AnsInt) | 2 | -75.00 [-100.0, -50.0] | 0 / 2 / 0 |" in text
+    assert "| NaiveRAG | ChainRAG (AnsInt) | 2 | -75.00 [-100.0, -50.0] | 70.0 | 0 / 2 / 0 |" in (
+        text
+    )
     assert "| ChainRAG (CxtInt) | ChainRAG (AnsInt) | 2 | -50.00 [-50.0, -50.0] |" in text
 
 
@@ -175,7 +206,7 @@ def test_each_dataset_takes_the_first_baseline_it_has(runs: Path) -> None:
     pooled = text.split("## pooled:musique")[1].split("## ")[0]
     assert "Paired differences against the baseline, `vanilla`:" in pooled
     assert ("| Tree retrieval (Patwa et al.) | Vanilla RAG, 4 passages (Patwa et al.) | 2 | +50.00 "
-            "[+0.0, +100.0] † | 1 / 0 / 1 | 1.000 |") in pooled  # fmt: skip
+            "[+0.0, +100.0] † | 140.1 | 1 / 0 / 1 | 1.000 |") in pooled  # fmt: skip
     wiki = text.split("## 2wiki")[1].split("## ")[0]
     assert "No paired differences: no run here is named naive or vanilla." in wiki
 
@@ -191,6 +222,9 @@ def test_report_command_takes_baselines(runs: Path) -> None:
     done = runner.invoke(app, ["report", str(runs), "--baseline", "naive", "--no-plots"])
     assert done.exit_code == 0, done.output
     assert "| ChainRAG (AnsInt) | NaiveRAG | 2 | +75.00 [+50.0, +100.0] |" in done.output
+    planned = runner.invoke(app, ["report", str(runs), "--baseline", "naive", "--no-plots",
+                                  "--detect", "50"])  # fmt: skip
+    assert planned.exit_code == 0 and "| 70.0 | 4 | 2 / 0 / 0 |" in planned.output
     wrong = runner.invoke(app, ["report", str(runs), "--baseline", "nope", "--no-plots"])
     assert wrong.exit_code == 1
     assert "FAIL baseline 'nope': no run of that name" in wrong.output

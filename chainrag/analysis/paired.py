@@ -4,9 +4,13 @@ Each run is compared with a base run on the questions both answered, for every a
 both hold (ChainRAG's ``ansint`` and ``cxtint``; a run with other variants is compared on its
 primary answer): mean F1 of each, the mean difference, its 95% paired-bootstrap interval
 (questions resampled with replacement), how many questions got better, worse or stayed the
-same, and the two-sided exact sign test over the questions that changed. With 30 questions one
-question is 3.3 points of EM: an interval that spans 0 says the runs are not told apart. The
-statistics are :mod:`chainrag.report.stats`'s, the same the report's ``--baseline`` uses.
+same, and the two-sided exact sign test over the questions that changed; under each difference,
+the smallest true difference the comparison could detect (80% power, two-sided 5%, from the
+spread of its paired differences at its n) and, with ``detect``, the questions needed to detect
+that many points. With 30 questions one question is 3.3 points of EM: an interval that spans 0
+says the runs are not told apart, and a detectable difference above the one hoped for says the
+comparison could not have told. The statistics are :mod:`chainrag.report.stats`'s, the same the
+report's ``--baseline`` uses.
 
     chainrag compare docs/runs/musique/ansint docs/runs/musique/no_graph
     chainrag compare ansint naive --over docs/runs/musique --over docs/runs/2wiki  # pooled
@@ -22,6 +26,7 @@ import attrs
 from chainrag.analysis.records import predictions_file
 from chainrag.report import load_run
 from chainrag.report.stats import RESAMPLES, SEED, Paired, paired, sign_test
+from chainrag.report.tables import check_detect, power_cells, power_heads, power_legend
 from chainrag.run.files import RunError
 from chainrag.run.record import RunRecord
 
@@ -121,6 +126,7 @@ class Comparison:
     rows: tuple[tuple[str, str, Paired], ...]
     chosen: tuple[tuple[str, str], ...] = ()
     first: int | None = None
+    detect: float | None = None
 
     def markdown(self) -> str:
         """What the method was, then one table row per run and answer."""
@@ -137,15 +143,16 @@ class Comparison:
                 if self.chosen
                 else ""
             )
-            + "\n",
-            "| run | answer | n | F1 base | F1 run | Δ F1 | 95% interval | "
-            "run better / worse / same | sign test p |",
-            "|---|---|---|---|---|---|---|---|---|",
+            + f"\n{power_legend(self.detect)}\n"
         ]
-        lines += [f"| {name} | {label} | {p.n} | {p.base:.2f} | {p.other:.2f} | "
-                  f"{p.delta:+.2f} | [{p.low:+.1f}, {p.high:+.1f}] | "
-                  f"{p.better} / {p.worse} / {p.same} | {p.p_sign:.3f} |"
-                  for name, label, p in self.rows]  # fmt: skip
+        heads = ["run", "answer", "n", "F1 base", "F1 run", "Δ F1", "95% interval",
+                 *power_heads(self.detect), "run better / worse / same", "sign test p"]  # fmt: skip
+        lines += ["| " + " | ".join(heads) + " |", "|---" * len(heads) + "|"]
+        lines += ["| " + " | ".join([name, label, str(p.n), f"{p.base:.2f}", f"{p.other:.2f}",
+                                     f"{p.delta:+.2f}", f"[{p.low:+.1f}, {p.high:+.1f}]",
+                                     *power_cells(p, self.detect),
+                                     f"{p.better} / {p.worse} / {p.same}", f"{p.p_sign:.3f}"])
+                  + " |" for name, label, p in self.rows]  # fmt: skip
         return "\n".join(lines)
 
 
@@ -159,16 +166,19 @@ def compare_runs(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     first: int | None = None,
+    detect: float | None = None,
 ) -> Comparison:
     """Each of ``runs`` against ``base`` (run folders; with ``over``, run names inside each of
     those dataset folders, their questions pooled). ``base_answer`` and ``answer`` choose the
     answers compared (:func:`compare`); ``base_answer="best"`` takes, on each dataset, the
     base's variant with the higher mean F1 over its questions. ``first``: each run's first
-    questions only (of each dataset folder), as a run stopped there would have them. A
+    questions only (of each dataset folder), as a run stopped there would have them.
+    ``detect``: a difference in points whose needed questions each row also states. A
     RunError names a folder that is not a run, a run with no question in common with the
-    base, or a variant it lacks."""
+    base, or a variant it lacks, or a ``detect`` not above 0."""
     if first is not None and first < 1:
         raise RunError(f"first must be 1 or more, got {first}")
+    check_detect(detect)
     loaded = [pooled(over, n, first) if over else load(Path(n), first) for n in (base, *runs)]
     chosen: list[tuple[str, str]] = []
     if base_answer == BEST:
@@ -188,7 +198,8 @@ def compare_runs(
         if not found:
             raise RunError(f"{given}: no question in common with {base}")
         rows += [(name, label, p) for label, p in found.items()]
-    return Comparison(base, tuple(over), resamples, seed, tuple(rows), tuple(chosen), first)
+    return Comparison(base, tuple(over), resamples, seed, tuple(rows), tuple(chosen), first,
+                      detect)  # fmt: skip
 
 
 def _by_dataset(

@@ -1,7 +1,8 @@
-"""The analysis commands ``compare``, ``walks`` and ``integration-gap`` (attached to
-:mod:`chainrag.cli.main`): each reads run folders through :mod:`chainrag.analysis` and prints a
-markdown table; a folder that is not a run, or not a run of the right kind, is one FAIL line
-naming it and exit 1."""
+"""The analysis commands ``compare``, ``walks``, ``integration-gap`` and ``claims`` (attached
+to :mod:`chainrag.cli.main`): the first three read run folders through
+:mod:`chainrag.analysis` and print a markdown table (a folder that is not a run, or not a run
+of the right kind, is one FAIL line naming it and exit 1); ``claims`` recomputes the results
+page's figures (:mod:`chainrag.claims`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from chainrag.cli.common import fail, reports_errors
+from chainrag.cli.common import DETECT_HELP, fail, reports_errors
 
 OVER_HELP = (
     "Pool these dataset folders (repeat: --over docs/runs/musique --over docs/runs/2wiki): BASE "
@@ -45,21 +46,24 @@ def compare(
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     first: Annotated[int | None, typer.Option(min=1, help=FIRST_HELP)] = None,
+    detect: Annotated[float | None, typer.Option("--detect", metavar="D", help=DETECT_HELP)] = None,
 ) -> None:
     """Is a difference between runs more than noise? Each run against BASE on the questions
     both answered, per answer variant: mean F1, the difference with its 95% paired-bootstrap
-    interval, questions better / worse / same, and the exact sign test.
+    interval, the smallest difference the comparison could detect (80% power, two-sided 5%,
+    from the paired differences' spread at this n), questions better / worse / same, and the
+    exact sign test.
 
     Every answer variant both runs hold is compared (ChainRAG's ansint and cxtint); a run with
     other variants is compared on its primary answer ("cxtint vs primary"); --base-answer and
     --answer choose one pair instead. With 30 questions
     one question is 3.3 points of EM: an interval that spans 0 says the runs are not told
-    apart.
+    apart, and a detectable difference above the one hoped for says they could not have been.
     """
     from chainrag.analysis import compare_runs
 
     found = compare_runs(base, runs, over=over or (), base_answer=base_answer, answer=answer,
-                         resamples=resamples, seed=seed, first=first)  # fmt: skip
+                         resamples=resamples, seed=seed, first=first, detect=detect)  # fmt: skip
     typer.echo(found.markdown())
 
 
@@ -134,3 +138,41 @@ def integration_gap(
     from chainrag.analysis import integration_gap as split
 
     typer.echo(split(run, right=right).markdown(listing=listing))
+
+
+CLAIMS_CHECK_HELP = (
+    "Write nothing: compare the claims file with the figures the repository's runs give, and "
+    "exit 1 naming each that differs."
+)
+
+
+@reports_errors()
+def claims(
+    root: Annotated[
+        Path, typer.Option(help="The repository's root (docs/runs, docs/probes, … under it).")
+    ] = Path("."),
+    out: Annotated[
+        Path | None, typer.Option(help="The claims file (default: ROOT/docs/claims.json).")
+    ] = None,
+    check: Annotated[bool, typer.Option("--check", help=CLAIMS_CHECK_HELP)] = False,
+) -> None:
+    """Recompute every figure of docs/results.md's claims page from the stored runs, probes
+    and reports into docs/claims.json (paired differences as compare gives them, with the
+    difference each could detect); --check compares instead of writing."""
+    import json
+
+    from chainrag.claims import CLAIMS_FILE, differences, document, write
+
+    path = out or root / CLAIMS_FILE
+    if not check:
+        typer.echo(f"written to {write(root, path)}")
+        return
+    if not path.exists():
+        raise fail(f"{path}: no claims file (make it with chainrag claims)")
+    found = differences(json.loads(path.read_text(encoding="utf-8")), document(root))
+    for line in found:
+        typer.echo(line)
+    if found:
+        raise fail(f"{path}: {len(found)} figure(s) differ from what the runs give "
+                   "(regenerate with chainrag claims)")  # fmt: skip
+    typer.echo(f"{path}: every figure as the runs give it")

@@ -26,14 +26,20 @@ if TYPE_CHECKING:
     from chainrag.recipes.recipe import Recipe
 
 __all__ = [
-    "RESUME_HINT", "ApiBaseOption", "LLMOption", "Progress", "SetOption", "changed_recipe",
-    "deprecated", "fail", "recipe_argument", "renamed", "reports_errors", "with_api_base",
+    "DETECT_HELP", "RESUME_HINT", "ApiBaseOption", "LLMOption", "Progress", "SetOption",
+    "changed_recipe", "deprecated", "fail", "recipe_argument", "renamed", "reports_errors",
+    "with_api_base",
 ]  # fmt: skip
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 RESUME_HINT = "finished work is kept; run the same command to resume"
+DETECT_HELP = (
+    "Also state, beside each paired difference, how many paired questions a true difference "
+    "of D F1 points needs to be detected (80% power, two-sided 5%) at the spread of the "
+    "differences seen: n = ((1.96 + 0.84) x SD / D)^2."
+)
 T = TypeVar("T")
 
 SetOption = Annotated[

@@ -3,7 +3,7 @@
 Commands: ``validate``, ``recipe show``, ``components``, ``datasets``, ``models fetch|list``,
 ``serve-llm``,
 ``index``, ``experiment``, ``ask``, ``run``, ``report``, ``compare``, ``walks``,
-``integration-gap``, ``view``, ``train adapter|reranker``.
+``integration-gap``, ``claims``, ``view``, ``train adapter|reranker``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from chainrag import __version__
-from chainrag.cli.analysis import compare, integration_gap, walks
+from chainrag.cli.analysis import claims, compare, integration_gap, walks
 from chainrag.cli.common import (
     ApiBaseOption,
     LLMOption,
@@ -61,6 +61,7 @@ app.command("report")(report)
 app.command("compare")(compare)
 app.command("walks")(walks)
 app.command("integration-gap")(integration_gap)
+app.command("claims")(claims)
 app.command("view")(view)
 app.add_typer(train_app, name="train")
 experiment_app = typer.Typer(help="Experiments of the papers.", no_args_is_help=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from chainrag.cli.common import (
+    DETECT_HELP,
     ApiBaseOption,
     LLMOption,
     Progress,
@@ -269,6 +270,7 @@ def report(
     baseline: Annotated[
         list[str] | None, typer.Option("--baseline", metavar="NAME", help=BASELINE_HELP)
     ] = None,
+    detect: Annotated[float | None, typer.Option("--detect", metavar="D", help=DETECT_HELP)] = None,
 ) -> None:
     """Tables per dataset comparing runs (F1 and EM with 95% bootstrap intervals, Recall@k,
     calls, tokens, seconds per question) beside the paper's Table 1, paired differences from
@@ -277,7 +279,7 @@ def report(
     from chainrag.report import plots as draw
 
     found = find_runs(runs)
-    text = markdown(found, common=not all_questions, baselines=baseline or ())
+    text = markdown(found, common=not all_questions, baselines=baseline or (), detect=detect)
     typer.echo(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """How far a number can be trusted: the 95% bootstrap interval of a mean over questions, and
 the paired comparison of two answers on the same questions (the interval of their mean
-difference and the exact sign test).
+difference and the exact sign test), and its power: the smallest difference it could detect,
+and the questions a difference needs.
 
 One bootstrap serves every use: a report row's F1 and EM, the report's differences against a
 baseline (``chainrag report --baseline``) and ``chainrag compare``
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 
 import attrs
 import numpy as np
@@ -22,6 +24,47 @@ SEED = 0
 """Seed of each interval's resampling."""
 SAME = 1e-9
 """F1 differences below this count as "same"."""
+POWER = 0.80
+"""The chance a comparison should have of detecting a true difference (1 - beta)."""
+ALPHA = 0.05
+"""The two-sided false-positive rate of that detection."""
+
+
+def z_values(alpha: float = ALPHA, power: float = POWER) -> tuple[float, float]:
+    """z_{1-alpha/2} and z_{1-beta}, the standard normal's quantiles: 1.960 and 0.842 at the
+    defaults."""
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha / 2), normal.inv_cdf(power)
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    return sum(z_values(alpha, power))
+
+
+def detectable(sd: float, n: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true mean difference that ``n`` paired questions whose differences have
+    standard deviation ``sd`` detect with ``power`` at two-sided ``alpha`` (normal
+    approximation): (z_{1-alpha/2} + z_{1-beta}) * sd / sqrt(n), in the unit of ``sd``.
+
+    Raises:
+        ValueError: ``n`` is below 1 or ``sd`` below 0.
+    """
+    if n < 1 or sd < 0:
+        raise ValueError(f"need n >= 1 and sd >= 0, got n={n}, sd={sd}")
+    return _z_sum(alpha, power) * sd / math.sqrt(n)
+
+
+def questions_needed(sd: float, delta: float, *, alpha: float = ALPHA, power: float = POWER) -> int:
+    """The paired questions needed to detect a true mean difference ``delta`` when the
+    differences have standard deviation ``sd``: n = ((z_{1-alpha/2} + z_{1-beta}) * sd /
+    delta)^2, rounded up, and 2 at least (a spread needs two questions).
+
+    Raises:
+        ValueError: ``delta`` is 0 or ``sd`` below 0.
+    """
+    if delta == 0 or sd < 0:
+        raise ValueError(f"need delta != 0 and sd >= 0, got delta={delta}, sd={sd}")
+    return max(2, math.ceil((_z_sum(alpha, power) * sd / delta) ** 2))
 
 
 @attrs.frozen
@@ -68,10 +111,23 @@ class Paired:
     worse: int
     same: int
     p_sign: float
+    sd: float | None = None  # standard deviation of the n differences (points); None at n = 1
 
     @property
     def delta(self) -> float:
         return self.other - self.base
+
+    @property
+    def detectable(self) -> float | None:
+        """The smallest difference this comparison detects with 80% power (two-sided 5%),
+        from its differences' spread at its n (:func:`detectable`); None without a spread to
+        estimate it from (one question, or every difference the same)."""
+        return detectable(self.sd, self.n) if self.sd else None
+
+    def needed(self, delta: float) -> int | None:
+        """The questions needed to detect ``delta`` at this spread (:func:`questions_needed`);
+        None without a spread, as for :attr:`detectable`."""
+        return questions_needed(self.sd, delta) if self.sd else None
 
     @property
     def beyond_noise(self) -> bool:
@@ -98,7 +154,8 @@ def paired(
 ) -> Paired:
     """Compare per-question scores (0..1) of the same questions, in the same order: the mean
     difference's :func:`interval`, the questions that got better, worse or stayed the same,
-    and the sign test over those that changed.
+    the sign test over those that changed, and the differences' standard deviation (for
+    the comparison's power).
 
     Raises:
         ValueError: the two sequences differ in length, or are empty.
@@ -111,6 +168,7 @@ def paired(
     diff = b - a
     spread = interval(diff.tolist(), resamples=resamples, seed=seed)
     better, worse = int((diff > SAME).sum()), int((diff < -SAME).sum())
+    sd = None if len(diff) < 2 else 0.0 if np.ptp(diff) <= SAME else float(100 * diff.std(ddof=1))
     return Paired(len(diff), float(100 * a.mean()), float(100 * b.mean()), spread.low,
                   spread.high, better, worse, len(diff) - better - worse,
-                  sign_test(better, worse))  # fmt: skip
+                  sign_test(better, worse), sd)  # fmt: skip

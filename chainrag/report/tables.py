@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 
 from chainrag.report.paper import ABLATION_LABELS, ablations, table_1
 from chainrag.report.runs import against, check_baselines, comparisons, rows_of
-from chainrag.report.stats import RESAMPLES, SEED, Interval
+from chainrag.report.stats import ALPHA, POWER, RESAMPLES, SEED, Interval, z_values
+from chainrag.run.files import RunError
 
 if TYPE_CHECKING:
     from chainrag.report.runs import Against, Comparison, Row, Run
+    from chainrag.report.stats import Paired
 
 
 def _labels(rows: Sequence[Row]) -> list[str]:
@@ -81,31 +83,73 @@ NOISE = "†"
 """Marks a difference whose 95% interval spans 0: not beyond noise."""
 
 
-def against_table(rows: Sequence[Row], found: Sequence[Against], baseline: str) -> str:
+def power_heads(detect: float | None) -> list[str]:
+    """The power columns' heads: the detectable difference, and with ``detect`` the
+    questions it needs."""
+    return ["detectable Δ (80%)"] + ([] if detect is None else [f"n for Δ {detect:g}"])
+
+
+def power_cells(p: Paired, detect: float | None) -> list[str]:
+    """A paired difference's power cells (:func:`power_heads`): the smallest difference it
+    detects at its n, and with ``detect`` the paired questions that difference needs at its
+    spread; "–" without a spread to estimate them from."""
+    found = p.detectable
+    cells = ["–" if found is None else f"{found:.1f}"]
+    if detect is not None:
+        needed = p.needed(detect)
+        cells.append("–" if needed is None else f"{needed:,}")
+    return cells
+
+
+def power_legend(detect: float | None) -> str:
+    """What the power columns mean, and how they are computed."""
+    z = "({:.2f} + {:.2f})".format(*z_values())
+    return (
+        f"detectable Δ: the smallest true difference these questions detect with "
+        f"{POWER:.0%} power at two-sided {ALPHA:.0%}, {z} × SD of the paired differences / √n "
+        "(a smaller one may be real and go unseen; – where one question, or no difference "
+        "between them, gives no spread to estimate it from)"
+        + ("" if detect is None else
+           f"; n for Δ {detect:g}: the paired questions a true difference of {detect:g} points "
+           f"needs at this SD, ({z} × SD / {detect:g})², rounded up")
+        + "."
+    )  # fmt: skip
+
+
+def check_detect(detect: float | None) -> None:
+    """Raise a RunError for a difference to detect that is not above 0."""
+    if detect is not None and not detect > 0:
+        raise RunError(f"the difference to detect must be above 0 points, got {detect:g}")
+
+
+def against_table(
+    rows: Sequence[Row], found: Sequence[Against], baseline: str, detect: float | None = None
+) -> str:
     """Each row's paired F1 difference from the baseline's answer it is compared with (see
-    :func:`~chainrag.report.runs.against`), a legend line under the table ("" without
-    any)."""
+    :func:`~chainrag.report.runs.against`) with its power (:func:`power_cells`), a legend
+    under the table ("" without any)."""
     if not found:
         return ""
     labels: dict[tuple[str, str], str] = {}
     for row, label in zip(rows, _labels(rows), strict=True):
         labels.setdefault((row.run, row.variant), label)
+    heads = ["method", "against", "n", "Δ F1 [95%]", *power_heads(detect),
+             "better / worse / same", "sign test p"]  # fmt: skip
     lines = [f"Paired differences against the baseline, `{baseline}`:", "",
-             "| method | against | n | Δ F1 [95%] | better / worse / same | sign test p |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+             "| " + " | ".join(heads) + " |", "|---" * len(heads) + "|"]  # fmt: skip
     for a in found:
         p = a.paired
         mark = f" {NOISE}" if not p.beyond_noise else ""
-        lines.append(
-            f"| {labels[(a.run, a.variant)]} | {labels[(baseline, a.base_variant)]} | {p.n} | "
-            f"{p.delta:+.2f} [{p.low:+.1f}, {p.high:+.1f}]{mark} | "
-            f"{p.better} / {p.worse} / {p.same} | {p.p_sign:.3f} |"
-        )
+        cells = [labels[(a.run, a.variant)], labels[(baseline, a.base_variant)], str(p.n),
+                 f"{p.delta:+.2f} [{p.low:+.1f}, {p.high:+.1f}]{mark}",
+                 *power_cells(p, detect), f"{p.better} / {p.worse} / {p.same}",
+                 f"{p.p_sign:.3f}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
     legend = (
         f"Δ F1 = the method's F1 − the baseline's, in points, on the questions both answered; "
         f"[95%]: {RESAMPLES:,} paired bootstrap resamples (seed {SEED}); better / worse / same: "
         "questions; p: two-sided exact sign test over the questions that changed. "
-        f"{NOISE} the interval spans 0: not beyond noise."
+        f"{NOISE} the interval spans 0: not beyond noise. {power_legend(detect)}"
     )
     lines += ["", legend]
     return "\n".join(lines)
@@ -185,7 +229,7 @@ def _common_note(table: Comparison, n: int) -> str:
 
 
 def _section(dataset: str, tables: Sequence[tuple[Comparison, list[Row]]],
-             baselines: Sequence[str]) -> str:  # fmt: skip
+             baselines: Sequence[str], detect: float | None) -> str:  # fmt: skip
     """One dataset's section: the methods' table, then the ablations' and the k sweep's, each
     with its differences from the first of ``baselines`` that ran on the dataset."""
     names = {run.name for t, _ in tables for run in t.runs}
@@ -193,7 +237,7 @@ def _section(dataset: str, tables: Sequence[tuple[Comparison, list[Row]]],
     parts = [f"## {dataset}"]
     for t, rows in tables:
         note = _common_note(t, rows[0].n)
-        diffs = against_table(rows, against(t.runs, baseline), baseline) if baseline else ""
+        diffs = against_table(rows, against(t.runs, baseline), baseline, detect) if baseline else ""
         if t.group == "main":
             parts += [f"{note}{dataset_table(rows, paper=False)}", diffs, paper_table(dataset)]
             if types := type_table(rows):
@@ -209,17 +253,26 @@ def _section(dataset: str, tables: Sequence[tuple[Comparison, list[Row]]],
     return "\n\n".join(part for part in parts if part)
 
 
-def markdown(runs: Sequence[Run], *, common: bool = True, baselines: Sequence[str] = ()) -> str:
+def markdown(
+    runs: Sequence[Run],
+    *,
+    common: bool = True,
+    baselines: Sequence[str] = (),
+    detect: float | None = None,
+) -> str:
     """The whole report: one section per dataset — the methods' table, then the ablations'
     and the k sweep's where such runs exist. With ``common``, every row of a table is scored
     on the questions all its runs answered (a note says when that drops some). With
     ``baselines`` (recipe names), each table holding the first of them that ran on its dataset
-    is followed by every other answer's paired difference from it.
+    is followed by every other answer's paired difference from it, with the smallest
+    difference it could detect and, with ``detect`` (points), the questions that needs.
 
     Raises:
         RunError: a name in ``baselines`` is no run's.
+        RunError: ``detect`` is not above 0.
     """
     check_baselines(runs, baselines)
+    check_detect(detect)
     tables = [(t, [row for run in t.runs for row in rows_of(run)]) for t in comparisons(
         runs, common=common)]  # fmt: skip
     tables = [(t, rows) for t, rows in tables if rows]
@@ -241,5 +294,5 @@ def markdown(runs: Sequence[Run], *, common: bool = True, baselines: Sequence[st
         sections.append(f"## Across datasets\n\n{table}")
     for dataset in dict.fromkeys(t.dataset for t, _ in tables):
         mine = [(t, rows) for t, rows in tables if t.dataset == dataset]
-        sections.append(_section(dataset, mine, baselines))
+        sections.append(_section(dataset, mine, baselines, detect))
     return "\n\n".join(sections) + "\n"

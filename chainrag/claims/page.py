@@ -1,0 +1,298 @@
+"""The figures of docs/results.md's claims, one function per claim, each computed from the
+run folders, probes and reports the repository keeps (:mod:`chainrag.claims.figures`).
+
+Run names are those of ``docs/runs/SET/NAME``; "the three long sets" are the 30 dev
+questions of each of long:musique, long:2wiki and long:hotpotqa (LongBench-length contexts).
+Figures of the papers and of the final test on held-out files, which the repository does not
+hold, are not here: the page marks them as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from chainrag.analysis.records import predictions
+from chainrag.claims.figures import (
+    Figure,
+    choices,
+    difference,
+    first_checks,
+    gold_recall,
+    judge_table,
+    lost_in_retrieval,
+    padded,
+    recurring,
+    requests,
+    rounded,
+    same_scores,
+    stored_json,
+)
+from chainrag.report.stats import detectable, questions_needed
+
+LONG = ("long-musique", "long-2wiki", "long-hotpotqa")
+"""The three long dev sets, 30 questions each."""
+GOAL = 3.0
+"""The gain in F1 points the recipes of ours were to reach over paper-faithful ChainRAG."""
+TRAIN_60 = (
+    "long-musique-musique_train-30-45",
+    "long-musique-musique_train-45-60",
+    "long-hotpotqa-hotpotqa_train-30-45",
+    "long-hotpotqa-hotpotqa_train-45-60",
+)
+"""MuSiQue's and HotpotQA's training questions 31–60, at LongBench length."""
+WIKI_31_82 = ("long-2wiki-30-60", "long-2wiki-60-82")
+"""long:2wiki's dev questions 31–82, which no training file holds."""
+FROZEN = "one_hop_choose_probabilities"
+FINAL_TEST_N = 36
+"""The questions of the frozen recipe's final test (12 of each held-out file): its figures
+are not here (the repository does not hold the files), what it could detect is."""
+
+
+def _runs(root: Path) -> Path:
+    return root / "docs" / "runs"
+
+
+def lost(root: Path) -> Figure:
+    """1. Lost in retrieval at LongBench length."""
+    return lost_in_retrieval(root / "docs" / "probes" / "lost-in-retrieval-long-musique")
+
+
+def baselines(root: Path) -> Figure:
+    """2–4. ChainRAG against NaiveRAG, NaiveRAG w/ QD and Iter-RetGen (its CxtInt, pooled
+    and per set), and its two integrations against each other per set."""
+    runs = _runs(root)
+    out: Figure = {}
+    for base in ("naive", "naive_qd", "iter_retgen"):
+        out[f"cxtint_vs_{base}"] = difference(runs, LONG, base, "ansint", answer="cxtint")
+        for s in LONG:
+            out[f"cxtint_vs_{base}@{s}"] = difference(runs, [s], base, "ansint", answer="cxtint")
+            out[f"ansint_vs_{base}@{s}"] = difference(runs, [s], base, "ansint", answer="ansint")
+    for s in LONG:
+        out[f"cxtint_vs_ansint@{s}"] = difference(
+            runs, [s], "ansint", "ansint", base_answer="ansint", answer="cxtint"
+        )
+    return out
+
+
+def walk_and_ablations(root: Path) -> Figure:
+    """5–7. The walk's first checks, the k sweep and the ablations on long:musique (each
+    against paper-faithful ChainRAG, both integrations, with the gold evidence each read), and
+    the authors' code's ChainRAG on each set."""
+    runs = _runs(root)
+    out: Figure = {
+        "first_checks": first_checks(runs, LONG, "ansint"),
+        "gold_recall@ansint": gold_recall(runs, ["long-musique"], "ansint"),
+    }
+    for run in ("k1", "k2", "k4", "k5", "no_graph", "no_ss", "no_ec", "no_rewrite", "no_sa"):
+        for answer in ("ansint", "cxtint"):
+            out[f"{run}_{answer}"] = difference(
+                runs, ["long-musique"], "ansint", run, base_answer=answer, answer=answer
+            )
+        out[f"gold_recall@{run}"] = gold_recall(runs, ["long-musique"], run)
+    for s in LONG:
+        out[f"authors_code_cxtint@{s}"] = difference(
+            runs, [s], "ansint", "authors_code", base_answer="cxtint", answer="cxtint"
+        )
+    return out
+
+
+def rule(root: Path) -> Figure:
+    """8. ``compare_roles_by_rule`` on its 82 held-out questions against paper-faithful
+    CxtInt: the 25 questions run (long:2wiki 61–82, long:hotpotqa 62, 68, 75) and 57 neither
+    rule reads (long:musique 61–90, long:hotpotqa's other 27), whose difference is 0."""
+    runs = _runs(root)
+    held = ["long-2wiki-60-82", "long-hotpotqa-61-62", "long-hotpotqa-67-68", "long-hotpotqa-74-75"]
+    pairs = []
+    for s in held:
+        made = {
+            r.id: r.answers["byrule"].f1 for r in predictions(runs / s / "compare_roles_by_rule")
+        }
+        base = predictions(runs / s / "ansint")
+        pairs.append(([r.answers["cxtint"].f1 for r in base], [made[r.id] for r in base]))
+    return {
+        "pooled_82": padded(pairs, 57, GOAL),
+        "long-2wiki-60-82": difference(
+            runs,
+            ["long-2wiki-60-82"],
+            "ansint",
+            "compare_roles_by_rule",
+            base_answer="cxtint",
+            answer="byrule",
+        ),
+    }
+
+
+def cheaper(root: Path) -> Figure:
+    """9 and 14. Fewer requests at the same answers: no sufficiency check (``one_hop``), a
+    judge that answers (``judge_answers``), the seeds asked first (``seeds_first``), and no
+    check nor AnsInt (``one_hop_cxtint``), against paper-faithful ChainRAG pooled."""
+    runs = _runs(root)
+    out: Figure = {"requests@ansint": requests(runs, LONG, "ansint")}
+    for run in ("one_hop", "judge_answers", "seeds_first", "one_hop_cxtint"):
+        out[f"requests@{run}"] = requests(runs, LONG, run)
+    for run in ("one_hop", "judge_answers"):
+        for answer in ("ansint", "cxtint"):
+            out[f"same_{answer}@{run}"] = same_scores(runs, LONG, ("ansint", run), (answer, answer))
+    out["seeds_first_cxtint"] = difference(
+        runs, LONG, "ansint", "seeds_first", base_answer="cxtint", answer="cxtint"
+    )
+    out["same_cxtint@one_hop_cxtint"] = same_scores(
+        runs, LONG, ("one_hop", "one_hop_cxtint"), ("cxtint", "cxtint")
+    )
+    for answer in ("cxtint", "ansint"):
+        out[f"one_hop_cxtint_vs_{answer}"] = difference(
+            runs, LONG, "ansint", "one_hop_cxtint", base_answer=answer, answer="cxtint"
+        )
+    return out
+
+
+def patwa(root: Path) -> Figure:
+    """10. Patwa et al.'s methods on the pooled dev sets against vanilla RAG; the linear
+    adapter's strict Hit@K against the base embedder's; the distilled reranker's."""
+    runs = _runs(root)
+    pooled = ("pooled-musique", "pooled-2wiki", "pooled-hotpotqa")
+    out: Figure = {}
+    for run in ("naive_iteration", "tree", "guided_iteration"):
+        out[f"{run}_vs_vanilla"] = difference(runs, pooled, "vanilla", run)
+        for s in pooled:
+            out[f"{run}_vs_vanilla@{s}"] = difference(runs, [s], "vanilla", run)
+    adapter = root / "docs" / "adapters" / "minilm_hipporag.json"
+    hits = stored_json(adapter, "strict_hit")
+    moves = [100 * (by["adapted"][k] - by["base"][k]) for by in hits.values() for k in by["base"]]
+    out["adapter_hit_change"] = {"least": rounded(min(moves)), "most": rounded(max(moves))}
+    metrics = stored_json(root / "docs" / "rerankers" / "student_gold.json", "metrics")
+    out["reranker_hit2"] = {
+        name: rounded(100 * metrics[key]["hit@2"])
+        for name, key in (
+            ("dense", "none (dense order)"),
+            ("student", "student"),
+            ("teacher", "teacher"),
+        )
+    }
+    return out
+
+
+def reservoir(root: Path) -> Figure:
+    """11. Shi et al.'s knowledge reservoir on questions asked again."""
+    return recurring(_runs(root) / "recurring-musique")
+
+
+def judge(root: Path) -> Figure:
+    """13. The sufficiency judges probed step by step (two and eight paragraphs; similarity
+    per paragraph and per sentence), and judges that send walks on, in the walk."""
+    probes = root / "docs" / "probes"
+    runs = _runs(root)
+    out: Figure = {
+        "probe_2_paragraphs": judge_table(probes / "judge-steps-musique"),
+        "probe_8_paragraphs": judge_table(probes / "judge-steps-musique-p8"),
+        "probe_8_paragraphs_sentences": judge_table(probes / "judge-steps-musique-p8-s"),
+        "walks@yes_probability_judge_p8": first_checks(
+            runs, ["long-musique"], "yes_probability_judge_p8"
+        ),
+        "yes_probability_judge_p8_cxtint": difference(
+            runs,
+            ["long-musique"],
+            "ansint",
+            "yes_probability_judge_p8",
+            base_answer="cxtint",
+            answer="cxtint",
+        ),
+        "walks@similarity_judge": first_checks(runs, ["long-musique"], "similarity_judge"),
+        "walks@similarity_judge_pooled": first_checks(runs, LONG, "similarity_judge"),
+        "requests@similarity_judge": requests(runs, LONG, "similarity_judge"),
+    }
+    for answer in ("cxtint", "ansint"):
+        out[f"similarity_judge_{answer}"] = difference(
+            runs, LONG, "ansint", "similarity_judge", base_answer=answer, answer=answer
+        )
+    out["gold_recall@similarity_judge"] = gold_recall(runs, ["long-musique"], "similarity_judge")
+    for run in ("no_ss", "no_ec", "k1", "k2", "k4", "k5"):
+        for answer in ("ansint", "cxtint"):
+            out[f"{run}_similarity_{answer}"] = difference(
+                runs,
+                ["long-musique"],
+                "similarity_judge",
+                f"{run}_similarity",
+                base_answer=answer,
+                answer=answer,
+            )
+        out[f"gold_recall@{run}_similarity"] = gold_recall(
+            runs, ["long-musique"], f"{run}_similarity"
+        )
+    return out
+
+
+def frozen(root: Path) -> Figure:
+    """15. The frozen recipe and the choices tried after it, against paper-faithful
+    ChainRAG: on the 90 dev questions, on 60 training questions none was chosen on, on
+    long:2wiki's questions 31–82, and those two pooled."""
+    runs = _runs(root)
+    out: Figure = {"requests@ansint": requests(runs, LONG, "ansint")}
+    for run in (
+        FROZEN,
+        "one_hop_choose_verify",
+        "one_hop_choose_verify_margin",
+        "one_hop_choose_verify_calibrated_margin",
+    ):
+        out[f"{run}_vs_cxtint"] = difference(
+            runs, LONG, "ansint", run, base_answer="cxtint", answer="choose", goal=GOAL
+        )
+        out[f"requests@{run}"] = requests(runs, LONG, run)
+    for base_answer in ("ansint", "best"):
+        out[f"{FROZEN}_vs_{base_answer}"] = difference(
+            runs, LONG, "ansint", FROZEN, base_answer=base_answer, answer="choose", goal=GOAL
+        )
+    further = (*TRAIN_60, *WIKI_31_82)
+    for name, sets in (
+        ("train_60", TRAIN_60),
+        ("wiki_31_82", WIKI_31_82),
+        ("further_112", further),
+    ):
+        for base_answer in ("cxtint", "ansint"):
+            out[f"{name}_vs_{base_answer}"] = difference(
+                runs, sets, "ansint", FROZEN, base_answer=base_answer, answer="choose", goal=GOAL
+            )
+        out[f"{name}_requests@ansint"] = requests(runs, sets, "ansint")
+        out[f"{name}_requests@{FROZEN}"] = requests(runs, sets, FROZEN)
+    dev = out[f"{FROZEN}_vs_cxtint"]
+    out["final_test_planning"] = {
+        "n": FINAL_TEST_N,
+        "detectable_at_dev_sd": rounded(detectable(dev["sd"], FINAL_TEST_N)),
+        "needed_for_goal_at_dev_sd": questions_needed(dev["sd"], GOAL),
+        "needed_for_goal_at_sd_37": questions_needed(37.0, GOAL),
+    }
+    lean = (0.48, 0.53)
+    out["choices@dev"] = choices(runs, LONG, FROZEN, lean=lean)
+    for s in LONG:
+        out[f"choices@{s}"] = choices(runs, [s], FROZEN, lean=lean)
+    out["choices@further_112"] = choices(runs, further, FROZEN, lean=lean)
+    out["train_60_margin_vs_cxtint"] = difference(
+        runs,
+        TRAIN_60,
+        "ansint",
+        "one_hop_choose_verify_margin",
+        base_answer="cxtint",
+        answer="choose",
+    )
+    return out
+
+
+CLAIMS: dict[str, Callable[[Path], Figure]] = {
+    "lost_in_retrieval": lost,
+    "baselines": baselines,
+    "walk_and_ablations": walk_and_ablations,
+    "rule": rule,
+    "cheaper": cheaper,
+    "patwa": patwa,
+    "reservoir": reservoir,
+    "judge": judge,
+    "frozen": frozen,
+}
+"""Each group of claims and the function computing its figures."""
+
+
+def claims(root: Path) -> dict[str, Any]:
+    """Every claim group's figures, computed from the repository at ``root``."""
+    return {name: compute(root) for name, compute in CLAIMS.items()}
