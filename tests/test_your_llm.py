@@ -289,3 +289,20 @@ def test_the_limits_stay_out_of_the_recipe_digest() -> None:
                                               "llm.tokens_per_minute=200000"]))  # fmt: skip
     assert limited.llm.requests_per_minute == 500
     assert recipe_digest(limited) == recipe_digest(load_changed(ANSINT))
+
+
+def test_a_run_paced_under_the_providers_rate_finishes_without_a_429(
+    tmp_path: Path, own_cache: Path
+) -> None:
+    """``chainrag run`` with 6 questions in flight against a stand-in that refuses a fourth
+    request within a second: at 150 requests a minute every question is answered and none of
+    its requests is refused."""
+    fake = FakeOpenAI([], reply="Paris", rate=(3, 1.0))
+    with serve(fake) as api_base:
+        args = run_args(tmp_path, "--llm", "openai/m", "--api-base", api_base,
+                        "--set", "llm.requests_per_minute=150", "--concurrency", "6",
+                        limit=6)  # fmt: skip
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "6 answered" in result.output and "failed" not in result.output
+    assert fake.rate_limited == 0 and len(fake.bodies) == 6
