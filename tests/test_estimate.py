@@ -258,7 +258,7 @@ def test_a_run_folder_of_another_recipe_or_a_sample_that_failed_is_an_error(
 
 def test_run_estimate_prints_the_table_and_starts_no_run(tmp_path: Path) -> None:
     """Through litellm to a fake OpenAI server that counts 7 prompt and 2 completion tokens a
-    call, with gpt-4o-mini's price: 6 questions cost 42 x $0.15/M + 12 x $0.60/M."""
+    call (a question), with gpt-4o-mini's price: 6 questions cost 42 x $0.15/M + 12 x $0.60/M."""
     fake = FakeOpenAI([], reply="Paris")
     runner = CliRunner()
     with serve(fake) as api_base:
@@ -273,7 +273,7 @@ def test_run_estimate_prints_the_table_and_starts_no_run(tmp_path: Path) -> None
         again = runner.invoke(app, args)
         assert again.exit_code == 0 and len(fake.bodies) == 2  # the sample is kept
     dollars = GPT_4O_MINI.dollars(42, 12)
-    assert f"| musique/naive | openai/gpt-4o-mini | 6 | 6 | 42 | 12 | ${dollars:.7f} |" in (
+    assert f"| musique/naive | openai/gpt-4o-mini | 6 | 6 | 7 | 2 | ${dollars:.7f} |" in (
         result.output
     )
     assert "a sample of 2 question(s) answered one at a time" in result.output
