@@ -267,12 +267,14 @@ def estimate_recipe(
     sample: int = SAMPLE,
     cache: IndexCache | None = None,
     progress: Progress | None = None,
+    pay: bool = True,
+    roots: Sequence[Path] = (),
 ) -> Estimate:
     """The estimate of ``recipe`` over ``job.dataset``'s ``examples``, planned here
     (:func:`~chainrag.run.plan.plan_run`) and estimated by :func:`estimate_run`."""
     planned = plan_run(job, recipe, PlannedData.read(job.dataset, examples))
     return estimate_run(attrs.evolve(planned, recipe_path=recipe_path), llm, sample=sample,
-                        cache=cache, progress=progress)  # fmt: skip
+                        cache=cache, progress=progress, pay=pay, roots=roots)  # fmt: skip
 
 
 def estimate_grid(
