@@ -36,6 +36,7 @@ import random
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
@@ -70,6 +71,9 @@ SAMPLE = 5
 SEED = 0
 """The seed of the sample's shuffle."""
 
+Q = TypeVar("Q")
+"""A question (a dataset's example, or the record of one answered)."""
+
 
 class EstimateError(ChainragError):
     """No estimate can be made as asked; the message names the run and says why."""
@@ -78,7 +82,7 @@ class EstimateError(ChainragError):
 # --------------------------------------------------------------------------- the questions
 
 
-def sample_questions(examples: Sequence[QAExample], n: int) -> list[QAExample]:
+def sample_questions(examples: Sequence[Q], n: int) -> list[Q]:
     """``n`` of ``examples`` (all of them if fewer), in dataset order: the first ``n`` of the
     examples shuffled with :data:`SEED`, so that a larger ``n`` keeps a smaller one's."""
     if n < 1:
