@@ -4,9 +4,13 @@ whose token counts are known, so that the expected totals are exact."""
 
 from __future__ import annotations
 
+import importlib.util
+import random
 import statistics
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from typer.testing import CliRunner
@@ -449,3 +453,65 @@ def test_run_estimate_without_yes_prints_dollars_and_calls_nothing(
     assert "No paid call was made" in result.output
     assert "would answer 4 sample question(s) with openai/gpt-4o-mini" in result.output
     assert not (tmp_path / "runs").exists()
+
+
+# --------------------------------------------------------------------------- the measurements
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # attrs looks the module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_docs_figures_of_5_questions_against_30_are_the_scripts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/llm.md's table is what scripts/estimate_error.py prints on docs/runs; one run's
+    figures recomputed here from its folder."""
+    errors = script("estimate_error")
+    errors.main([str(ROOT / "docs" / "runs")])
+    printed = capsys.readouterr().out.strip()
+    assert printed in (ROOT / "docs" / "llm.md").read_text()
+    records = {r.id: r for r in RunDir(ROOT / "docs" / "runs" / "musique" / "naive").records()[0]}
+    ordered = [records[e.qid] for e in load_dataset("musique", 30)]
+    assert len(ordered) == 30 and all(r.usage.cache_hits == 0 for r in ordered)
+    five = [ordered[i] for i in sorted(random_order(30)[:5])]
+    mean5 = statistics.fmean(r.usage.prompt_tokens for r in five)
+    mean30 = statistics.fmean(r.usage.prompt_tokens for r in ordered)
+    row = next(ln for ln in printed.splitlines() if ln.startswith("| musique/naive |"))
+    assert row.startswith(f"| musique/naive | {mean5:,.0f} (")
+    assert f") | {mean30:,.0f} | {100 * (mean5 - mean30) / mean30:+.1f}% |" in row
+    with pytest.raises(SystemExit):
+        errors.main([str(ROOT / "no-such-folder")])
+    assert "no-such-folder: no such folder of runs" in capsys.readouterr().err
+
+
+def random_order(n: int) -> list[int]:
+    """The positions of ``n`` questions in the order the estimate's seeded shuffle puts them."""
+    order = list(range(n))
+    random.Random(0).shuffle(order)
+    return order
+
+
+def test_the_local_ratio_is_what_the_script_measures(capsys: pytest.CaptureFixture[str]) -> None:
+    """LOCAL_RATIO and docs/llm.md's table are scripts/token_ratio.py's measurement (needs the
+    llama.cpp build and the fetched qwen2.5-coder-1.5b)."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    from chainrag.llm.tokens import LOCAL_RATIO
+    from chainrag.recipes.models import get_model, model_path
+
+    if not model_path(get_model("qwen2.5-coder-1.5b")).is_file():
+        pytest.skip("qwen2.5-coder-1.5b is not fetched")
+    script("token_ratio").main([])
+    printed = capsys.readouterr().out
+    table, _, last = printed.rstrip().rpartition("\n")
+    pasted = ", ".join(f'"{e}": {r:.3f}' for e, r in LOCAL_RATIO.items())
+    assert last == f"LOCAL_RATIO = {{{pasted}}}"
+    assert table.split("\n\n")[0] in (ROOT / "docs" / "llm.md").read_text()

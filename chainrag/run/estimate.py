@@ -24,6 +24,13 @@ figures of some answered questions are scaled up to the run's questions:
 * **How sure.** Dollars and wall time carry the 95% interval of their mean per question
   (Student's t over the measured questions, so none from one question): what the rest of the
   run costs if its questions are like the measured ones.
+* **Without paying** (``pay=False``, ``--estimate`` without ``--yes``). A paid model
+  (:func:`is_paid`) is never called: where its run folder does not hold enough questions, its
+  tokens come from a stored run of the recipe but its ``llm:`` on the dataset
+  (:mod:`chainrag.run.stored`; a local model's counts converted to the model's tokenizer,
+  :func:`converted`), else from a sample the local model answers (:func:`local_recipe`), its
+  tokens counted with the model's tokenizer (:mod:`chainrag.llm.tokens`); wall time is then not
+  measured.
 """
 
 from __future__ import annotations
@@ -181,6 +188,7 @@ def estimate_run(
     progress: Progress | None = None,
     pay: bool = True,
     roots: Sequence[Path] = (),
+    say: Callable[[str], None] = lambda _: None,
 ) -> Estimate:
     """The estimate of a planned run (see the module docstring): from its folder's answered
     questions, else from ``sample`` questions answered with ``llm()`` (called only then: a
@@ -191,7 +199,8 @@ def estimate_run(
     found: tuple[Sequence[RunRecord], Basis] | None = measured_run(run, n)
     scale = 1.0
     if found is None and not pay and is_paid(run.recipe.llm):
-        found, scale = unpaid_measure(run, llm, n, roots, cache=cache, progress=progress)
+        found, scale = unpaid_measure(run, llm, n, roots, cache=cache, progress=progress,
+                                      say=say)  # fmt: skip
     elif found is None:
         found = answer_sample(run, llm, n, cache=cache, progress=progress)
     records, basis = found
@@ -236,13 +245,14 @@ def unpaid_measure(
     *,
     cache: IndexCache | None = None,
     progress: Progress | None = None,
+    say: Callable[[str], None] = lambda _: None,
 ) -> tuple[tuple[Sequence[RunRecord], Basis], float]:
     """The measured questions of a paid run, found without a paid call, and the factor that
     turns their tokens into the run's model's: the run folder of the recipe but its ``llm:``
     on the dataset with the most questions, under ``roots`` (:func:`~chainrag.run.stored.
     stored_runs`), converted by :func:`converted`; else ``n`` questions answered by the local
     model ``local()`` into an estimate folder of their own, their prompts and completions
-    counted with the run's model's tokenizer."""
+    counted with the run's model's tokenizer; ``say`` is told why, before it is answered."""
     tokenizer = provider_tokenizer(run.recipe.llm.model)
     found = stored_runs(run.recipe, run.identity, run.folder.parent.name, roots)
     if found:
@@ -252,6 +262,10 @@ def unpaid_measure(
                       answered_by=best.llm.model, counted=counted)  # fmt: skip
         return (best.records, basis), scale
     recipe = local_recipe(run.recipe)
+    say(f"{run.label}: no stored run of this recipe on {run.data.name} under "
+        f"{', '.join(map(str, roots)) or 'no folder'}, so the local {recipe.llm.model} answers "
+        f"{n} sample question(s) to count their tokens (with --yes, {run.recipe.llm.model} "
+        "answers them)")  # fmt: skip
     identity = attrs.evolve(run.identity, recipe_digest=RunIdentity.digest(recipe))
     planned = attrs.evolve(run, recipe=recipe, identity=identity)
     records, basis = answer_sample(planned, lambda: ProviderCounted(local(), tokenizer), n,
@@ -309,8 +323,8 @@ def estimate_grid(
                 for run in members:
                     found = (run.job.out, SHIPPED_RUNS) if roots is None else roots
                     estimates.append(estimate_run(run, llm, sample=sample, cache=cache,
-                                                  progress=progress, pay=pay,
-                                                  roots=found))  # fmt: skip
+                                                  progress=progress, pay=pay, roots=found,
+                                                  say=say))  # fmt: skip
     return estimates
 
 
