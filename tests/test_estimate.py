@@ -4,13 +4,10 @@ whose token counts are known, so that the expected totals are exact."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import statistics
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from typer.testing import CliRunner
@@ -41,8 +38,10 @@ from chainrag.run.jobs import Job
 from chainrag.run.meta import LLMIdentity
 from chainrag.run.session import run_recipe
 
+from .conftest import ROOT
 from .fake_openai_server import FakeOpenAI, serve
 from .test_runs import naive_recipe, start
+from .test_scripts import _script as script
 
 GPT_4O_MINI = TokenPrice(0.15e-6, 0.6e-6)
 """gpt-4o-mini's price in the map of the pinned litellm: $0.15 / $0.60 per million tokens."""
@@ -456,18 +455,6 @@ def test_run_estimate_without_yes_prints_dollars_and_calls_nothing(
 
 
 # --------------------------------------------------------------------------- the measurements
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def script(name: str) -> ModuleType:
-    """``scripts/<name>.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # attrs looks the module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_docs_figures_of_5_questions_against_30_are_the_scripts(
