@@ -93,17 +93,30 @@ def test_a_run_with_set_records_it_resumes_with_it_and_dry_run_calls_nothing(
 
 
 def test_estimate_makes_no_paid_call_without_yes(tmp_path: Path) -> None:
-    """With a provider's model and no key: the sample is counted and priced, nothing is called
-    (a call would fail for want of a key)."""
+    """With a provider's model and no key: its tokens come from a stored run of the recipe
+    answered by the local model (here beside the run, scripted), the sample --yes would answer
+    is priced, and nothing is called (a call would fail for want of a key)."""
+    from chainrag.data.datasets import load_dataset
+    from chainrag.llm.fake import ScriptedLLM
+    from chainrag.run.session import run_recipe
+
+    from .test_runs import start
+
     env = {"CHAINRAG_CACHE": str(tmp_path / "cache"), "OPENAI_API_KEY": ""}
-    path, _ = naive_recipe(tmp_path)
+    path, recipe = naive_recipe(tmp_path)
+    stored = start(tmp_path, path, recipe, "runs/musique/naive-local")
+    run_recipe(
+        recipe, load_dataset("musique", 2), stored, ScriptedLLM({"cxtint": lambda _: "Paris"})
+    )
     runs = str(tmp_path / "runs")
     told = chainrag("run", str(path), "--dataset", "musique", "--limit", "4", "--out-dir", runs,
                     "--estimate", "--llm", "gpt-4o-mini", **env)  # fmt: skip
     assert told.returncode == 0, told.stderr
+    assert f"already answered by qwen2.5-coder-1.5b in {stored.folder}" in told.stdout
     assert "would answer 4 sample question(s) with openai/gpt-4o-mini" in told.stdout
-    assert "Nothing was called: pass --yes" in told.stdout
+    assert "No paid call was made" in told.stdout
     assert not (tmp_path / "cache" / "estimates").exists()
+    assert not (tmp_path / "runs" / "musique" / "naive").exists()
     refused = chainrag("run", str(path), "--dataset", "musique", "--yes", **env)
     assert refused.returncode == 2 and "--yes applies to --estimate only" in refused.stderr
 

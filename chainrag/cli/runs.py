@@ -66,10 +66,13 @@ INDEX_HELP = (
     "OUT_DIR/<dataset>@<corpus sources>/. Retrieval is scored against the gold passages' titles."
 )
 ESTIMATE_HELP = (
-    "Do not run: print each run's expected LLM calls, tokens, dollars (litellm's price map) "
-    "and wall time at its concurrency, scaled up from the questions its folder already answered "
-    "or from a sample answered into an estimate folder of its own (see --sample), in this "
-    "process whatever --engine."
+    "Do not run: print each run's expected LLM calls, tokens a question, dollars (litellm's "
+    "price map) and wall time at its concurrency, scaled up from the questions its folder "
+    "already answered or from a sample answered into an estimate folder of its own (see "
+    "--sample), in this process whatever --engine. A paid API is called only with --yes: "
+    "without it, its tokens come from stored runs of the same recipe on the same dataset "
+    "(--out-dir, docs/runs), else from a sample the local model answers, counted with the "
+    "model's tokenizer where litellm has it."
 )
 SAMPLE_HELP = (
     "With --estimate: the questions a sample answers (default 5), drawn with a fixed seed; "
@@ -113,7 +116,7 @@ SampleOption = Annotated[int | None, typer.Option(min=1, help=SAMPLE_HELP)]
 YesOption = Annotated[
     bool,
     typer.Option("--yes", help="With --estimate: make the sample's calls to a paid API "
-                 "(without it, they are counted and priced, and none is made)."),
+                 "(without it, none is made: see --estimate)."),
 ]  # fmt: skip
 DryRunOption = Annotated[
     bool,
@@ -226,27 +229,30 @@ def run_grid(
 @reports_errors(RUN_HINT)
 def print_estimate(plan: RunPlan, sample: int | None, yes: bool = False) -> None:
     """Each run's estimate (answering its sample, a bar per run, if it needs one) as a table.
-    A sample that a paid API would answer is only counted and priced unless ``yes``."""
+    Unless ``yes``, a paid API is never called: its runs are estimated from stored runs of the
+    same recipe, else from a sample the local model answers, and what ``--yes`` would pay for
+    is said below the table."""
     from chainrag.run.estimate import SAMPLE, estimate_grid, paid_samples, table
     from chainrag.run.session import sigterm_as_interrupt
 
-    if not yes and (paid := paid_samples(plan, sample or SAMPLE)):
-        for item in paid:
-            typer.echo(item.line())
-        typer.echo(
-            f"{sum(p.questions for p in paid)} sample question(s) in all, each making one LLM "
-            "call or more (NaiveRAG 1, ChainRAG about 8 as measured on the dev sets). Nothing "
-            "was called: pass --yes to make these calls, or --sample 1 for the smallest "
-            "sample. Local and self-hosted models are never asked."
-        )
-        return
-
+    paid = [] if yes else paid_samples(plan, sample or SAMPLE)
     try:
         with sigterm_as_interrupt(), Progress("q") as bars:
-            estimates = estimate_grid(plan, sample or SAMPLE, progress=bars, say=typer.echo)
+            estimates = estimate_grid(plan, sample or SAMPLE, pay=not paid, progress=bars,
+                                      say=typer.echo)  # fmt: skip
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while a sample is answered
         raise interrupted(signal_name(exc)) from None
     typer.echo(table(estimates))
+    if paid:
+        typer.echo("")
+        typer.echo("No paid call was made. With --yes, a paid sample refines these figures:")
+        for item in paid:
+            typer.echo(f"- {item.line()}")
+        typer.echo(
+            f"{sum(p.questions for p in paid)} sample question(s) in all, each making one LLM "
+            "call or more (NaiveRAG 1, ChainRAG about 8 as measured on the dev sets); "
+            "--sample N sets how many."
+        )
 
 
 def interrupted(name: str) -> typer.Exit:

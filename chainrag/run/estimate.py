@@ -24,6 +24,13 @@ figures of some answered questions are scaled up to the run's questions:
 * **How sure.** Dollars and wall time carry the 95% interval of their mean per question
   (Student's t over the measured questions, so none from one question): what the rest of the
   run costs if its questions are like the measured ones.
+* **Without paying** (``pay=False``, ``--estimate`` without ``--yes``). A paid model
+  (:func:`is_paid`) is never called: where its run folder does not hold enough questions, its
+  tokens come from a stored run of the recipe but its ``llm:`` on the dataset
+  (:mod:`chainrag.run.stored`; a local model's counts converted to the model's tokenizer,
+  :func:`converted`), else from a sample the local model answers (:func:`local_recipe`), its
+  tokens counted with the model's tokenizer (:mod:`chainrag.llm.tokens`); wall time is then not
+  measured.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import random
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
@@ -45,6 +53,7 @@ from chainrag.core.paths import cache_root
 from chainrag.core.types import QAExample
 from chainrag.index.build import IndexCache
 from chainrag.llm.backend import TokenPrice
+from chainrag.llm.tokens import LOCAL_RATIO, ProviderCounted, ProviderTokenizer, provider_tokenizer
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.recipe import LLMSpec, Recipe
 from chainrag.run.extrapolation import Basis as Basis  # re-exported
@@ -57,15 +66,20 @@ from chainrag.run.extrapolation import wall_seconds as wall_seconds  # re-export
 from chainrag.run.files import RunError
 from chainrag.run.folder import RUN_FILE, RunDir
 from chainrag.run.jobs import Progress, by_llm, in_flight, open_job_llm, open_shared, run_into
+from chainrag.run.meta import LLMIdentity, RunIdentity
 from chainrag.run.plan import Job, PlannedData, PlannedRun, RunPlan, plan_run
 from chainrag.run.question import warm_up
 from chainrag.run.record import RunRecord
+from chainrag.run.stored import SHIPPED_RUNS, stored_runs
 
 SAMPLE = 5
 """Questions answered for an estimate unless told otherwise."""
 
 SEED = 0
 """The seed of the sample's shuffle."""
+
+Q = TypeVar("Q")
+"""A question (a dataset's example, or the record of one answered)."""
 
 
 class EstimateError(ChainragError):
@@ -75,7 +89,7 @@ class EstimateError(ChainragError):
 # --------------------------------------------------------------------------- the questions
 
 
-def sample_questions(examples: Sequence[QAExample], n: int) -> list[QAExample]:
+def sample_questions(examples: Sequence[Q], n: int) -> list[Q]:
     """``n`` of ``examples`` (all of them if fewer), in dataset order: the first ``n`` of the
     examples shuffled with :data:`SEED`, so that a larger ``n`` keeps a smaller one's."""
     if n < 1:
@@ -85,14 +99,17 @@ def sample_questions(examples: Sequence[QAExample], n: int) -> list[QAExample]:
     return [examples[i] for i in sorted(order[:n])]
 
 
-def sample_folder(run: PlannedRun) -> Path:
+def sample_folder(run: PlannedRun, counted_by: str = "") -> Path:
     """Where a sample of ``run`` is answered: ``$CHAINRAG_CACHE/estimates/<run>-<key>``, the
     key a hash of the recipe's digest, the dataset and its file's fingerprint and the corpus
-    index (the run's identity), so that a changed recipe or file gets a folder of its own."""
+    index (the run's identity), so that a changed recipe or file gets a folder of its own, and
+    of ``counted_by``, the tokenizer that counted its tokens where it is not the LLM's own."""
     known = run.identity
     about = [known.recipe_digest, known.dataset, known.dataset_fingerprint]
     if known.index is not None:
         about.append(json.dumps(known.index.key(), sort_keys=True, default=str))
+    if counted_by:
+        about.append(counted_by)
     key = hashlib.sha256("\n".join(about).encode("utf-8")).hexdigest()[:12]
     return cache_root() / "estimates" / f"{run.label}-{key}"
 
@@ -120,14 +137,16 @@ def answer_sample(
     *,
     cache: IndexCache | None = None,
     progress: Progress | None = None,
+    counted_by: str = "",
 ) -> tuple[list[RunRecord], Basis]:
     """:func:`sample_questions` of ``run`` answered one at a time with ``llm()`` into
-    :func:`sample_folder`, and their records. What the folder holds is kept: when it holds
-    every sampled question, nothing is answered and ``llm`` is not called. Before the first
-    is answered, :func:`~chainrag.run.question.warm_up` loads the models its index and seeds
-    need (without the LLM), so the first question's seconds carry no model loading, which a
-    run pays once, not per question. Ctrl-C or SIGTERM ends it as it ends a run."""
-    folder = sample_folder(run)
+    :func:`sample_folder` (``counted_by``: see there), and their records. What the folder holds
+    is kept: when it holds every sampled question, nothing is answered and ``llm`` is not
+    called. Before the first is answered, :func:`~chainrag.run.question.warm_up` loads the
+    models its index and seeds need (without the LLM), so the first question's seconds carry
+    no model loading, which a run pays once, not per question. Ctrl-C or SIGTERM ends it as it
+    ends a run."""
+    folder = sample_folder(run, counted_by)
     chosen = sample_questions(run.data.examples, n)
     wanted = {e.qid for e in chosen}
 
@@ -167,19 +186,93 @@ def estimate_run(
     sample: int = SAMPLE,
     cache: IndexCache | None = None,
     progress: Progress | None = None,
+    pay: bool = True,
+    roots: Sequence[Path] = (),
+    say: Callable[[str], None] = lambda _: None,
 ) -> Estimate:
     """The estimate of a planned run (see the module docstring): from its folder's answered
     questions, else from ``sample`` questions answered with ``llm()`` (called only then: a
-    managed server is not started for nothing)."""
+    managed server is not started for nothing). Without ``pay``, a run whose LLM is paid
+    (:func:`is_paid`) is estimated by :func:`unpaid_measure`, ``llm()`` being the local
+    model (:func:`local_recipe`)."""
     n = min(sample, len(run.data.examples))
-    found = measured_run(run, n)
-    if found is None:
+    found: tuple[Sequence[RunRecord], Basis] | None = measured_run(run, n)
+    scale = 1.0
+    if found is None and not pay and is_paid(run.recipe.llm):
+        found, scale = unpaid_measure(run, llm, n, roots, cache=cache, progress=progress,
+                                      say=say)  # fmt: skip
+    elif found is None:
         found = answer_sample(run, llm, n, cache=cache, progress=progress)
     records, basis = found
     width, slots = in_flight(run.recipe.llm, run.job.concurrency)
     return extrapolate(records, len(run.data.examples), width=width, slots=slots,
                        price=price_of(run.recipe.llm), run=run.label, spec=run.recipe.llm,
-                       basis=basis)  # fmt: skip
+                       basis=basis, scale=scale)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- without paying
+
+
+def local_recipe(recipe: Recipe) -> Recipe:
+    """``recipe`` answered by the embedded local model (:class:`LLMSpec`'s default), sampled
+    as the recipe says (temperature, completion limit, seed)."""
+    spec = recipe.llm
+    local = attrs.evolve(LLMSpec(), temperature=spec.temperature, max_tokens=spec.max_tokens,
+                         seed=spec.seed)  # fmt: skip
+    return attrs.evolve(recipe, llm=local)
+
+
+def converted(answered_by: LLMIdentity, tokenizer: ProviderTokenizer) -> tuple[float, str]:
+    """The factor that turns the token counts of a run answered by ``answered_by`` into
+    ``tokenizer``'s, and how the counts were made: the model's own counts as they are; a local
+    model's (Qwen2.5's tokenizer) at :data:`~chainrag.llm.tokens.LOCAL_RATIO`; any other's as
+    they are, said plainly."""
+    if answered_by.kind == "litellm" and answered_by.model == tokenizer.model:
+        return 1.0, f"counted by {tokenizer.model} when it answered"
+    counted = f"counted by {answered_by.model}'s tokenizer"
+    ratio = LOCAL_RATIO.get(tokenizer.encoding) if answered_by.kind == "local_gguf" else None
+    if ratio is None:
+        return 1.0, f"{counted}, not converted to {tokenizer}"
+    return ratio, (f"{counted}, converted to {tokenizer} at {ratio:.3f} tokens per token "
+                   "(measured by scripts/token_ratio.py)")  # fmt: skip
+
+
+def unpaid_measure(
+    run: PlannedRun,
+    local: Callable[[], LLM],
+    n: int,
+    roots: Sequence[Path],
+    *,
+    cache: IndexCache | None = None,
+    progress: Progress | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> tuple[tuple[Sequence[RunRecord], Basis], float]:
+    """The measured questions of a paid run, found without a paid call, and the factor that
+    turns their tokens into the run's model's: the run folder of the recipe but its ``llm:``
+    on the dataset with the most questions, under ``roots`` (:func:`~chainrag.run.stored.
+    stored_runs`), converted by :func:`converted`; else ``n`` questions answered by the local
+    model ``local()`` into an estimate folder of their own, their prompts and completions
+    counted with the run's model's tokenizer; ``say`` is told why, before it is answered."""
+    tokenizer = provider_tokenizer(run.recipe.llm.model)
+    found = stored_runs(run.recipe, run.identity, run.folder.parent.name, roots)
+    if found:
+        best = found[0]
+        scale, counted = converted(best.llm, tokenizer)
+        basis = Basis("run", best.folder, len(best.records), left_out=best.left_out,
+                      answered_by=best.llm.model, counted=counted)  # fmt: skip
+        return (best.records, basis), scale
+    recipe = local_recipe(run.recipe)
+    say(f"{run.label}: no stored run of this recipe on {run.data.name} under "
+        f"{', '.join(map(str, roots)) or 'no folder'}, so the local {recipe.llm.model} answers "
+        f"{n} sample question(s) to count their tokens (with --yes, {run.recipe.llm.model} "
+        "answers them)")  # fmt: skip
+    identity = attrs.evolve(run.identity, recipe_digest=RunIdentity.digest(recipe))
+    planned = attrs.evolve(run, recipe=recipe, identity=identity)
+    records, basis = answer_sample(planned, lambda: ProviderCounted(local(), tokenizer), n,
+                                   cache=cache, progress=progress,
+                                   counted_by=tokenizer.encoding)  # fmt: skip
+    counted = f"counted by {tokenizer} over the texts of the sample"
+    return (records, attrs.evolve(basis, answered_by=recipe.llm.model, counted=counted)), 1.0
 
 
 def estimate_recipe(
@@ -192,24 +285,30 @@ def estimate_recipe(
     sample: int = SAMPLE,
     cache: IndexCache | None = None,
     progress: Progress | None = None,
+    pay: bool = True,
+    roots: Sequence[Path] = (),
 ) -> Estimate:
     """The estimate of ``recipe`` over ``job.dataset``'s ``examples``, planned here
     (:func:`~chainrag.run.plan.plan_run`) and estimated by :func:`estimate_run`."""
     planned = plan_run(job, recipe, PlannedData.read(job.dataset, examples))
     return estimate_run(attrs.evolve(planned, recipe_path=recipe_path), llm, sample=sample,
-                        cache=cache, progress=progress)  # fmt: skip
+                        cache=cache, progress=progress, pay=pay, roots=roots)  # fmt: skip
 
 
 def estimate_grid(
     plan: RunPlan,
     sample: int = SAMPLE,
     *,
+    pay: bool = True,
+    roots: Sequence[Path] | None = None,
     progress: Progress | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[Estimate]:
     """An estimate per planned run, dataset by dataset, beside the run (the same plan, nothing
     read again); recipes with the same ``llm:`` share one LLM, opened (a managed server
-    started) only if a sample needs it."""
+    started) only if a sample needs it. Without ``pay``, a paid LLM is never called: its runs
+    are measured on the runs of their recipes under ``roots`` (default: ``--out-dir`` and
+    :data:`~chainrag.run.stored.SHIPPED_RUNS`), else on a sample the local model answers."""
     plan.check()
     estimates: list[Estimate] = []
     cache = IndexCache()
@@ -217,10 +316,15 @@ def estimate_grid(
         for members in by_llm(group):
             with contextlib.ExitStack() as stack:
                 job = attrs.evolve(members[0].job, cache_mode="bypass")
-                llm = _on_demand(stack, members[0].recipe.llm, job, say)
+                spec = members[0].recipe.llm
+                if not pay and is_paid(spec):
+                    spec = local_recipe(members[0].recipe).llm
+                llm = _on_demand(stack, spec, job, say)
                 for run in members:
+                    found = (run.job.out, SHIPPED_RUNS) if roots is None else roots
                     estimates.append(estimate_run(run, llm, sample=sample, cache=cache,
-                                                  progress=progress))  # fmt: skip
+                                                  progress=progress, pay=pay, roots=found,
+                                                  say=say))  # fmt: skip
     return estimates
 
 

@@ -42,21 +42,28 @@ class Spread:
 class Basis:
     """Where an estimate's figures come from: a ``sample`` answered into ``folder`` (``failed``
     of its questions failed) or the ``run`` folder's answered questions (``left_out`` of them
-    answered partly from the response cache)."""
+    answered partly from the response cache); with ``answered_by`` set, by another LLM than the
+    run's (a stored run of the recipe, a sample answered by the local model), whose tokens
+    were ``counted`` as said there and whose seconds are not the run's."""
 
     kind: Literal["sample", "run"]
     folder: Path
     measured: int
     failed: int = 0
     left_out: int = 0
+    answered_by: str | None = None
+    counted: str = ""
 
     def __str__(self) -> str:
+        by = f" by {self.answered_by}" if self.answered_by else ""
         if self.kind == "sample":
             failed = f"; {self.failed} failed, not counted" if self.failed else ""
-            return (f"a sample of {self.measured + self.failed} question(s) answered one at a "
-                    f"time in {self.folder}{failed}")  # fmt: skip
-        left = f"; {self.left_out} answered from the cache left out" if self.left_out else ""
-        return f"the {self.measured} question(s) already answered in {self.folder}{left}"
+            said = (f"a sample of {self.measured + self.failed} question(s) answered one at a "
+                    f"time{by} in {self.folder}{failed}")  # fmt: skip
+        else:
+            left = f"; {self.left_out} answered from the cache left out" if self.left_out else ""
+            said = f"the {self.measured} question(s) already answered{by} in {self.folder}{left}"
+        return f"{said}; tokens {self.counted}" if self.counted else said
 
 
 @attrs.frozen
@@ -70,8 +77,10 @@ class Estimate:
         questions: The run's questions.
         width: Questions in flight; ``slots``: LLM requests in flight.
         calls, prompt_tokens, completion_tokens: Expected totals over the run's questions.
+        prompt_each, completion_each: Tokens a question, with their 95% intervals.
         dollars: Expected total in US dollars, None where the price is unknown.
-        wall_s: Expected wall time of the run.
+        wall_s: Expected wall time of the run; None where the measured questions were
+            answered by another LLM, whose seconds are not this one's.
         basis: The measured questions the figures are scaled up from.
     """
 
@@ -84,8 +93,10 @@ class Estimate:
     calls: float
     prompt_tokens: float
     completion_tokens: float
+    prompt_each: Spread
+    completion_each: Spread
     dollars: Spread | None
-    wall_s: Spread
+    wall_s: Spread | None
     basis: Basis
 
 
@@ -135,20 +146,26 @@ def extrapolate(
     run: str,
     spec: LLMSpec,
     basis: Basis,
+    scale: float = 1.0,
 ) -> Estimate:
     """The measured ``records`` scaled up to ``questions`` questions (see the module docstring);
-    ``price`` None is a model litellm has no price for."""
+    ``price`` None is a model litellm has no price for. Each record's tokens are multiplied by
+    ``scale`` (counts made by another tokenizer, converted to the model's); the records' seconds
+    are the run's only if ``basis`` says no other LLM answered them."""
     if not records:
         raise ValueError("extrapolate needs at least one measured question")
     calls = [r.usage.calls + r.usage.cache_hits for r in records]
-    prompt = [r.usage.prompt_tokens for r in records]
-    completion = [r.usage.completion_tokens for r in records]
+    prompt = [r.usage.prompt_tokens * scale for r in records]
+    completion = [r.usage.completion_tokens * scale for r in records]
     dollars = None
     if price is not None:
         spent = [price.dollars(p, c) for p, c in zip(prompt, completion, strict=True)]
         dollars = mean_interval(spent).times(questions)
-    seconds = mean_interval([r.seconds for r in records])
-    llm_seconds = mean_interval([r.usage.latency_s for r in records])
+    wall = None
+    if basis.answered_by is None:
+        seconds = mean_interval([r.seconds for r in records])
+        llm_seconds = mean_interval([r.usage.latency_s for r in records])
+        wall = wall_seconds(seconds, llm_seconds, questions, width, slots)
     local = spec.kind == "local_gguf"
     return Estimate(
         run=run,
@@ -160,8 +177,10 @@ def extrapolate(
         calls=questions * statistics.fmean(calls),
         prompt_tokens=questions * statistics.fmean(prompt),
         completion_tokens=questions * statistics.fmean(completion),
+        prompt_each=mean_interval(prompt),
+        completion_each=mean_interval(completion),
         dollars=dollars,
-        wall_s=wall_seconds(seconds, llm_seconds, questions, width, slots),
+        wall_s=wall,
         basis=basis,
     )
 
@@ -175,24 +194,27 @@ def price_of(spec: LLMSpec) -> TokenPrice | None:
 
 
 def table(estimates: Sequence[Estimate]) -> str:
-    """The estimates as a markdown table, each followed below by what it was scaled up from."""
+    """The estimates as a markdown table, each followed below by what it was scaled up from:
+    tokens a question, dollars and wall time of the whole run, each with its 95% interval."""
     lines = [
-        "| run | model | questions | LLM calls | prompt tokens | completion tokens | $ "
-        "(95% interval) | wall time (95% interval) | concurrency |",
+        "| run | model | questions | LLM calls | prompt tokens a question | completion tokens a "
+        "question | $ the run (95% interval) | wall time (95% interval) | concurrency |",
         "|---|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for e in estimates:
         flight = f"{e.width}" + (f" (LLM: {e.slots})" if e.slots != e.width else "")
+        wall = "not measured" if e.wall_s is None else _range(e.wall_s, _duration)
         lines.append(
             f"| {e.run} | {e.model} | {e.questions:,} | {_amount(e.calls)} | "
-            f"{_amount(e.prompt_tokens)} | {_amount(e.completion_tokens)} | {_dollars(e)} | "
-            f"{_range(e.wall_s, _duration)} | {flight} |"
+            f"{_range(e.prompt_each, _amount)} | {_range(e.completion_each, _amount)} | "
+            f"{_dollars(e)} | {wall} | {flight} |"
         )
     lines.append("")
     lines += [f"- {e.run}: estimated from {e.basis}" for e in estimates]
     lines.append(
         "- Wall time: questions x max(seconds a question took / questions in flight, its LLM "
-        "seconds / LLM requests in flight); figures assume no answer comes from the cache."
+        "seconds / LLM requests in flight); not measured where another LLM answered the "
+        "measured questions. Figures assume no answer comes from the cache."
     )
     return "\n".join(lines)
 

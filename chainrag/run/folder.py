@@ -235,7 +235,7 @@ class RunDir:
         (where ``known`` fixes them) questions."""
         digest, data = known.recipe_digest, (known.dataset, known.dataset_fingerprint)
         index = known.index
-        if meta.recipe_digest != digest and not self._same_recipe(recipe):
+        if meta.recipe_digest != digest and not self.same_recipe(recipe):
             raise RunError(
                 f"{self.folder} holds a run of another recipe ({meta.recipe_name!r}, "
                 f"{meta.recipe_digest}; now {recipe.name!r}, {digest}): pass another "
@@ -289,9 +289,11 @@ class RunDir:
             "two experiments, so pass another --out"
         )
 
-    def _same_recipe(self, recipe: Recipe) -> bool:
-        """Whether the folder's ``recipe.yaml`` is ``recipe`` compared as components, so that
-        a parameter a component gained since (with its default) does not make it another."""
+    def same_recipe(self, recipe: Recipe, *, but_llm: bool = False) -> bool:
+        """Whether the folder's ``recipe.yaml`` is ``recipe`` as far as its answers go
+        (:func:`~chainrag.run.meta.answer_recipe`), compared as components, so that a parameter
+        a component gained since (with its default) does not make it another; with ``but_llm``,
+        whatever either's ``llm:`` says (its prompts are the same)."""
         from chainrag.recipes.recipe import parse_yaml, structure_stored
 
         path = self.folder / RECIPE_FILE
@@ -305,7 +307,8 @@ class RunDir:
         if stored is None:
             return False
         stored = answer_recipe(stored)
-        return attrs.evolve(stored, name=mine.name, description=mine.description) == mine
+        llm = mine.llm if but_llm else stored.llm
+        return attrs.evolve(stored, name=mine.name, description=mine.description, llm=llm) == mine
 
     def finish_session(self, end: SessionEnd) -> None:
         """Record how the current session ended (questions done, failed, wall time); a
