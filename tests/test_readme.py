@@ -115,16 +115,15 @@ def test_the_commands_that_need_no_llm_run(tmp_path: Path) -> None:
     assert (work / "runs" / "mine" / "view.html").is_file()
 
 
-def test_the_api_model_recipe_loads(tmp_path: Path) -> None:
+def test_the_api_model_recipe_loads_saved_in_any_folder(tmp_path: Path) -> None:
     text = blocks("yaml")[0]
     data = yaml.safe_load(text)
-    path = ROOT / f".readme-test-{tmp_path.name}.yaml"
-    try:
-        path.write_text(text)
-        recipe = load_recipe(path)
-    finally:
-        path.unlink(missing_ok=True)
+    path = tmp_path / "elsewhere" / "my-chainrag-gpt.yaml"  # outside the repository
+    path.parent.mkdir()
+    path.write_text(text)
+    recipe = load_recipe(path)
     assert recipe.name == data["name"] and recipe.llm.model == "openai/gpt-4o-mini"
+    assert recipe.method == load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml").method
 
 
 def test_the_python_snippet_calls_the_api_as_it_is() -> None:

@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 from chainrag.core.errors import ChainragError
-from chainrag.recipes.recipe import parse_yaml, recipe_files
+from chainrag.recipes.recipe import SHIPPED_RECIPES, parse_yaml, recipe_files
 
-RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+RECIPES = SHIPPED_RECIPES
 """The recipes that come with chainrag (a checkout's ``recipes/``)."""
 
 
