@@ -97,6 +97,29 @@ def test_a_refused_second_run_stops_the_command_before_the_first_starts(
     assert not (out / "musique" / "naive").exists()  # the first run was not started
 
 
+def test_a_refused_dry_run_names_the_option_and_fails(
+    tmp_path: Path, served: tuple[FakeOpenAI, str]
+) -> None:
+    from typer.testing import CliRunner
+
+    from chainrag.cli.main import app
+
+    fake, api_base = served
+    first, _ = two_recipes(tmp_path, api_base)
+    out = tmp_path / "runs"
+    run_grid(plan_grid([first], ["musique"], out=out, limit=1))
+    args = ["run", str(first), "--dataset", "musique", "--limit", "1", "--out-dir", str(out)]
+    done = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert done.exit_code == 0 and "complete: 1 of 1 answered" in done.output
+    calls = len(fake.bodies)
+    first.write_text(first.read_text().replace("dim: 64", "dim: 32"))  # another recipe
+    refused = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert refused.exit_code == 1, refused.output
+    assert "  refused: " in refused.output
+    assert "pass another --out-dir, or remove that directory" in refused.output
+    assert len(fake.bodies) == calls
+
+
 def test_two_refused_runs_are_named_together(
     tmp_path: Path, served: tuple[FakeOpenAI, str]
 ) -> None:

@@ -114,7 +114,8 @@ YesOption = Annotated[
 DryRunOption = Annotated[
     bool,
     typer.Option("--dry-run", help="Print the plan — questions, run folders, what each run "
-                 "would start, resume or refuse, the LLM — and stop: no LLM call, no model."),
+                 "would start, resume or refuse, the LLM — and stop: no LLM call, no model "
+                 "(exit 1 where a run would be refused, as the run would)."),
 ]  # fmt: skip
 OldOutDir = Annotated[
     Path | None, typer.Option("--out", hidden=True, help="Old spelling of --out-dir.")
@@ -163,6 +164,7 @@ def run(
 
         for line in plan_lines(plan):
             typer.echo(line)
+        plan.check()  # a plan that would refuse a run is no dry run of a command that works
         return
     for line in plan.lines():
         typer.echo(line)
