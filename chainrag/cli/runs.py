@@ -87,7 +87,8 @@ RECURRING_OUT_HELP = (
     "Parent folder: the experiment goes into OUT_DIR/recurring-DATASET, and resumes there if it "
     "was stopped."
 )
-CONTEXT_HELP = "Passages: JSON [{title, text}] or [title, [sentences]], or a text file."
+CONTEXT_HELP = r"Passages: JSON [{title, text}] or [title, \[sentences]], or a text file."
+r"""(``\[``: the help is rich markup, where ``[sentences]`` would be a style tag.)"""
 
 Recipes = Annotated[list[Path], typer.Argument(help="Method recipes to run, one run each.")]
 Datasets = Annotated[list[str], typer.Option(help=DATASET_HELP)]
