@@ -25,14 +25,18 @@ a resumed run first rolls the state back to the last recorded marker (or to the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import queue
 import signal
+import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed
 from types import FrameType
-from typing import TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import attrs
 
@@ -53,6 +57,7 @@ from chainrag.run.question import answer_and_score
 from chainrag.run.record import QuestionError, RunRecord, error_line, record_line
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @attrs.define
@@ -189,7 +194,7 @@ def run_recipe(
     try:
         with (
             _Recorder(run, tally, len(examples), progress) as recorder,
-            ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="question") as pool,
+            QuestionPool(concurrency) as pool,
         ):
             interrupted = _answer_all(pool, work, remaining, recorder.settle)
     except ChainragError as exc:
@@ -309,15 +314,75 @@ class _Recorder:
         self.errors.close()
 
 
+class QuestionPool(Executor):
+    """At most ``workers`` questions at once, each on one of that many daemon threads.
+
+    It is a thread pool whose end can leave its calls in flight behind (:meth:`abandon`):
+    where a ``concurrent.futures.ThreadPoolExecutor``'s end, and the interpreter's exit, wait
+    for every call, a second Ctrl-C stops a session at once however long its questions in
+    flight would take (a local model's: minutes).
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._threads = [
+            threading.Thread(target=self._work, name=f"question_{i}", daemon=True)
+            for i in range(max(1, workers))
+        ]
+        self._abandoned = False
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+        self._calls.put((future, functools.partial(fn, *args, **kwargs)))
+        return future
+
+    def _work(self) -> None:
+        while (item := self._calls.get()) is not None:
+            future, call = item
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled while queued
+            try:
+                result = call()
+            except BaseException as exc:  # the future holds it, as a ThreadPoolExecutor's does
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    def abandon(self) -> None:
+        """Wait for no call in flight any more: the pool's end returns at once, and, its
+        threads being daemons, the interpreter's exit does not wait for them either."""
+        self._abandoned = True
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Let the threads end once the calls queued are done (``cancel_futures``: those not
+        started are cancelled first, by their owner); ``wait``: until they have, unless the
+        pool was :meth:`abandon`-ed."""
+        for _ in self._threads:
+            self._calls.put(None)
+        if wait and not self._abandoned:
+            for thread in self._threads:
+                thread.join()
+
+
+def notice(line: str) -> None:
+    """A line the person who sent a signal reads at once, on standard error."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _answer_all(
-    pool: ThreadPoolExecutor,
+    pool: QuestionPool,
     work: Callable[[QAExample], RunRecord],
     examples: Sequence[QAExample],
     settle: Callable[[QAExample, Future[RunRecord]], None],
 ) -> str | None:
     """Every example through ``work`` in ``pool``, each settled (in this thread) as it finishes.
     On Ctrl-C or SIGTERM the ones not started are cancelled and the ones in flight settled as
-    they finish or fail; returns the signal's name then, else None. An error that stops the run
+    they finish or fail (:func:`finish_in_flight`: a second signal stops at once); returns the
+    name of the signal that ended the session then, else None. An error that stops the run
     (:func:`stops_run`) does the same, leaves the questions it stopped unrecorded, and is raised
     again."""
     futures = {pool.submit(work, example): example for example in examples}
@@ -329,10 +394,8 @@ def _answer_all(
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: what is finished is kept
         for future in futures:
             future.cancel()
-        for future, example in futures.items():
-            if not future.cancelled() and future not in settled:
-                settle(example, future)
-        return signal_name(exc)
+        flight = {f: e for f, e in futures.items() if not f.cancelled() and f not in settled}
+        return finish_in_flight(pool, flight, settle, signal_name(exc))
     except Exception as exc:
         if not stops_run(exc):
             raise
@@ -347,6 +410,40 @@ def _answer_all(
         for future in futures:  # whatever stopped the loop, nothing queued starts
             future.cancel()
     return None
+
+
+def finish_in_flight(
+    pool: QuestionPool,
+    flight: dict[Future[RunRecord], QAExample],
+    settle: Callable[[QAExample, Future[RunRecord]], None],
+    first: str,
+) -> str:
+    """After a first signal (named ``first``): say what is waited for, and settle each question
+    in ``flight`` as it finishes; returns ``first``. A second signal (Ctrl-C or SIGTERM) stops
+    at once: the questions already finished are settled, the others abandoned in ``pool`` with
+    no line (so the same command asks them again); returns the second's name."""
+    if flight:
+        notice(
+            f"{first}: waiting for the {len(flight)} question(s) in flight to finish (kept as "
+            "they do); Ctrl-C again, or SIGTERM, to stop now and leave them to the next run"
+        )
+    done: set[Future[RunRecord]] = set()
+    try:
+        for future in as_completed(flight):
+            settle(flight[future], future)
+            done.add(future)
+    except KeyboardInterrupt as exc:
+        pool.abandon()
+        finished = [f for f in flight if f.done() and f not in done]
+        for future in finished:
+            settle(flight[future], future)
+        left = len(flight) - len(done) - len(finished)
+        notice(
+            f"{signal_name(exc)}: stopped now; {left} question(s) in flight left unanswered, "
+            "with no line: the same command asks them again"
+        )
+        return signal_name(exc)
+    return first
 
 
 @contextlib.contextmanager
