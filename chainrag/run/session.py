@@ -389,8 +389,8 @@ def _answer_all(
     settled: set[Future[RunRecord]] = set()
     try:
         for future in as_completed(futures):
+            settled.add(future)  # first: a signal while it is written never writes it twice
             settle(futures[future], future)
-            settled.add(future)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: what is finished is kept
         for future in futures:
             future.cancel()
@@ -430,8 +430,8 @@ def finish_in_flight(
     done: set[Future[RunRecord]] = set()
     try:
         for future in as_completed(flight):
-            settle(flight[future], future)
             done.add(future)
+            settle(flight[future], future)
     except KeyboardInterrupt as exc:
         pool.abandon()
         finished = [f for f in flight if f.done() and f not in done]
