@@ -38,6 +38,15 @@ def test_set_changes_a_field_typed_and_checked() -> None:
     assert syntax.returncode == 1 and "expected PATH=VALUE" in syntax.stderr
 
 
+def test_set_name_that_would_leave_the_out_dir_is_refused(tmp_path: Path) -> None:
+    for name in ("", "..", "../../elsewhere", "a\\b"):
+        args = ["run", ANSINT, "--dataset", "musique", "--limit", "1", "--dry-run"]
+        refused = chainrag(*args, "--out-dir", str(tmp_path / "runs"), "--set", f"name={name}")
+        assert refused.returncode == 1, refused.stdout
+        assert f"name {name!r} " in refused.stderr and "stays inside --out-dir" in refused.stderr
+    assert not any(tmp_path.iterdir())
+
+
 def test_llm_puts_an_llm_recipe_over_the_recipe() -> None:
     shown = chainrag("recipe", "show", ANSINT, "--llm", "gpt-4o-mini")
     assert shown.returncode == 0, shown.stderr
