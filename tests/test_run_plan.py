@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 import chainrag.run.meta as meta
+from chainrag.cli.main import app
 from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import RunError
 from chainrag.run.jobs import run_grid
@@ -93,31 +95,13 @@ def test_a_refused_second_run_stops_the_command_before_the_first_starts(
     assert any(line.startswith("  refused: ") and "another recipe" in line for line in lines)
     with pytest.raises(RunError, match="holds a run of another recipe"):
         run_grid(plan)
+    args = ["run", str(first), str(second), "--dataset", "musique", "--limit", "1"]
+    dry = CliRunner().invoke(app, [*args, "--out-dir", str(out), "--dry-run"])
+    assert dry.exit_code == 1, dry.output  # a dry run of a command that would be refused
+    assert "  refused: " in dry.output
+    assert "pass another --out-dir, or remove that directory" in dry.output
     assert len(fake.bodies) == calls  # nothing was asked
     assert not (out / "musique" / "naive").exists()  # the first run was not started
-
-
-def test_a_refused_dry_run_names_the_option_and_fails(
-    tmp_path: Path, served: tuple[FakeOpenAI, str]
-) -> None:
-    from typer.testing import CliRunner
-
-    from chainrag.cli.main import app
-
-    fake, api_base = served
-    first, _ = two_recipes(tmp_path, api_base)
-    out = tmp_path / "runs"
-    run_grid(plan_grid([first], ["musique"], out=out, limit=1))
-    args = ["run", str(first), "--dataset", "musique", "--limit", "1", "--out-dir", str(out)]
-    done = CliRunner().invoke(app, [*args, "--dry-run"])
-    assert done.exit_code == 0 and "complete: 1 of 1 answered" in done.output
-    calls = len(fake.bodies)
-    first.write_text(first.read_text().replace("dim: 64", "dim: 32"))  # another recipe
-    refused = CliRunner().invoke(app, [*args, "--dry-run"])
-    assert refused.exit_code == 1, refused.output
-    assert "  refused: " in refused.output
-    assert "pass another --out-dir, or remove that directory" in refused.output
-    assert len(fake.bodies) == calls
 
 
 def test_two_refused_runs_are_named_together(
