@@ -389,8 +389,9 @@ def _answer_all(
     settled: set[Future[RunRecord]] = set()
     try:
         for future in as_completed(futures):
-            settled.add(future)  # first: a signal while it is written never writes it twice
-            settle(futures[future], future)
+            with signals_held():  # a line is written whole and known written, or not at all
+                settle(futures[future], future)
+                settled.add(future)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: what is finished is kept
         for future in futures:
             future.cancel()
@@ -430,8 +431,9 @@ def finish_in_flight(
     done: set[Future[RunRecord]] = set()
     try:
         for future in as_completed(flight):
-            done.add(future)
-            settle(flight[future], future)
+            with signals_held():
+                settle(flight[future], future)
+                done.add(future)
     except KeyboardInterrupt as exc:
         pool.abandon()
         finished = [f for f in flight if f.done() and f not in done]
@@ -444,6 +446,30 @@ def finish_in_flight(
         )
         return signal_name(exc)
     return first
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM wait: a signal that arrives is raised as the block
+    ends, as its handler raises it (KeyboardInterrupt, :class:`Interrupted`), so that a
+    question's line is written and counted whole or not at all. A signal whose handler is the
+    system's (terminate) or ignored is left as it is; outside the main thread, where no handler
+    runs, nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    raising = {sig: handler for sig in (signal.SIGINT, signal.SIGTERM)
+               if callable(handler := signal.getsignal(sig))}  # fmt: skip
+    for sig in raising:
+        signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in raising.items():
+            signal.signal(sig, handler)
+        for signum in caught[:1]:
+            raising[signal.Signals(signum)](signum, None)  # raises as the signal would have
 
 
 @contextlib.contextmanager
