@@ -68,6 +68,7 @@ def test_recipes_lists_every_recipe_with_its_description() -> None:
     listed = chainrag("recipes")
     assert listed.returncode == 0
     assert "chainrag/ansint.yaml" in listed.stdout and "ChainRAG, AnsInt primary" in listed.stdout
+    assert "by its path without .yaml: base: chainrag/ansint)" in listed.stdout.splitlines()[0]
     count = sum(1 for _ in (ROOT / "recipes").rglob("*.yaml"))
     assert f"{count} recipes in recipes/" in listed.stdout
 
