@@ -25,8 +25,9 @@ from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.report import find_runs, markdown, plots, rows_of
 from chainrag.run.files import RunError, locked, read_lines
 from chainrag.run.folder import RunDir
+from chainrag.run.interrupts import signals_held
 from chainrag.run.record import RetrievalRecord
-from chainrag.run.session import run_recipe, signals_held, sigterm_as_interrupt
+from chainrag.run.session import run_recipe, sigterm_as_interrupt
 
 from .conftest import DATA_ROOT, ROOT
 from .fake_openai_server import FakeOpenAI, serve

@@ -18,20 +18,16 @@ from chainrag.core.errors import ServerDiedError, ServerError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.types import LLMRequest, Message
 from chainrag.llm.backend import LiteLLMBackend, RetryPolicy, import_litellm
-from chainrag.llm.served import ServedLLM
-from chainrag.llm.server import (
-    PROBE_TEXT,
-    LocalServer,
+from chainrag.llm.deaths import (
     crash_message,
-    crowding,
     exit_words,
     killed_message,
     machine_memory_kib,
     peak_rss_kib,
-    running_servers,
-    server_command,
     start_failure,
 )
+from chainrag.llm.served import ServedLLM
+from chainrag.llm.server import PROBE_TEXT, LocalServer, crowding, running_servers, server_command
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.models import get_model
 
