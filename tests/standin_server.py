@@ -6,7 +6,9 @@ llama.cpp's server does while it finishes a completion in flight (uvicorn's grac
 Three modes die of SIGSEGV on a completion, as a llama.cpp build that cannot run on the CPU
 does: ``segv-probe`` on the first (the start-up check); ``segv-after-probe`` on every one after
 the first; ``segv-once`` on the second, only while the file MARKER does not exist (it makes it
-first), so the server started after that death answers everything.
+first), so the server started after that death answers everything. ``oom-probe`` takes some
+memory and is killed by SIGKILL on the first completion, as the kernel's out-of-memory killer
+kills a server whose start-up check needs more memory than the machine has.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ class Handler(BaseHTTPRequestHandler):
         COMPLETIONS += 1
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         print(f"completion {COMPLETIONS}", flush=True)
+        if MODE == "oom-probe":
+            held = bytearray(64 * 2**20)  # resident: a peak the start can name
+            held[::4096] = b"x" * len(held[::4096])
+            print("llama_kv_cache: allocating (stand-in)", flush=True)
+            time.sleep(1.0)  # the kernel takes a moment to pick its victim
+            os.kill(os.getpid(), signal.SIGKILL)
         if dies_now():
             print("ggml: general protection fault (stand-in)", flush=True)
             os.kill(os.getpid(), signal.SIGSEGV)

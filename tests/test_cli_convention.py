@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .conftest import ROOT
 from .fake_openai_server import FakeOpenAI, serve
@@ -36,6 +38,15 @@ def test_set_changes_a_field_typed_and_checked() -> None:
     assert syntax.returncode == 1 and "expected PATH=VALUE" in syntax.stderr
 
 
+def test_set_name_that_would_leave_the_out_dir_is_refused(tmp_path: Path) -> None:
+    for name in ("", "..", "../../elsewhere", "a\\b"):
+        args = ["run", ANSINT, "--dataset", "musique", "--limit", "1", "--dry-run"]
+        refused = chainrag(*args, "--out-dir", str(tmp_path / "runs"), "--set", f"name={name}")
+        assert refused.returncode == 1, refused.stdout
+        assert f"name {name!r} " in refused.stderr and "stays inside --out-dir" in refused.stderr
+    assert not any(tmp_path.iterdir())
+
+
 def test_llm_puts_an_llm_recipe_over_the_recipe() -> None:
     shown = chainrag("recipe", "show", ANSINT, "--llm", "gpt-4o-mini")
     assert shown.returncode == 0, shown.stderr
@@ -57,6 +68,7 @@ def test_recipes_lists_every_recipe_with_its_description() -> None:
     listed = chainrag("recipes")
     assert listed.returncode == 0
     assert "chainrag/ansint.yaml" in listed.stdout and "ChainRAG, AnsInt primary" in listed.stdout
+    assert "by its path without .yaml: base: chainrag/ansint)" in listed.stdout.splitlines()[0]
     count = sum(1 for _ in (ROOT / "recipes").rglob("*.yaml"))
     assert f"{count} recipes in recipes/" in listed.stdout
 
@@ -151,3 +163,66 @@ def test_ask_takes_the_recipe_first_and_still_reads_the_old_order(tmp_path: Path
                        str(context), **env)  # fmt: skip
         assert old.returncode == 0 and "Paris" in old.stdout, old.stderr
         assert "ask QUESTION --recipe FILE is now ask RECIPE QUESTION" in old.stderr
+
+
+def test_every_help_text_survives_the_help_s_markup() -> None:
+    """typer renders help as rich markup, where ``[sentences]`` is a style tag and vanishes:
+    every command's and option's help reads the same after it (``\\[`` for a bracket)."""
+    import inspect
+
+    import typer
+    from rich.text import Text
+
+    from chainrag.cli.main import app
+
+    def texts(command: Any) -> Iterator[str]:
+        yield command.help or ""
+        yield from (getattr(p, "help", None) or "" for p in command.params)
+        for sub in getattr(command, "commands", {}).values():
+            yield from texts(sub)
+
+    helps = [inspect.cleandoc(t) for t in texts(typer.main.get_command(app))]
+    assert len(helps) > 100 and any("[title, \\[sentences]]" in t for t in helps)
+    assert [t for t in helps if Text.from_markup(t).plain != t.replace("\\[", "[")] == []
+    shown = chainrag("ask", "--help")
+    assert "[title, [sentences]]" in shown.stdout, shown.stdout
+
+
+def _options(command: Any) -> dict[str, bool]:
+    """Each option spelling of a click command (``--cache`` and ``--no-cache``): hidden or not."""
+    return {
+        spelling: param.hidden
+        for param in command.params
+        for spelling in [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]
+    }
+
+
+def test_every_command_line_in_the_docs_names_options_that_exist() -> None:
+    """A ``chainrag CMD ... --opt`` in the package's docstrings, the README or docs/ names an
+    option of that command, and not an old spelling kept hidden (``--plots``, ``--out``)."""
+    import re
+
+    import typer
+
+    from chainrag.cli.main import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    files = [*(ROOT / "chainrag").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    command_line = re.compile(r"chainrag ([a-z][a-z-]*(?: [a-z][a-z-]*)?)([^`\n]*)")
+    wrong, seen = [], 0
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for words, rest in command_line.findall(line):
+                name, *sub = words.split()
+                command = commands.get(name)
+                if command is None:
+                    continue
+                if sub and sub[0] in getattr(command, "commands", {}):
+                    command = command.commands[sub[0]]
+                hidden = _options(command)
+                for option in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
+                    seen += 1
+                    if hidden.get(option, True):
+                        wrong.append(f"{path.relative_to(ROOT)}:{number}: {words} {option}")
+    assert seen > 50
+    assert wrong == []

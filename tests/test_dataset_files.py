@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -174,6 +175,55 @@ def test_hipporags_own_sample_layout(tmp_path: Path) -> None:
     assert second.qid == "q2" and second.answers == ("Frank Herbert", "Herbert")
     assert second.passages == (Passage("4", "Frank Herbert", "Frank Herbert wrote Dune."),)
     assert second.decomposition == (GoldStep("Who wrote Dune?", "Frank Herbert", 0),)
+
+
+def _unmarked(records: list[Any], key: str | None) -> list[Any]:
+    """``records`` with each paragraph's ``is_supporting`` dropped, or renamed to ``key``."""
+    return [
+        r | {"paragraphs": [
+            {k: v for k, v in p.items() if k != "is_supporting"}
+            | ({key: p["is_supporting"]} if key and "is_supporting" in p else {})
+            for p in r["paragraphs"]
+        ]}
+        for r in records
+    ]  # fmt: skip
+
+
+def test_a_hipporag_file_without_any_gold_mark_is_warned_about(tmp_path: Path) -> None:
+    path = _write(tmp_path / "sample.json", _unmarked(HIPPORAG_SAMPLE, None))
+    (first, second), said = _loaded(path)
+    assert said[0] == f"{path}: HippoRAG format, detected from its 2 records"
+    assert said[1:] == [
+        f"{path}: warning: no paragraph carries 'is_supporting', so every paragraph counts as "
+        "gold (as HippoRAG's evaluation counts them) and Recall@k measures how many of a "
+        "question's paragraphs are retrieved, not its supporting ones; mark those with "
+        '"is_supporting": true'
+    ]
+    assert first.supporting_passages == (0, 1, 2) and second.supporting_passages == (0,)
+    _, marked = _loaded(_write(tmp_path / "marked.json", HIPPORAG_SAMPLE))
+    assert marked == [f"{tmp_path / 'marked.json'}: HippoRAG format, detected from its 2 records"]
+
+
+def test_an_unread_paragraph_key_is_named_in_a_warning(tmp_path: Path) -> None:
+    path = _write(tmp_path / "sample.jsonl", _unmarked(HIPPORAG_SAMPLE, "is_support"))
+    _, said = _loaded(path)
+    assert said[1] == (
+        f"{path}: warning: paragraph key 'is_support' is not read (3 paragraphs, the first at "
+        "line 1, paragraphs[0]); did you mean 'is_supporting'? (the keys read: title, text, "
+        "paragraph_text, is_supporting, idx)"
+    )
+    assert "no paragraph carries 'is_supporting'" in said[2] and len(said) == 3
+    first, second = _records("musique_dev.jsonl", 2)  # MuSiQue's ids: read as MuSiQue
+    typo = _write(tmp_path / "typo.jsonl", [first, _unmarked([second], "is_gold")[0]])
+    examples, said = _loaded(typo)
+    assert said[0].endswith("MuSiQue format, detected from its 2 records") and len(said) == 2
+    assert re.fullmatch(
+        rf"{re.escape(str(typo))}: warning: paragraph key 'is_gold' is not read \(\d+ "
+        r"paragraphs, the first at line 2, paragraphs\[0\]\) \(the keys read: idx, title, "
+        r"paragraph_text, is_supporting\)",
+        said[1],
+    )
+    assert examples[1].supporting_passages == ()
 
 
 def test_a_hipporag_pair_is_answered_over_its_corpus_through_an_index(tmp_path: Path) -> None:

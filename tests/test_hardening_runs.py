@@ -125,6 +125,65 @@ def test_sigterm_ends_a_run_against_an_api_model_as_ctrl_c_does(tmp_path: Path) 
     assert json.loads(predictions.read_text().splitlines()[0])["id"]
 
 
+def _said(path: Path, text: str, within_s: float = 120.0) -> bool:
+    """Whether the file ``path`` (a process's stderr) comes to hold ``text`` within the time."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_second_signal_stops_at_once_and_the_same_command_resumes(tmp_path: Path) -> None:
+    """Two questions answered, then two in flight on requests that take 60 s: the first
+    signal (Ctrl-C) says what it waits for and waits; the second (SIGTERM) stops the command
+    at once, with no line for the two in flight; the same command then answers the four left."""
+    fake = FakeOpenAI(["ok", "ok", "timeout", "timeout"], reply="Paris", hang_s=60.0)
+    with serve(fake) as api_base:
+        path, _ = naive_recipe(
+            tmp_path,
+            f"llm: {{kind: litellm, model: openai/fake-model, api_base: '{api_base}', "
+            "max_retries: 0, timeout_s: 120, concurrency: 2}\n",
+        )
+        args = [*_cli(), "run", str(path), "--dataset", "musique", "--limit", "6", "--out-dir",
+                str(tmp_path / "runs"), "--no-report", "--concurrency", "2"]  # fmt: skip
+        env = os.environ | {"CHAINRAG_CACHE": str(tmp_path / "cache")}
+        stderr = tmp_path / "stderr.txt"
+        with stderr.open("w") as err:
+            process = subprocess.Popen(  # Ctrl-C as at a terminal, even under a background job
+                args, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )  # fmt: skip
+            deadline = time.monotonic() + 120
+            while len(fake.bodies) < 4 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)  # the two hanging requests are in flight
+            process.send_signal(signal.SIGINT)
+            assert _said(stderr, "SIGINT: waiting for the 2 question(s) in flight to finish")
+            assert "Ctrl-C again, or SIGTERM, to stop now" in stderr.read_text()
+            time.sleep(1.0)
+            assert process.poll() is None  # it waits, as said
+            second = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+        stopped_s = time.monotonic() - second
+        said = stderr.read_text()
+        assert process.returncode == 128 + signal.SIGTERM, said
+        assert stopped_s < 20, said  # not the 60 s the requests in flight would take
+        assert "SIGTERM: stopped now; 2 question(s) in flight left unanswered" in said
+        folder = tmp_path / "runs" / "musique" / "naive"
+        assert len((folder / "predictions.jsonl").read_text().splitlines()) == 2
+        assert not (folder / "errors.jsonl").read_text()
+        last = RunDir(folder).meta().sessions[-1].end
+        assert last is not None and (last.interrupted, last.answered) == ("SIGTERM", 2)
+        again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    lines = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
+    assert len(lines) == 6 and len({line["id"] for line in lines}) == 6
+    assert len(fake.bodies) == 8  # the 2 answered, the 2 abandoned, then the 4 left
+
+
 def test_connection_refused_is_the_connection_error_the_readme_names(tmp_path: Path) -> None:
     from chainrag.core.errors import LLMConnectionError
     from chainrag.core.types import Message

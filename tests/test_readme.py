@@ -115,16 +115,15 @@ def test_the_commands_that_need_no_llm_run(tmp_path: Path) -> None:
     assert (work / "runs" / "mine" / "view.html").is_file()
 
 
-def test_the_api_model_recipe_loads(tmp_path: Path) -> None:
+def test_the_api_model_recipe_loads_saved_in_any_folder(tmp_path: Path) -> None:
     text = blocks("yaml")[0]
     data = yaml.safe_load(text)
-    path = ROOT / f".readme-test-{tmp_path.name}.yaml"
-    try:
-        path.write_text(text)
-        recipe = load_recipe(path)
-    finally:
-        path.unlink(missing_ok=True)
+    path = tmp_path / "elsewhere" / "my-chainrag-gpt.yaml"  # outside the repository
+    path.parent.mkdir()
+    path.write_text(text)
+    recipe = load_recipe(path)
     assert recipe.name == data["name"] and recipe.llm.model == "openai/gpt-4o-mini"
+    assert recipe.method == load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml").method
 
 
 def test_the_python_snippet_calls_the_api_as_it_is() -> None:
@@ -137,3 +136,16 @@ def test_the_python_snippet_calls_the_api_as_it_is() -> None:
         parameters = inspect.signature(function).parameters
         assert all(k in parameters for k in keywords), (name, keywords)
     assert shutil.which("make") is not None  # the set-up's two commands need it
+
+
+def test_the_citation_gives_the_toolkit_first_then_the_three_papers_with_their_years() -> None:
+    (bibtex,) = blocks("bibtex")
+    entries = re.findall(r"@(\w+)\{(\w+),\n(.*?)\n\}", bibtex, re.DOTALL)
+    fields = [dict(re.findall(r"^\s*(\w+)\s*=\s*\{(.*)\},?$", body, re.M)) for *_, body in entries]
+    assert [(kind, key) for kind, key, _ in entries] == [
+        ("software", "chainrag"), ("inproceedings", "zhu2025chainrag"),
+        ("misc", "patwa2024guided"), ("misc", "shi2024fourmodule"),
+    ]  # fmt: skip
+    assert fields[0]["version"] == chainrag.__version__
+    assert [f.get("year") for f in fields[1:]] == ["2025", "2024", "2024"]
+    assert all(f["title"] and f["author"] for f in fields)

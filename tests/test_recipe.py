@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -8,6 +9,7 @@ import pytest
 
 from chainrag.components.rewrite_triggers import PronounWords
 from chainrag.core.errors import RecipeError
+from chainrag.recipes.overrides import load_changed, parse_all
 from chainrag.recipes.recipe import (
     LLMSpec,
     Recipe,
@@ -18,6 +20,8 @@ from chainrag.recipes.recipe import (
     resolve,
     structure,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -248,6 +252,67 @@ def test_missing_base_is_reported_with_its_path(tmp_path: Path) -> None:
     with pytest.raises(RecipeError) as exc:
         load_recipe(path)
     assert messages(exc) == [f"base recipe not found: {tmp_path / 'nope.yaml'} @ {path}.base[0]"]
+
+
+def test_a_base_may_be_a_shipped_recipe_s_name_from_any_folder(tmp_path: Path) -> None:
+    shipped = ROOT / "recipes" / "chainrag" / "ansint.yaml"
+    path = write(tmp_path, "mine.yaml", "base: [chainrag/ansint, llms/gpt-4o-mini]\n")
+    recipe, full = load_recipe(path), load_recipe(shipped)
+    assert recipe.name == "mine" and recipe.llm.model == "openai/gpt-4o-mini"
+    parts = (recipe.index, recipe.retrieval, recipe.method)
+    assert parts == (full.index, full.retrieval, full.method)
+
+
+def test_a_name_is_looked_up_in_the_recipe_s_own_tree_first(tmp_path: Path) -> None:
+    (tmp_path / "recipes" / "chainrag").mkdir(parents=True)
+    write(tmp_path / "recipes", "x.yaml", "base: chainrag/ansint\n")
+    write(tmp_path / "recipes" / "chainrag", "ansint.yaml", "description: my own\n")
+    assert load_recipe(tmp_path / "recipes" / "x.yaml").description == "my own"
+
+
+def test_a_relative_path_without_the_suffix_still_names_its_file(tmp_path: Path) -> None:
+    write(tmp_path, "common", "description: beside\n")
+    assert load_recipe(write(tmp_path, "x.yaml", "base: common\n")).description == "beside"
+
+
+def test_an_unknown_name_is_an_error_with_did_you_mean(tmp_path: Path) -> None:
+    path = write(tmp_path, "x.yaml", "base: chainrag/ansnt\n")
+    with pytest.raises(RecipeError, match=r"no recipe named 'chainrag/ansnt' in .*; did you "
+                       r"mean base: chainrag/ansint\? @ .*x\.yaml\.base$"):  # fmt: skip
+        load_recipe(path)
+
+
+def test_a_name_never_leaves_its_root(tmp_path: Path) -> None:
+    write(tmp_path, "outside.yaml", "description: outside\n")
+    (tmp_path / "mine").mkdir()
+    path = write(tmp_path / "mine", "x.yaml", "base: ../outside\n")
+    with pytest.raises(RecipeError, match=r"no recipe named '\.\./outside'"):
+        load_recipe(path)
+
+
+def test_a_shipped_path_saved_elsewhere_suggests_the_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "x.yaml", "base: [recipes/chainrag/ansint.yaml]\n")
+    with pytest.raises(RecipeError) as exc:
+        load_recipe(path)
+    assert messages(exc) == [
+        f"base recipe not found: {tmp_path / 'recipes/chainrag/ansint.yaml'}; did you mean "
+        f"base: chainrag/ansint? @ {path}.base[0]"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [("", "is not a folder's name"), ("..", "is not a folder's name"),
+     (".", "is not a folder's name"), ("../up", "contains '/'"),
+     ("a\\b", f"contains {chr(92)!r}")],
+)  # fmt: skip
+def test_a_name_that_is_not_one_folder_is_refused(tmp_path: Path, name: str, problem: str) -> None:
+    expected = re.escape(f"name {name!r} {problem}: ") + ".* stays inside --out-dir"
+    with pytest.raises(RecipeError, match=expected):  # in the file
+        load_recipe(write(tmp_path, "x.yaml", f"name: {json.dumps(name)}\n"))
+    naive = ROOT / "recipes" / "baselines" / "naive.yaml"
+    with pytest.raises(RecipeError, match=expected):  # or set on the command line
+        load_changed(naive, parse_all([f"name={name}"]))
 
 
 def test_missing_file() -> None:

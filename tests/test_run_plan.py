@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 import chainrag.run.meta as meta
+from chainrag.cli.main import app
 from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import RunError
 from chainrag.run.jobs import run_grid
@@ -93,6 +95,11 @@ def test_a_refused_second_run_stops_the_command_before_the_first_starts(
     assert any(line.startswith("  refused: ") and "another recipe" in line for line in lines)
     with pytest.raises(RunError, match="holds a run of another recipe"):
         run_grid(plan)
+    args = ["run", str(first), str(second), "--dataset", "musique", "--limit", "1"]
+    dry = CliRunner().invoke(app, [*args, "--out-dir", str(out), "--dry-run"])
+    assert dry.exit_code == 1, dry.output  # a dry run of a command that would be refused
+    assert "  refused: " in dry.output
+    assert "pass another --out-dir, or remove that directory" in dry.output
     assert len(fake.bodies) == calls  # nothing was asked
     assert not (out / "musique" / "naive").exists()  # the first run was not started
 

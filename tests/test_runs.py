@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.core.errors import ChainragError
+from chainrag.core.errors import ChainragError, Interrupted
 from chainrag.core.types import LLMRequest, LLMResponse, QAExample, Usage
 from chainrag.data.datasets import load_dataset
 from chainrag.llm.fake import ScriptedLLM
@@ -25,8 +25,9 @@ from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.report import find_runs, markdown, plots, rows_of
 from chainrag.run.files import RunError, locked, read_lines
 from chainrag.run.folder import RunDir
+from chainrag.run.interrupts import signals_held
 from chainrag.run.record import RetrievalRecord
-from chainrag.run.session import run_recipe
+from chainrag.run.session import run_recipe, sigterm_as_interrupt
 
 from .conftest import DATA_ROOT, ROOT
 from .fake_openai_server import FakeOpenAI, serve
@@ -266,6 +267,25 @@ def test_an_interrupt_cancels_the_questions_not_started(tmp_path: Path) -> None:
         10 - result.answered,
         None,
     )
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_signal_while_a_line_is_written_is_raised_once_it_is_written() -> None:
+    """A Ctrl-C or SIGTERM that lands while a question's line is written waits for the line:
+    otherwise it was either lost from the session or written twice."""
+    done: list[str] = []
+
+    def written(sig: signal.Signals) -> None:
+        with signals_held():
+            signal.pthread_kill(threading.main_thread().ident or 0, sig)
+            time.sleep(0.1)  # a handler would have run by now
+            done.append(sig.name)
+
+    for sig, raised in ((signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Interrupted)):
+        with sigterm_as_interrupt(), pytest.raises(raised):
+            written(sig)
+        assert done[-1] == sig.name
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_failed_questions_go_to_errors_and_are_tried_again(tmp_path: Path) -> None:

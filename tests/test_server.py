@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,16 +18,16 @@ from chainrag.core.errors import ServerDiedError, ServerError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.types import LLMRequest, Message
 from chainrag.llm.backend import LiteLLMBackend, RetryPolicy, import_litellm
-from chainrag.llm.served import ServedLLM
-from chainrag.llm.server import (
-    PROBE_TEXT,
-    LocalServer,
+from chainrag.llm.deaths import (
     crash_message,
-    crowding,
     exit_words,
-    running_servers,
-    server_command,
+    killed_message,
+    machine_memory_kib,
+    peak_rss_kib,
+    start_failure,
 )
+from chainrag.llm.served import ServedLLM
+from chainrag.llm.server import PROBE_TEXT, LocalServer, crowding, running_servers, server_command
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.models import get_model
 
@@ -197,6 +198,69 @@ def test_a_build_that_dies_on_its_start_up_completion_fails_the_start_naming_the
     assert "make llama-rebuild" in message and "LLAMA_CPU=avx2" in message
     assert "general protection fault (stand-in)" in message  # the log's tail
     assert server.process is None
+
+
+def test_a_server_killed_on_its_start_up_check_is_said_killed_with_its_memory(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL on the start-up completion (the out-of-memory killer's signal) is a kill from
+    outside with the memory the process had, never a build that cannot run on this CPU."""
+    server = make(tmp_path, "oom-probe")
+    with pytest.raises(ServerError) as caught:
+        server.start()
+    message = str(caught.value)
+    assert message.startswith(
+        "the local LLM server was killed by signal SIGKILL on its start-up check: killed from "
+        "outside, not a crash — the kernel's out-of-memory killer"
+    )
+    peak = re.search(r"the server had (\d+) MiB resident at its peak; this machine has "
+                     r"[\d.]+ GiB, [\d.]+ GiB available now\.", message)  # fmt: skip
+    assert peak is not None and 64 <= int(peak.group(1)) < 1024, message
+    assert "cannot run on this CPU" not in message and "make llama-rebuild" not in message
+    assert "allocating (stand-in)" in message  # the log's tail
+    assert server.process is None
+
+
+def test_only_cpu_signals_blame_the_build_and_other_ends_name_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    for sig in (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS):
+        said = start_failure(-sig, "on its start-up check", 10, None, log, "tail")
+        assert f"killed by signal {sig.name} on its start-up check" in said
+        assert "this llama.cpp build cannot run on this CPU" in said
+    said = start_failure(-signal.SIGKILL, "while starting", None, None, log, "tail")
+    assert said.startswith("the local LLM server was killed by signal SIGKILL while starting")
+    assert "the server had memory not measured; this machine has " in said
+    assert start_failure(-signal.SIGTERM, "while starting", 10, None, log, "tail") == (
+        f"the local LLM server was killed by signal SIGTERM while starting; its log ({log}) "
+        "ends with:\ntail"
+    )
+    machine = (4 * 2**20, None)
+    said = killed_message("on its start-up check", 3 * 2**20 + 2**19, machine, log, "tail")
+    assert "the server had 3.5 GiB resident at its peak; this machine has 4.0 GiB.\n" in said
+
+
+def test_memory_is_read_from_proc_status_and_meminfo(tmp_path: Path) -> None:
+    status = "Name:\tpython\nVmPeak:\t 900 kB\nVmHWM:\t  51200 kB\nVmRSS:\t  40960 kB\n"
+    assert peak_rss_kib(status) == 51200
+    assert peak_rss_kib("VmRSS:\t 7 kB\n") == 7 and peak_rss_kib("") is None
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:  16384 kB\nMemFree: 1 kB\nMemAvailable:  8192 kB\n")
+    assert machine_memory_kib(meminfo) == (16384, 8192)
+    assert machine_memory_kib(tmp_path / "none") == (None, None)
+
+
+def test_llama_cpp_python_missing_names_the_file_that_pins_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name)
+    )
+    with pytest.raises(ServerError, match=r"pinned in requirements/llama\.txt \(make llama "):
+        LocalServer.for_model("qwen2.5-coder-0.5b")
+    assert (ROOT / "requirements" / "llama.txt").read_text().count("llama_cpp_python==") == 1
 
 
 def test_the_start_up_check_is_a_completion_of_a_few_hundred_tokens(tmp_path: Path) -> None:

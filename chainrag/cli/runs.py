@@ -94,7 +94,8 @@ RECURRING_OUT_HELP = (
     "Parent folder: the experiment goes into OUT_DIR/recurring-DATASET, and resumes there if it "
     "was stopped."
 )
-CONTEXT_HELP = "Passages: JSON [{title, text}] or [title, [sentences]], or a text file."
+CONTEXT_HELP = r"Passages: JSON [{title, text}] or [title, \[sentences]], or a text file."
+r"""(``\[``: the help is rich markup, where ``[sentences]`` would be a style tag.)"""
 
 Recipes = Annotated[list[Path], typer.Argument(help="Method recipes to run, one run each.")]
 Datasets = Annotated[list[str], typer.Option(help=DATASET_HELP)]
@@ -121,7 +122,8 @@ YesOption = Annotated[
 DryRunOption = Annotated[
     bool,
     typer.Option("--dry-run", help="Print the plan — questions, run folders, what each run "
-                 "would start, resume or refuse, the LLM — and stop: no LLM call, no model."),
+                 "would start, resume or refuse, the LLM — and stop: no LLM call, no model "
+                 "(exit 1 where a run would be refused, as the run would)."),
 ]  # fmt: skip
 OldOutDir = Annotated[
     Path | None, typer.Option("--out", hidden=True, help="Old spelling of --out-dir.")
@@ -174,6 +176,7 @@ def run(
             typer.echo(line)
         for line in plan_warnings(plan):
             typer.secho(line, fg="yellow", err=True)
+        plan.check()  # a plan that would refuse a run is no dry run of a command that works
         return
     for line in plan.lines():
         typer.echo(line)

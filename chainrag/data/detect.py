@@ -18,7 +18,8 @@ in the order they are tried:
   ``answer`` (a string or a list), ``paragraphs`` of ``{title, text or paragraph_text,
   is_supporting}``; ``id``/``_id``, ``idx``, ``answer_aliases`` and ``question_decomposition``
   optional. As HippoRAG's evaluation counts them (its ``main.py``, ``get_gold_docs``), a
-  paragraph without ``is_supporting`` is gold, and ``text`` is read before ``paragraph_text``.
+  paragraph without ``is_supporting`` is gold, and ``text`` is read before ``paragraph_text``;
+  a file in which no paragraph carries the mark is warned about (every paragraph is then gold).
 * **FlashRAG**: ``{id, question, golden_answers, metadata}`` (``id`` and ``metadata`` optional;
   of ``metadata`` only ``type`` is read, as the question type). Its questions carry no
   passages (FlashRAG retrieves from a corpus such as its Wikipedia dump), so such a file runs
@@ -41,7 +42,9 @@ per-question setting); the message :func:`load_file` says names the corpus it fo
 A file no format fits is a :class:`~chainrag.data.records.DatasetError` naming the file and
 the first record that fits none (with what each format misses in it); one mixing formats
 names the first record that is not in the format of those before it, and the format it is in;
-records of the file's format with bad fields are all listed, as for a named dataset.
+records of the file's format with bad fields are all listed, as for a named dataset. A
+paragraph key a MuSiQue or HippoRAG file's paragraphs carry but that is not read (a misspelt
+``is_support``) is named in a warning.
 
 Layer: data; imports :mod:`chainrag.core` and :mod:`chainrag.data.datasets`.
 """
@@ -53,7 +56,13 @@ from pathlib import Path
 from typing import Any
 
 from chainrag.core.types import GoldStep, Passage, QAExample
-from chainrag.data.formats import FORMATS, MUSIQUE_STEP, RecordFormat, examples_of
+from chainrag.data.formats import (
+    FORMATS,
+    MUSIQUE_STEP,
+    RecordFormat,
+    examples_of,
+    unread_paragraph_keys,
+)
 from chainrag.data.names import corpus_beside
 from chainrag.data.records import DatasetError, checked, read_records, readable
 from chainrag.data.specs import (
@@ -112,6 +121,26 @@ FLASHRAG = Obj(
 )
 
 
+HIPPORAG_PARAGRAPH_KEYS = ("title", "text", "paragraph_text", "is_supporting", "idx")
+"""The keys of a HippoRAG paragraph that are read."""
+
+
+def _hipporag_notes(records: Sequence[tuple[str, Any]]) -> list[str]:
+    """Unread paragraph keys, and a file in which no paragraph carries ``is_supporting``:
+    every paragraph then counts as gold, so Recall@k says how many of a question's
+    paragraphs were retrieved, not how many of its supporting ones."""
+    notes = unread_paragraph_keys(records, HIPPORAG_PARAGRAPH_KEYS)
+    marked = any("is_supporting" in p for _, record in records for p in record["paragraphs"])
+    if not marked:
+        notes.append(
+            "no paragraph carries 'is_supporting', so every paragraph counts as gold (as "
+            "HippoRAG's evaluation counts them) and Recall@k measures how many of a question's "
+            "paragraphs are retrieved, not its supporting ones; mark those with "
+            '"is_supporting": true'
+        )
+    return notes
+
+
 def _hipporag(record: Mapping[str, Any], dataset: str) -> QAExample:
     paragraphs = record["paragraphs"]
     passages = tuple(
@@ -153,7 +182,7 @@ DETECTED: tuple[RecordFormat, ...] = (
     FORMATS["musique"],
     FORMATS["hotpot"],
     FORMATS["longbench"],
-    RecordFormat("HippoRAG", HIPPORAG, _hipporag),
+    RecordFormat("HippoRAG", HIPPORAG, _hipporag, notes=_hipporag_notes),
     RecordFormat("FlashRAG", FLASHRAG, _flashrag, contexts=False),
 )
 """The formats a file is read in, in the order they are tried."""
@@ -211,13 +240,16 @@ def _in_no_format(path: Path, place: str, value: Any) -> str:
 def load_file(name: str, limit: int | None = None, say: Say | None = None) -> list[QAExample]:
     """The first ``limit`` questions (all if None) of the file at path ``name``, in the format
     detected from its records (:func:`detect_format`), every record checked against it;
-    ``say`` is told the format chosen (:func:`chosen`)."""
+    ``say`` is told the format chosen (:func:`chosen`), then each of the format's warnings
+    about the file (``PATH: warning: ...``)."""
     path = Path(name)
     records = checked(path, read_records(path), ANY_JSON, "JSON")  # not empty, each one JSON
     form = detect_format(path, records)
     checked(path, records, form.spec, form.name)
     if say is not None:
         say(chosen(path, form, len(records)))
+        for note in form.notes(records):
+            say(f"{path}: warning: {note}")
     return examples_of(records, form, name, limit)
 
 

@@ -10,8 +10,9 @@ not scored on it.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -73,6 +74,37 @@ HOTPOT = Obj(
         "type": STRING,
     },
 )
+
+
+def unread_paragraph_keys(records: Sequence[tuple[str, Any]], known: Collection[str]) -> list[str]:
+    """A warning for each key of the records' ``paragraphs`` that is not in ``known`` (a
+    misspelt ``is_support`` would otherwise be ignored and its marks lost): how many
+    paragraphs have it, where first, and the known key it is closest to."""
+    found: dict[str, list[str]] = {}
+    for place, record in records:
+        for i, paragraph in enumerate(record["paragraphs"]):
+            for key in paragraph:
+                if key not in known:
+                    found.setdefault(key, []).append(f"{place}, paragraphs[{i}]")
+    notes = []
+    for key, where in found.items():
+        close = difflib.get_close_matches(key, list(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        many = f"{len(where)} paragraphs, the first at {where[0]}" if len(where) > 1 else where[0]
+        notes.append(
+            f"paragraph key {key!r} is not read ({many}){hint} (the keys read: {', '.join(known)})"
+        )
+    return notes
+
+
+def _musique_notes(records: Sequence[tuple[str, Any]]) -> list[str]:
+    return unread_paragraph_keys(
+        records, [*MUSIQUE_PARAGRAPH.required, *MUSIQUE_PARAGRAPH.optional]
+    )
+
+
+def _no_notes(records: Sequence[tuple[str, Any]]) -> list[str]:
+    return []
 
 
 def _musique(record: Mapping[str, Any], dataset: str) -> QAExample:
@@ -177,16 +209,19 @@ def _longbench(record: Mapping[str, Any], dataset: str) -> QAExample:
 @attrs.frozen
 class RecordFormat:
     """A question file format: its name in messages, the spec of a record, its parser (which
-    may assume the record matches the spec), and whether its questions carry passages."""
+    may assume the record matches the spec), whether its questions carry passages, and the
+    warnings a file of checked records deserves (what its records hold that is not read, or
+    that changes what a score means)."""
 
     name: str
     spec: Spec
     parse: Callable[[Mapping[str, Any], str], QAExample]
     contexts: bool = True
+    notes: Callable[[Sequence[tuple[str, Any]]], list[str]] = _no_notes
 
 
 FORMATS: dict[str, RecordFormat] = {
-    "musique": RecordFormat("MuSiQue", MUSIQUE, _musique),
+    "musique": RecordFormat("MuSiQue", MUSIQUE, _musique, notes=_musique_notes),
     "hotpot": RecordFormat("HotpotQA/2Wiki", HOTPOT, _hotpot),
     "longbench": RecordFormat("LongBench", LONGBENCH, _longbench),
 }

@@ -289,7 +289,7 @@ def _open(
     ):
         raise RecurringError(
             f"{folder} has outcomes or a reservoir but no {MANIFEST}: it was not made by this "
-            "version; pass another --out"
+            "version; pass another --out-dir"
         )
     folder.mkdir(parents=True, exist_ok=True)
     known = identity(recipe, dataset, examples)

@@ -16,9 +16,12 @@ until it answers ``GET /v1/models`` and then one completion of a few hundred pro
 (:data:`PROBE_TEXT`) before handing it out: a llama.cpp build that cannot run on this CPU (the
 AMX kernels of a ``-march=native`` build die with a general protection fault on virtualised
 Sapphire/Granite Rapids hosts, but only on a multi-token prompt) fails here, with the signal and
-the build's CPU features named (:func:`crash_message`), not question by question. A process
-that exits later is told by :meth:`LocalServer.death`; :meth:`LocalServer.restart` starts it
-again on a new port (:class:`chainrag.llm.served.ServedLLM` does both).
+the build's CPU features named, not question by question; a server killed by SIGKILL while it
+starts was killed from outside (the kernel's out-of-memory killer does that), and is said so,
+with the memory it had at its peak and the machine's; any other end names itself and the log
+(:mod:`chainrag.llm.deaths`). A process that exits later is told by :meth:`LocalServer.death`;
+:meth:`LocalServer.restart` starts it again on a new port (:class:`chainrag.llm.served.ServedLLM`
+does both).
 
 It is stopped when the block ends — normally, on an
 error, or on Ctrl-C — and, as a last resort, by an ``atexit`` hook, a SIGTERM handler, and the
@@ -41,16 +44,18 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Literal
 
 from chainrag.core.errors import ServerError
-from chainrag.core.llama_build import LlamaBuild, llama_build
+from chainrag.core.llama_build import llama_build
+from chainrag.llm.deaths import CPU_SIGNALS, exit_words, process_peak_kib, start_failure
 from chainrag.recipes.models import DEFAULT_N_CTX, LocalModel, get_model, model_cache_dir, require
 
 HOST = "127.0.0.1"
@@ -72,6 +77,8 @@ PROBE_TEXT = (
 """The start-up check's prompt: about 300 tokens, evaluated as one batch (a one-token prompt
 takes other kernels and does not show the crash)."""
 _LIVE: set[LocalServer] = set()
+MEMORY_POLL_S = 0.1
+"""How often the starting server's peak memory is read from ``/proc``."""
 
 
 def running_servers(proc: Path = Path("/proc")) -> list[tuple[int, int]]:
@@ -188,6 +195,7 @@ class LocalServer:
         self.stand_in = command is not None
         self._new_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.peak_kib: int | None = None  # the process's peak resident memory, while starting
 
     def _new_port(self) -> None:
         self.port = free_port()
@@ -199,8 +207,8 @@ class LocalServer:
         """A server for the cached, verified local model ``name`` (not started yet)."""
         if importlib.util.find_spec("llama_cpp") is None:
             raise ServerError(
-                "llama-cpp-python is not installed; it is in requirements/lock.txt "
-                "(make demo installs it)"
+                "llama-cpp-python is not installed; it is pinned in requirements/llama.txt "
+                "(make llama compiles it for this CPU and installs it; make demo does too)"
             )
         model = get_model(name)
         return cls(model, require(model), **kwargs)  # type: ignore[arg-type]
@@ -230,8 +238,10 @@ class LocalServer:
                 start_new_session=True,  # Ctrl-C reaches us; we stop the child ourselves
             )
         _LIVE.add(self)
+        self.peak_kib = None
         try:
-            self._wait_ready()
+            with self._memory_watched():
+                self._wait_ready()
         except BaseException:
             self.stop()
             raise
@@ -243,15 +253,33 @@ class LocalServer:
         self._new_port()
         return self.start()
 
+    @contextlib.contextmanager
+    def _memory_watched(self) -> Iterator[None]:
+        """Keep :attr:`peak_kib` current while the block runs, from a thread that reads the
+        process's ``/proc`` status every :data:`MEMORY_POLL_S` (a process killed for memory
+        can no longer be asked how much it had)."""
+        done = threading.Event()
+        proc = self.process
+
+        def watch() -> None:
+            while proc is not None and not done.wait(MEMORY_POLL_S):
+                peak = process_peak_kib(proc.pid)
+                self.peak_kib = max(peak, self.peak_kib or 0) if peak else self.peak_kib
+
+        watcher = threading.Thread(target=watch, name="llm-server-memory", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             assert self.process is not None
             if self.process.poll() is not None:
-                raise ServerError(
-                    f"the local LLM server exited with code {self.process.returncode} while "
-                    f"starting; its log ({self.log_path}) ends with:\n{self.log_tail()}"
-                )
+                raise ServerError(self._start_failure("while starting"))
             if self.answers():
                 self._probe(deadline)
                 return
@@ -263,7 +291,8 @@ class LocalServer:
 
     def _probe(self, deadline: float) -> None:
         """One completion of :data:`PROBE_TEXT` (one output token); a ServerError if the
-        process dies on it (:func:`crash_message`), answers it with an error, or is silent."""
+        process dies on it (:func:`~chainrag.llm.deaths.start_failure`), answers it with an
+        error, or is silent."""
         body = {
             "model": self.alias,
             "messages": [{"role": "user", "content": PROBE_TEXT}],
@@ -288,14 +317,20 @@ class LocalServer:
                 ) from None
         except (urllib.error.URLError, OSError):
             pass
-        death = self.death(wait_s=5.0)
-        if death is None:
+        if self.death(wait_s=5.0) is None:
             raise ServerError(
                 f"the local LLM server did not answer its start-up completion within "
                 f"{timeout:.0f} s; log: {self.log_path}"
             )
-        build = None if self.stand_in else llama_build()
-        raise ServerError(crash_message(death, build, self.log_path, self.log_tail()))
+        raise ServerError(self._start_failure("on its start-up check"))
+
+    def _start_failure(self, when: str) -> str:
+        """What the start says of a process that ended ``when`` (see :func:`start_failure`)."""
+        assert self.process is not None
+        code = self.process.returncode
+        assert code is not None
+        build = None if self.stand_in or -code not in CPU_SIGNALS else llama_build()
+        return start_failure(code, when, self.peak_kib, build, self.log_path, self.log_tail())
 
     def death(self, wait_s: float = 0.0) -> str | None:
         """How the process ended (``was killed by signal SIGSEGV``, ``exited with code 1``),
@@ -352,33 +387,6 @@ class LocalServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def exit_words(code: int) -> str:
-    """A process's end in words: ``was killed by signal SIGSEGV`` for a negative return code
-    (Python's way of telling a signal), ``exited with code N`` otherwise."""
-    if code < 0:
-        try:
-            return f"was killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
-def crash_message(death: str, build: LlamaBuild | None, log_path: Path, log_tail: str) -> str:
-    """What a server that died on its start-up completion says: how it died, the build, the
-    CPU features the build uses, and what to do."""
-    about = build.describe() if build is not None else "(llama-cpp-python's build is unknown)"
-    return (
-        f"the local LLM server {death} on its start-up check (one completion of about 300 "
-        "prompt tokens): this llama.cpp build cannot run on this CPU.\n"
-        f"  build: {about}\n"
-        "  what to do: rebuild it for this CPU with `make llama-rebuild` (explicit CPU options, "
-        "never AMX), or `make llama-rebuild LLAMA_CPU=avx2` for the most portable build, then "
-        "run the same command again; nothing answered so far is lost. If it still dies, "
-        "report it with this message.\n"
-        f"  the server's log ({log_path}) ends with:\n{log_tail}"
-    )
 
 
 def stop_all() -> None:

@@ -2,11 +2,17 @@
 merge (mappings key by key; lists, scalars and ``null`` replace; a component whose ``kind``
 changes is replaced whole). Each file of a chain is read once.
 
+A base is a path relative to the file that names it (``../chainrag/ansint.yaml``), or a
+recipe's name (``chainrag/ansint``: no ``.yaml`` suffix, not absolute), which is
+``NAME.yaml`` in the first of :func:`recipe_roots` that has it, so that a recipe over a shipped
+one works saved in any folder.
+
 Layer: recipes.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -25,6 +31,10 @@ SHIPPED_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 """The repository's own ``recipes/`` folder (when chainrag runs from a checkout)."""
 MAX_BASE_DEPTH = 32
 """A ``base:`` chain is at most this many files long."""
+SUFFIXES = (".yaml", ".yml")
+"""A recipe file's suffixes; a base ending in neither is a recipe's name."""
+NAME_DEPTH = 3
+"""How many folders deep a root is searched for the names a did-you-mean offers."""
 
 
 def merge(base: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,7 +143,10 @@ class _Resolver:
         return resolved
 
     def _base_path(self, folder: Path, base: str, where: str, label: str) -> Path:
-        """``folder / base`` once it is known to be a file inside the allowed roots."""
+        """The file ``base`` names, once it is known to be a file inside the allowed roots:
+        ``folder / base``, or the recipe named ``base`` (see :func:`is_recipe_name`)."""
+        if is_recipe_name(base, folder):
+            return self._named(base, where, label)
         base_path = folder / base
         real = _real(base_path, where, label, shown=base)
         if not any(real.is_relative_to(root) for root in self.roots):
@@ -145,14 +158,66 @@ class _Resolver:
                 label,
             )
         if not _is_file(base_path, where, label, shown=base):
-            raise _error(where, f"base recipe not found: {base_path}", label)
+            hint = _did_you_mean(base, self.roots)
+            raise _error(where, f"base recipe not found: {base_path}{hint}", label)
         return base_path
+
+    def _named(self, name: str, where: str, label: str) -> Path:
+        """The recipe named ``name``: ``ROOT/NAME.yaml`` (or ``.yml``) in the first root that
+        has it, never a file outside that root."""
+        for root in self.roots:
+            for suffix in SUFFIXES:
+                path = root / f"{name}{suffix}"
+                real = _real(path, where, label, shown=name)
+                if real.is_relative_to(root) and _is_file(path, where, label, shown=name):
+                    return path
+        roots = ", ".join(map(str, self.roots))
+        hint = _did_you_mean(name, self.roots)
+        raise _error(where, f"no recipe named {describe(name)} in {roots}{hint}", label)
+
+
+def is_recipe_name(base: str, folder: Path) -> bool:
+    """Whether ``base`` (named by a file in ``folder``) is a recipe's name rather than a path:
+    not absolute, no ``.yaml``/``.yml`` suffix, and no such file beside the recipe (a relative
+    path to a file without the suffix keeps meaning that file)."""
+    if Path(base).is_absolute() or base.endswith(SUFFIXES):
+        return False
+    try:
+        return not (folder / base).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte: the lookup reports it
+        return True
+
+
+def recipe_names(roots: Iterable[Path]) -> list[str]:
+    """The names of the recipe files under ``roots``, at most :data:`NAME_DEPTH` folders deep
+    (``chainrag/ansint`` for ``ROOT/chainrag/ansint.yaml``)."""
+    names: dict[str, None] = {}
+    for root in roots:
+        for depth in range(NAME_DEPTH + 1):
+            for suffix in SUFFIXES:
+                for path in sorted(root.glob("*/" * depth + "*" + suffix)):
+                    names[path.relative_to(root).with_suffix("").as_posix()] = None
+    return list(names)
+
+
+def _did_you_mean(base: str, roots: Iterable[Path]) -> str:
+    """``; did you mean base: chainrag/ansint?`` for a base that ends in a recipe's name or is
+    close to one (``recipes/chainrag/ansint.yaml``, ``chainrag/ansnt``), else nothing."""
+    key = base.replace("\\", "/")
+    for suffix in SUFFIXES:
+        key = key.removesuffix(suffix)
+    names = recipe_names(roots)
+    ending = [n for n in names if key == n or key.endswith("/" + n)]
+    close = [max(ending, key=len)] if ending else difflib.get_close_matches(key, names, n=1)
+    return f"; did you mean base: {close[0]}?" if close else ""
 
 
 def _base_list(bases: Any, label: str) -> list[str]:
     bases = [bases] if isinstance(bases, str) else bases
     if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
-        raise _error(f"{label}.base", "expected a path or a list of paths", label)
+        raise _error(
+            f"{label}.base", "expected a path or a recipe's name, or a list of them", label
+        )
     return bases
 
 

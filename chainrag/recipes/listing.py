@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 from chainrag.core.errors import ChainragError
-from chainrag.recipes.recipe import parse_yaml, recipe_files
+from chainrag.recipes.recipe import SHIPPED_RECIPES, parse_yaml, recipe_files
 
-RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+RECIPES = SHIPPED_RECIPES
 """The recipes that come with chainrag (a checkout's ``recipes/``)."""
 
 
@@ -40,7 +40,10 @@ def recipe_lines(folder: Path | None = None) -> list[str]:
     width = max((len(r[0]) for r in rows), default=0)
     named = max((len(r[1]) for r in rows), default=0)
     shown = os.path.relpath(root)
-    lines = [f"{len(rows)} recipes in {shown}/ (run one: chainrag run {shown}/FILE --dataset NAME)"]
+    lines = [
+        f"{len(rows)} recipes in {shown}/ (run one: chainrag run {shown}/FILE --dataset NAME; "
+        "extend one from any folder by its path without .yaml: base: chainrag/ansint)"
+    ]
     group = None
     for rel, name, about in rows:
         parent = str(Path(rel).parent)

@@ -10,13 +10,14 @@ context becomes a sentence graph or chunks), ``retrieval`` (seeds and expansion)
 Loading is strict (see :mod:`chainrag.recipes.structure`) and reports every problem in a file
 at once; whatever is wrong with a file (not UTF-8, bad YAML, nested too deep, an integer too
 long, an unusable ``base:`` path, a plugin failing on import) is a :class:`RecipeError`, never a
-traceback. A recipe may extend others with ``base:`` (a path or list of paths, relative to the
-file): mappings merge key by key, lists, scalars and ``null`` replace (a ``null`` means what it
-means without ``base:``: a component set to null is none, a mapping entry set to null is no
-entry, a key that cannot be null is an error), and a component whose ``kind`` changes is
-replaced whole rather than merged. ``name`` is never inherited: it defaults to the file's
-stem. Each file of a chain is read once; ``base:`` files must lie inside the recipe's tree
-or another allowed root (:func:`recipe_roots`).
+traceback. A recipe may extend others with ``base:`` (a path relative to the file, or a
+recipe's name such as ``chainrag/ansint``; or a list of them): mappings merge key by key,
+lists, scalars and ``null`` replace (a ``null`` means what it means without ``base:``: a
+component set to null is none, a mapping entry set to null is no entry, a key that cannot be
+null is an error), and a component whose ``kind`` changes is replaced whole rather than merged.
+``name`` is never inherited: it defaults to the file's stem. Each file of a chain is read once;
+``base:`` files must lie inside the recipe's tree or another allowed root
+(:func:`recipe_roots`).
 
 Loading a recipe to run it imports its ``plugins:``; validating it need not
 (:func:`check_recipe`), since importing a module runs its code.
@@ -182,11 +183,30 @@ class RetrievalSpec:
     edge_weights: dict[str, float] = attrs.field(factory=dict)
 
 
+def folder_name_problem(name: str) -> str | None:
+    """What makes ``name`` unusable as one folder's name inside another (empty, ``.``,
+    ``..``, a ``/`` or ``\\``, a NUL), None where it is usable."""
+    if name in ("", ".", ".."):
+        return f"{name!r} is not a folder's name"
+    bad = next((c for c in ("/", "\\", "\0") if c in name), None)
+    return f"{name!r} contains {bad!r}" if bad else None
+
+
+def _check_name(_: Recipe, __: attrs.Attribute[str], name: str) -> None:
+    problem = folder_name_problem(name)
+    if problem:
+        raise ValueError(
+            f"name {problem}: a recipe's name is its run folder's name, which stays inside "
+            "--out-dir (a name such as ansint-gpt-4o-mini)"
+        )
+
+
 @attrs.frozen
 class Recipe:
-    """A whole experiment configuration; its resolved form is saved next to every result."""
+    """A whole experiment configuration; its resolved form is saved next to every result.
+    ``name`` names its run folder (see :func:`folder_name_problem`)."""
 
-    name: str
+    name: str = attrs.field(validator=_check_name)
     description: str = ""
     plugins: tuple[str, ...] = ()
     llm: LLMSpec = LLMSpec()

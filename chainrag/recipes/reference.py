@@ -54,8 +54,11 @@ method: {kind: chainrag}
 
 **Rules.** Every key is checked when the recipe loads: an unknown key, a wrong type or an
 impossible combination is an error naming the file and the path to the field
-(`ansint.yaml.retrieval.seed.k`). `base:` paths are relative to the file that names them; a
-mapping in the file is merged into its base's key by key, anything else replaces it. A
+(`ansint.yaml.retrieval.seed.k`). A `base:` is a path relative to the file that names it, or
+a recipe's name without `.yaml` (`base: chainrag/ansint`, looked up in the file's `recipes/`
+tree, `$CHAINRAG_RECIPE_ROOTS` and chainrag's own `recipes/`, so it works from any folder); a
+mapping in the file is merged into its base's key by key, anything else replaces it. `name`
+names the run's folder: not empty, no `/` or `\\`, not `.` or `..`. A
 component is a mapping with `kind:` (its registered name) and its parameters; a parameter left
 out takes its default. `plugins:` lists Python modules imported before the recipe is read,
 which may register components of their own (running a recipe runs their code).

@@ -1,6 +1,6 @@
 """Reports from stored runs: markdown tables per dataset beside the paper's Table 1, and plots.
 
-    chainrag report runs/musique/ansint runs/musique/naive --plots docs/plots
+    chainrag report runs/musique/ansint runs/musique/naive --plots-dir docs/plots
 
 Every row is one answer of one run (a ChainRAG run gives an AnsInt and a CxtInt row), averaged
 over the questions the run answered: F1, EM (in %, each with its 95% bootstrap interval over

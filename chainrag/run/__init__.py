@@ -3,7 +3,9 @@
 * :mod:`~chainrag.run.question`: answering one question with a recipe (its index, the context,
   the method) and scoring it into a :class:`~chainrag.run.record.RunRecord`.
 * :mod:`~chainrag.run.session`: one session of a recipe over a dataset's pending questions, in a
-  thread pool with bounded LLM requests in flight; Ctrl-C or SIGTERM cancels the rest.
+  thread pool with bounded LLM requests in flight; Ctrl-C or SIGTERM cancels the rest, a second
+  one stops at once (:mod:`~chainrag.run.interrupts`: the pool it can leave behind, the signals
+  held while a line is written).
 * :mod:`~chainrag.run.jobs`: recipes x datasets into their run folders, sharing one LLM per
   ``llm:`` in this process, or each as a Ray task.
 * :mod:`~chainrag.run.estimate`: a run's calls, tokens, dollars and wall time, scaled up from

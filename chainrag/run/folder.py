@@ -223,7 +223,7 @@ class RunDir:
         if meta.experiment != experiment:
             raise RunError(
                 f"{self.folder} holds {_what(meta.experiment)}, not {_what(experiment)}: "
-                "pass another --out"
+                "pass another --out-dir"
             )
         self._check_same_run(
             meta, recipe, identity or RunIdentity.of(recipe, dataset, dataset_file, index)
@@ -239,7 +239,7 @@ class RunDir:
             raise RunError(
                 f"{self.folder} holds a run of another recipe ({meta.recipe_name!r}, "
                 f"{meta.recipe_digest}; now {recipe.name!r}, {digest}): pass another "
-                "--out, or remove that directory to start over"
+                "--out-dir, or remove that directory to start over"
             )
         if (meta.dataset, meta.dataset_fingerprint) != data:
             raise RunError(
@@ -252,21 +252,21 @@ class RunDir:
             raise RunError(
                 f"{self.folder} holds a run on {meta.dataset!r} made as "
                 f"{meta.dataset_setting!r}; this version makes it as {setting!r}: pass another "
-                "--out"
+                "--out-dir"
             )
         if meta.questions != known.questions and known.questions is not None:
             before = len(meta.questions) if meta.questions is not None else "any"
             raise RunError(
                 f"{self.folder} holds a run of other questions ({before} questions, not the "
                 f"{len(known.questions)} asked now, or other ones): its questions are fixed when "
-                "it starts, so pass another --out"
+                "it starts, so pass another --out-dir"
             )
         if index is not None and (meta.index is None or meta.index.key() != index.key()):
             shown = meta_data(meta).get("index")
             raise RunError(
                 f"{self.folder} holds a run over another corpus index "
                 f"({shown}); now {meta_data(attrs.evolve(meta, index=index))['index']}: pass "
-                "another --out"
+                "another --out-dir"
             )
 
     def _check_prompt_cache(self, meta: RunMeta, mode: str | None) -> None:
@@ -281,12 +281,12 @@ class RunDir:
                 f"{self.folder} holds answers from the local server of a chainrag that did not "
                 "record prompt_cache, and reused cached prompt prefixes; this run's server "
                 f"evaluates prompts as {mode!r}: mixing the two would mix two experiments, so "
-                "pass another --out"
+                "pass another --out-dir"
             )
         raise RunError(
             f"{self.folder} holds answers from the local server with prompt_cache "
             f"{recorded!r}; this run's is {mode!r}: mixing the two modes' answers would mix "
-            "two experiments, so pass another --out"
+            "two experiments, so pass another --out-dir"
         )
 
     def same_recipe(self, recipe: Recipe, *, but_llm: bool = False) -> bool:

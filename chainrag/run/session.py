@@ -31,7 +31,7 @@ import signal
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, as_completed
 from types import FrameType
 from typing import TypeVar
 
@@ -49,6 +49,7 @@ from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import LineWriter, RunError, write_json
 from chainrag.run.folder import ERRORS, RunDir
+from chainrag.run.interrupts import QuestionPool, notice, signals_held
 from chainrag.run.meta import SessionEnd
 from chainrag.run.question import answer_and_score
 from chainrag.run.record import QuestionError, RunRecord, error_line, record_line
@@ -191,7 +192,7 @@ def run_recipe(
     try:
         with (
             _Recorder(run, tally, len(examples), progress) as recorder,
-            ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="question") as pool,
+            QuestionPool(concurrency) as pool,
         ):
             interrupted = _answer_all(pool, work, remaining, recorder.settle)
     except ChainragError as exc:
@@ -312,29 +313,29 @@ class _Recorder:
 
 
 def _answer_all(
-    pool: ThreadPoolExecutor,
+    pool: QuestionPool,
     work: Callable[[QAExample], RunRecord],
     examples: Sequence[QAExample],
     settle: Callable[[QAExample, Future[RunRecord]], None],
 ) -> str | None:
     """Every example through ``work`` in ``pool``, each settled (in this thread) as it finishes.
     On Ctrl-C or SIGTERM the ones not started are cancelled and the ones in flight settled as
-    they finish or fail; returns the signal's name then, else None. An error that stops the run
+    they finish or fail (:func:`finish_in_flight`: a second signal stops at once); returns the
+    name of the signal that ended the session then, else None. An error that stops the run
     (:func:`stops_run`) does the same, leaves the questions it stopped unrecorded, and is raised
     again."""
     futures = {pool.submit(work, example): example for example in examples}
     settled: set[Future[RunRecord]] = set()
     try:
         for future in as_completed(futures):
-            settle(futures[future], future)
-            settled.add(future)
+            with signals_held():  # a line is written whole and known written, or not at all
+                settle(futures[future], future)
+                settled.add(future)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: what is finished is kept
         for future in futures:
             future.cancel()
-        for future, example in futures.items():
-            if not future.cancelled() and future not in settled:
-                settle(example, future)
-        return signal_name(exc)
+        flight = {f: e for f, e in futures.items() if not f.cancelled() and f not in settled}
+        return finish_in_flight(pool, flight, settle, signal_name(exc))
     except Exception as exc:
         if not stops_run(exc):
             raise
@@ -349,6 +350,41 @@ def _answer_all(
         for future in futures:  # whatever stopped the loop, nothing queued starts
             future.cancel()
     return None
+
+
+def finish_in_flight(
+    pool: QuestionPool,
+    flight: dict[Future[RunRecord], QAExample],
+    settle: Callable[[QAExample, Future[RunRecord]], None],
+    first: str,
+) -> str:
+    """After a first signal (named ``first``): say what is waited for, and settle each question
+    in ``flight`` as it finishes; returns ``first``. A second signal (Ctrl-C or SIGTERM) stops
+    at once: the questions already finished are settled, the others abandoned in ``pool`` with
+    no line (so the same command asks them again); returns the second's name."""
+    if flight:
+        notice(
+            f"{first}: waiting for the {len(flight)} question(s) in flight to finish (kept as "
+            "they do); Ctrl-C again, or SIGTERM, to stop now and leave them to the next run"
+        )
+    done: set[Future[RunRecord]] = set()
+    try:
+        for future in as_completed(flight):
+            with signals_held():
+                settle(flight[future], future)
+                done.add(future)
+    except KeyboardInterrupt as exc:
+        pool.abandon()
+        finished = [f for f in flight if f.done() and f not in done]
+        for future in finished:
+            settle(flight[future], future)
+        left = len(flight) - len(done) - len(finished)
+        notice(
+            f"{signal_name(exc)}: stopped now; {left} question(s) in flight left unanswered, "
+            "with no line: the same command asks them again"
+        )
+        return signal_name(exc)
+    return first
 
 
 @contextlib.contextmanager

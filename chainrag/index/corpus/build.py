@@ -167,10 +167,12 @@ def _start(
         if differs:
             shown = "; ".join(f"{k}: {manifest.get(k)!r} there, {wanted[k]!r} now" for k in differs)
             raise CorpusIndexError(f"{out} holds an index built otherwise ({shown}): pass "
-                                   "another --out, or remove it to start over")  # fmt: skip
+                                   "another --out-dir, or remove it to start over")  # fmt: skip
         return manifest
     if any(out.iterdir()):
-        raise CorpusIndexError(f"{out} is not empty and holds no corpus index: pass another --out")
+        raise CorpusIndexError(
+            f"{out} is not empty and holds no corpus index: pass another --out-dir"
+        )
     unit = "chunk" if spec.chunker is not None else "sentence"
     manifest = {"kind": KIND, "format": FORMAT, "recipe_digest": index_digest(spec), **wanted,
                 "index": unstructure(spec), "unit": unit,

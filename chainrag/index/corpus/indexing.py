@@ -163,7 +163,7 @@ class CorpusBuild:
                    seconds)  # fmt: skip
 
     def lines(self) -> list[str]:
-        """The summary ``chainrag index --out`` prints."""
+        """The summary ``chainrag index --out-dir`` prints."""
         edges = ", ".join(f"{k} {v:,}" for k, v in self.edges.items()) or "none"
         stages = ", ".join(f"{k} {v:.1f} s" for k, v in self.stages.items())
         return [
