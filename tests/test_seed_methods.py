@@ -22,7 +22,6 @@ from chainrag.core.types import (
     Passage,
     QAExample,
     StepTrace,
-    read_legacy_step,
 )
 from chainrag.data.datasets import load_dataset
 from chainrag.index.reservoir import Reservoir
@@ -30,6 +29,7 @@ from chainrag.llm.fake import ScriptedLLM
 from chainrag.methods.seeds import last_yes_no
 from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.run.question import answer_question
+from chainrag.run.record import read_legacy_step
 
 from .conftest import ROOT
 

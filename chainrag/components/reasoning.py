@@ -19,6 +19,7 @@ from chainrag.core.types import (
     Hit,
     IntegrationInput,
     LLMResponse,
+    Pick,
     Sentence,
     SubAnswer,
     Verdict,
@@ -413,7 +414,8 @@ class FormChecked:
     recipe's list also holds the fallback, its answer is that one's, computed once a question
     (:class:`~chainrag.core.types.Integrated`). Made for issue 24: with the passage layout
     the 1.5B reader answered "Yes" to 5 of 60 which/who questions, where AnsInt named one.
-    The answer's ``raw`` starts with a line that says which integrator answered and why.
+    The answer's first :class:`~chainrag.core.types.Pick` says which integrator answered and
+    why.
     Recipe: ``{kind: form_checked, integrator: {kind: cxt_int, …}, fallback: {kind: ans_int}}``.
     """
 
@@ -426,13 +428,19 @@ class FormChecked:
         first = inputs.integrated.answer(self.integrator, inputs, ctx)
         why = misfit(inputs.question, first.text)
         if why is None:
-            return Answer(first.text, f"[first: fits]\n{first.raw}")
+            return picked(first, Pick("first", "fits", "form"))
         other = inputs.integrated.answer(self.fallback, inputs, ctx)
         if misfit(inputs.question, other.text) is not None:
-            note = f"[first: {why}; the fallback's {other.text!r} does not fit either]"
-            return Answer(first.text, f"{note}\n{first.raw}")
-        return Answer(other.text, f"[fallback: the first answer, {first.text!r}, is {why}]\n"
-                                  f"{other.raw}")  # fmt: skip
+            note = f"{why}; the fallback's {other.text!r} does not fit either"
+            return picked(first, Pick("first", note, "form", misfit=why))
+        note = f"the first answer, {first.text!r}, is {why}"
+        return picked(other, Pick("fallback", note, "form", misfit=why))
+
+
+def picked(answer: Answer, pick: Pick) -> Answer:
+    """``answer``, as an integrator that picked it among its parts' answers gives it: with
+    ``pick`` before the picks it already carries."""
+    return attrs.evolve(answer, picks=(pick, *answer.picks))
 
 
 _A_OR_B = re.compile(r"\b([AB])\b")
@@ -478,23 +486,8 @@ def letter_share(response: LLMResponse, letter: str) -> float:
     return first_token_share(response, letter, "B" if letter == "A" else "A")
 
 
-_VERIFY_SAID = re.compile(
-    r"^\[(?:first|second): P\(yes\) ([0-9.]+) for the second, ([0-9.]+) for the first"
-    r"(?:; [0-9.]+ and [0-9.]+ without the passages, so ([-+][0-9.]+) against ([-+][0-9.]+))?"
-)
 NO_PASSAGES = "N/A"
 """What a ``choose`` by ``verify`` with ``calibrate`` shows in place of the passages."""
-
-
-def verify_shares(raw: str) -> tuple[float, float] | None:
-    """The two values a ``choose`` answer by ``verify`` weighed, (first's, second's), read from
-    its ``raw``: the two P(yes), or with ``calibrate`` how far the passages raised each; None
-    where it asked nothing (the two answers agreed, or one did not fit)."""
-    found = _VERIFY_SAID.match(raw)
-    if found is None:
-        return None
-    second, first = (found.group(3), found.group(4)) if found.group(3) else found.group(1, 2)
-    return float(first), float(second)
 
 
 @INTEGRATORS.register(
@@ -521,17 +514,18 @@ class Choose:
     ``prompt_version``) and P(yes) read from the first token's top 5 log-probabilities
     (:func:`~chainrag.components.judges.yes_share`); ``second``'s answer is taken where its
     P(yes) is above ``first``'s by more than ``margin`` (default 0: any amount), so no
-    position is favoured and a tie keeps ``first``; :func:`verify_shares` reads the two
-    P(yes) back from the answer's ``raw``. With ``calibrate``, each answer is also asked with
-    "N/A" in place of the passages (:data:`NO_PASSAGES`), and what is weighed is how far the
-    passages raise its P(yes): P(yes) less P(yes) without them, the contextual calibration of
-    Zhao et al. (2021, "Calibrate before use"), which takes out how likely the reader finds
-    an answer whatever it reads.
+    position is favoured and a tie keeps ``first``; the answer's pick holds the two P(yes)
+    (:attr:`~chainrag.core.types.Pick.p_yes`) and the values weighed. With ``calibrate``,
+    each answer is also asked with "N/A" in place of the passages (:data:`NO_PASSAGES`), and
+    what is weighed is how far the passages raise its P(yes): P(yes) less P(yes) without
+    them, the contextual calibration of Zhao et al. (2021, "Calibrate before use"), which
+    takes out how likely the reader finds an answer whatever it reads.
     At most two calls a question beyond the two integrators' (four with ``calibrate``), and
     none where they agree.
     Made for issue 24, where AnsInt and CxtInt disagree on 52 of 90 questions and the better
     of the two per question scores 7 F1 above the better integration per set.
-    The answer's ``raw`` starts with a line that says which integrator answered and why.
+    The answer's first :class:`~chainrag.core.types.Pick` says which integrator answered, why,
+    and what was weighed.
     Recipe: ``{kind: choose, first: {kind: cxt_int, …}, second: {kind: ans_int}}``.
     """
 
@@ -562,15 +556,15 @@ class Choose:
         first = inputs.integrated.answer(self.first, inputs, ctx)
         second = inputs.integrated.answer(self.second, inputs, ctx)
         if normalize_answer(first.text) == normalize_answer(second.text):
-            return Answer(first.text, f"[first: both said it]\n{first.raw}")
+            return picked(first, Pick("first", "both said it", "same"))
         first_misfit = misfit(inputs.question, first.text)
         second_misfit = misfit(inputs.question, second.text)
         if first_misfit is not None and second_misfit is None:
-            return Answer(second.text, f"[second: the first, {first.text!r}, is {first_misfit}]"
-                                       f"\n{second.raw}")  # fmt: skip
+            why = f"the first, {first.text!r}, is {first_misfit}"
+            return picked(second, Pick("second", why, "form", misfit=first_misfit))
         if second_misfit is not None:
-            return Answer(first.text, f"[first: the second, {second.text!r}, is "
-                                      f"{second_misfit}]\n{first.raw}")  # fmt: skip
+            why = f"the second, {second.text!r}, is {second_misfit}"
+            return picked(first, Pick("first", why, "form", misfit=second_misfit))
         llm = ctx.require_llm("choose integrator")
         texts = [text for text, _ in inputs.readable()]
         shown = naming_evidence(texts, [first.text, second.text], self.word_budget)
@@ -588,10 +582,9 @@ class Choose:
         for a, b in ((first, second), (second, first)):
             request = attrs.evolve(prompt.request(**values, a=a.text, b=b.text), top_logprobs=top)
             replies.append(llm.complete(request))
-        takes_second, said = self._read(replies)
-        if takes_second:
-            return Answer(second.text, f"[second: {said}]\n{second.raw}")
-        return Answer(first.text, f"[first: {said}]\n{first.raw}")
+        takes_second, said, p_second = self._read(replies)
+        pick = Pick("second" if takes_second else "first", said, "llm", p_second=p_second)
+        return picked(second if takes_second else first, pick)
 
     def _verify(
         self, question: str, evidence: str, first: Answer, second: Answer, llm: LLM
@@ -614,20 +607,21 @@ class Choose:
                      f"{weigh_second:+.4f} against {weigh_first:+.4f}")  # fmt: skip
         if self.margin:
             said += f", margin {self.margin:g}"
-        if weigh_second > weigh_first + self.margin:
-            return Answer(second.text, f"[second: {said}]\n{second.raw}")
-        return Answer(first.text, f"[first: {said}]\n{first.raw}")
+        takes_second = weigh_second > weigh_first + self.margin
+        pick = Pick("second" if takes_second else "first", said, "llm", p_yes=(p_first, p_second),
+                    weighed=(weigh_first, weigh_second))  # fmt: skip
+        return picked(second if takes_second else first, pick)
 
-    def _read(self, replies: Sequence[LLMResponse]) -> tuple[bool, str]:
+    def _read(self, replies: Sequence[LLMResponse]) -> tuple[bool, str, float | None]:
         """Whether the replies to the two asks (first answer as A, then as B) choose the
-        second answer, and what they said."""
+        second answer, what they said, and (by probabilities) the mean P(second)."""
         if self.by == "probabilities":
             shares = [letter_share(replies[0], "B"), letter_share(replies[1], "A")]
             mean = sum(shares) / 2
             return mean > 0.5, (f"P(second) {mean:.2f}, the mean of {shares[0]:.2f} with the "
-                                f"first as A and {shares[1]:.2f} with it as B")  # fmt: skip
+                                f"first as A and {shares[1]:.2f} with it as B"), mean  # fmt: skip
         letters = [found.group(1) if (found := _A_OR_B.search(r.text)) else "?" for r in replies]
         said = f"replied {letters[0]} with the first as A, {letters[1]} with it as B"
         if letters == ["B", "A"]:
-            return True, f"chosen both ways; {said}"
-        return False, f"the second not chosen both ways; {said}"
+            return True, f"chosen both ways; {said}", None
+        return False, f"the second not chosen both ways; {said}", None
