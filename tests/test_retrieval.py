@@ -303,7 +303,7 @@ def test_parse_yes_no(reply: str, verdict: bool | None) -> None:
 
 def test_unreadable_judge_reply_is_no_and_kept() -> None:
     ctx = Context(llm=ScriptedLLM({"sufficiency": ["Maybe."]}))
-    assert LLMYesNo()("q", ["a"], ctx) == Verdict(False, "Maybe.")
+    assert LLMYesNo()("q", ["a"], ctx) == Verdict(False, "Maybe.", unread=True)
 
 
 def test_graph_view_orders_by_connection_strength(real: tuple[QAExample, SentenceGraph]) -> None:
