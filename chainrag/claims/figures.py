@@ -127,9 +127,9 @@ def choices(
 ) -> Figure:
     """How the ``choose`` integrator of ``run`` (first CxtInt, second AnsInt) decided, from
     each answer's pick (:class:`~chainrag.core.types.Pick`, as
-    ``components.reasoning.Choose`` makes it): questions whose two answers were the same,
+    ``components.choosers.Choose`` makes it): questions whose two answers were the same,
     those where one answer is no answer, those decided by the question's form
-    (:func:`~chainrag.components.reasoning.misfit`: yes/no to a question that does not ask
+    (:func:`~chainrag.components.answer_form.misfit`: yes/no to a question that does not ask
     it, none of the choices an "A or B?" question names), and those asked of the LLM, with
     how often each took AnsInt, how many
     asks gave P(second) within ``lean``, and what the form's AnsInt answers changed against
@@ -173,7 +173,8 @@ def judge_table(folder: Path) -> dict[str, Figure]:
     """A stored judge-steps probe's table (``chainrag experiment judge-steps``), recomputed
     from its probes: each judge's ROC AUC with its interval, and its yes-rates on insufficient
     and sufficient evidence at the threshold chosen on the training questions."""
-    from chainrag.experiments.judge_steps import StepProbe, rows
+    from chainrag.experiments.judge_steps import StepProbe
+    from chainrag.experiments.judge_steps_table import rows
 
     probes = [StepProbe(**{**line, "paragraphs": tuple(line["paragraphs"])})
               for line in _lines(folder / "probes.jsonl")]  # fmt: skip

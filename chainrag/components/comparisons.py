@@ -24,7 +24,9 @@ from typing import Literal
 
 import attrs
 
-from chainrag.components.reasoning import answer_name_ok, is_unanswerable, picked
+from chainrag.components.answer_form import is_unanswerable
+from chainrag.components.choosers import picked
+from chainrag.components.integrators import answer_name_ok
 from chainrag.components.rewrite_triggers import NUMBERED_REFERENCE
 from chainrag.core.context import Context
 from chainrag.core.types import Answer, Decomposition, IntegrationInput, Pick, SubAnswer
