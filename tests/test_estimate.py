@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 from typer.testing import CliRunner
 
@@ -22,7 +23,7 @@ from chainrag.run.estimate import (
     Estimate,
     EstimateError,
     Spread,
-    estimate_recipe,
+    estimate_run,
     mean_interval,
     sample_questions,
     table,
@@ -30,6 +31,7 @@ from chainrag.run.estimate import (
 )
 from chainrag.run.files import RunError
 from chainrag.run.jobs import Job
+from chainrag.run.plan import PlannedData, plan_run
 from chainrag.run.session import run_recipe
 
 from .fake_openai_server import FakeOpenAI, serve
@@ -116,7 +118,8 @@ def estimate(
     sample: int,
 ) -> Estimate:
     job = Job(path, "musique", tmp_path / "runs", concurrency=None)
-    return estimate_recipe(recipe, path, job, examples, llm, sample=sample)
+    planned = plan_run(job, recipe, PlannedData.read(job.dataset, examples))
+    return estimate_run(attrs.evolve(planned, recipe_path=path), llm, sample=sample)
 
 
 def test_a_sample_on_the_scripted_llm_gives_exact_totals(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ from chainrag.core.types import QAExample
 from chainrag.index.build import IndexCache
 from chainrag.llm.backend import TokenPrice
 from chainrag.protocols.llm import LLM
-from chainrag.recipes.recipe import LLMSpec, Recipe
+from chainrag.recipes.recipe import LLMSpec
 from chainrag.run.extrapolation import Basis as Basis  # re-exported
 from chainrag.run.extrapolation import Estimate as Estimate  # re-exported
 from chainrag.run.extrapolation import Spread as Spread  # re-exported
@@ -57,7 +57,7 @@ from chainrag.run.extrapolation import wall_seconds as wall_seconds  # re-export
 from chainrag.run.files import RunError
 from chainrag.run.folder import RUN_FILE, RunDir
 from chainrag.run.jobs import Progress, by_llm, in_flight, open_job_llm, open_shared, run_into
-from chainrag.run.plan import Job, PlannedData, PlannedRun, RunPlan, plan_run
+from chainrag.run.plan import Job, PlannedRun, RunPlan
 from chainrag.run.question import warm_up
 from chainrag.run.record import RunRecord
 
@@ -180,24 +180,6 @@ def estimate_run(
     return extrapolate(records, len(run.data.examples), width=width, slots=slots,
                        price=price_of(run.recipe.llm), run=run.label, spec=run.recipe.llm,
                        basis=basis)  # fmt: skip
-
-
-def estimate_recipe(
-    recipe: Recipe,
-    recipe_path: Path,
-    job: Job,
-    examples: Sequence[QAExample],
-    llm: Callable[[], LLM],
-    *,
-    sample: int = SAMPLE,
-    cache: IndexCache | None = None,
-    progress: Progress | None = None,
-) -> Estimate:
-    """The estimate of ``recipe`` over ``job.dataset``'s ``examples``, planned here
-    (:func:`~chainrag.run.plan.plan_run`) and estimated by :func:`estimate_run`."""
-    planned = plan_run(job, recipe, PlannedData.read(job.dataset, examples))
-    return estimate_run(attrs.evolve(planned, recipe_path=recipe_path), llm, sample=sample,
-                        cache=cache, progress=progress)  # fmt: skip
 
 
 def estimate_grid(
