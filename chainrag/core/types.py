@@ -12,11 +12,15 @@ rewriting, answers), and the LLM request/response pair with its accounting.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from chainrag.core.context import Context
+    from chainrag.protocols.reasoning import Integrator
 
 FloatArray = NDArray[np.float32]
 """A float32 array; embeddings are (n, d) and L2-normalised."""
@@ -348,9 +352,13 @@ class Integrated:
     def __init__(self) -> None:
         self._answers: dict[object, Answer] = {}
 
-    def answer(self, integrator: Any, inputs: IntegrationInput, ctx: Any) -> Answer:
+    def answer(self, integrator: Integrator, inputs: IntegrationInput, ctx: Context) -> Answer:
         """``integrator``'s answer to ``inputs``: computed the first time it is asked for."""
-        key = attrs.evolve(integrator, name=None) if hasattr(integrator, "name") else integrator
+        from chainrag.protocols.parts import Named  # at call time: protocols import these types
+
+        key: object = integrator
+        if isinstance(integrator, Named) and attrs.has(type(integrator)):
+            key = attrs.evolve(cast("Any", integrator), name=None)  # attrs.has: an attrs class
         try:
             hash(key)
         except TypeError:  # a value that cannot be a key: computed each time, as before
