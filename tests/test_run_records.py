@@ -115,8 +115,10 @@ def test_every_stored_line_reads_and_is_written_back_with_its_text_in_typed_fiel
                 step.expansion.verdicts,
                 (v["raw"] for v in old["expansion"]["verdicts"]),
                 strict=True,
-            ):  # unread: a yes/no judge's reply the judges read as neither
-                unread = verdict.answer is None and verdict.checked and parse_yes_no(raw) is None
+            ):  # unread: a yes/no judge's reply the judges read as neither (a judge that
+                # answers, or a "yes" without a score, is not a yes/no judge's unread reply)
+                judges = verdict.answer is None and (not verdict.ok or verdict.score is not None)
+                unread = judges and verdict.checked and parse_yes_no(raw) is None
                 assert verdict.unread is unread, f"{path}, line {number}"
 
 
@@ -174,6 +176,12 @@ def test_an_old_lines_verdicts_are_read_as_the_judges_read_them(raw: str) -> Non
     answering = upgrade_trace({"steps": [step | {"expansion": step["expansion"] | {
         "verdicts": [old | {"answer": raw}]}}]}, 2)  # fmt: skip
     assert "unread" not in answering["steps"][0]["expansion"]["verdicts"][0]
+    for said, unread in (({"ok": True}, False), ({"ok": True, "score": 0.7}, True)):
+        # a "yes" with no yes in its reply: an answering judge's, unless a score decided it
+        old_yes = {"raw": "Paris"} | said
+        upgraded = upgrade_trace({"steps": [step | {"expansion": step["expansion"] | {
+            "verdicts": [old_yes]}}]}, 2)["steps"][0]["expansion"]["verdicts"][0]  # fmt: skip
+        assert upgraded.get("unread", False) is unread
     unchecked = upgrade_trace({"steps": [step | {"expansion": step["expansion"] | {
         "verdicts": [{"ok": True, "raw": LEGACY_NOT_CHECKED}]}}]}, 2)  # fmt: skip
     assert unchecked["steps"][0]["expansion"]["verdicts"] == [

@@ -20,7 +20,7 @@ from scipy import sparse
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.core.types import Answer, Expansion, NamedAnswer, StepTrace, SubAnswer
+from chainrag.core.types import Answer, Expansion, NamedAnswer, StepTrace, SubAnswer, Verdict
 from chainrag.report.runs import comparisons, rows_of
 from chainrag.run.files import RunError
 from chainrag.run.record import ScoredAnswer, record_line
@@ -459,3 +459,19 @@ def test_two_named_integrators_of_one_kind_show_their_own_answers(
     assert said[1].startswith("long: CxtInt read") and said[1].endswith(
         "cut at 3000 words, and answered France."
     )
+
+
+def test_an_unchecked_verdict_says_so(toy_run: Callable[..., ToyRun]) -> None:
+    """The ``none`` judge's verdicts are no check (``Verdict.checked``), and the page says so."""
+    run = toy_run()
+    made = toy_record()
+    first = made.trace.steps[0]
+    assert first.expansion is not None
+    unchecked = attrs.evolve(first.expansion, verdicts=(Verdict(True, checked=False),))
+    steps = (attrs.evolve(first, expansion=unchecked), *made.trace.steps[1:])
+    made = attrs.evolve(made, trace=attrs.evolve(made.trace, steps=steps))
+    (run.folder / "predictions.jsonl").write_text(json.dumps(record_line(made)) + "\n")
+    page, _ = page_of([run.folder])
+    one = page.find_all("div", class_="step")[0]
+    verdicts = [li.text() for li in one.one("ul", class_="verdicts").find_all("li")]
+    assert verdicts == ["after hop 1: not checked (judge: none)"]

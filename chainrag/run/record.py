@@ -276,10 +276,11 @@ def upgrade_trace(trace: Mapping[str, Any], version: int) -> dict[str, Any]:
     - format 1: a step whose question starts with ``"memory: "`` is the query without it,
       answered from memory (``from_memory``);
     - formats 1 and 2: a sufficiency verdict whose ``raw`` is :data:`LEGACY_NOT_CHECKED` is
-      unchecked (``checked: false``, no ``raw``); one of a judge that only says yes or no
-      (no ``answer``) whose reply holds neither is ``unread``; an answer whose ``raw`` starts
-      with the lines an integrator that picks wrote (``[second: the first, 'Yes', is no
-      answer]``) has those lines as its ``picks``, outermost first, and the rest as its ``raw``.
+      unchecked (``checked: false``, no ``raw``); one that may be a yes/no judge's
+      (:func:`_yes_no_judges`) whose reply holds neither is ``unread``; an answer whose
+      ``raw`` starts with the lines an integrator that picks wrote (``[second: the first,
+      'Yes', is no answer]``) has those lines as its ``picks``, outermost first, and the rest
+      as its ``raw``.
     """
     out = dict(trace)
     steps = out.get("steps")
@@ -320,9 +321,18 @@ def _verdict(data: Mapping[str, Any]) -> dict[str, Any]:
         return verdict
     if raw == LEGACY_NOT_CHECKED:
         verdict["raw"], verdict["checked"] = "", False
-    elif verdict.get("answer") is None and _YES_NO.search(raw) is None:
+    elif _YES_NO.search(raw) is None and _yes_no_judges(verdict):
         verdict["unread"] = True
     return verdict
+
+
+def _yes_no_judges(verdict: Mapping[str, Any]) -> bool:
+    """Whether an old verdict may be a yes/no judge's: not one that answers (``answer``), nor
+    a "yes" without a score, which a yes/no judge gives only to a reply that says yes (an
+    answering judge's, written before verdicts kept its answer)."""
+    return verdict.get("answer") is None and (
+        verdict.get("ok") is not True or verdict.get("score") is not None
+    )
 
 
 def _named(data: Mapping[str, Any]) -> dict[str, Any]:

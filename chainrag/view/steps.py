@@ -34,6 +34,8 @@ def _verdicts(step: StepTrace, notes: ChainNotes) -> str:
     for i, verdict in enumerate(step.expansion.verdicts):
         when = f"after hop {i + 1}" if after else f"check {i + 1}"
         word = "yes, enough" if verdict.ok else "no, go on"
+        if not verdict.checked:
+            word = "not checked (judge: none)"
         raw = f" <q>{esc(verdict.raw)}</q>" if verdict.raw else ""
         items.append(el("li", f"{when}: <b>{word}</b>{raw}", class_="yes" if verdict.ok else "no"))
     return el("div", "Sufficiency: " + el("ul", "".join(items), class_="verdicts"))
