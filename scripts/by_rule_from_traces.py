@@ -62,7 +62,8 @@ def line(name: str, base: list[float], other: list[float], decided: int, means: 
 def ruled(record: RunRecord) -> tuple[float, str | None]:
     """A run of the recipe's: by_rule's F1, and its answer where the rule decided."""
     made = next(named.answer for named in record.trace.answers if named.name == "byrule")
-    return record.answers["byrule"].f1, made.text if made.raw.startswith("[by rule") else None
+    decided = bool(made.picks) and made.picks[0].took == "rule"
+    return record.answers["byrule"].f1, made.text if decided else None
 
 
 def ran(run: Path, name: str | None) -> dict[str, RunRecord]:

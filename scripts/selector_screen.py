@@ -28,7 +28,7 @@ question's wording:
 ``one_hop_choose_verify``) would have chosen at each ``margin`` (:data:`MARGINS`): AnsInt's
 answer only where its P(yes) is above CxtInt's by more than the margin (in a run with
 ``calibrate``, its rise in P(yes) from the passages above CxtInt's). The two values weighed are
-read from each answer's ``raw`` (:func:`~chainrag.components.reasoning.verify_shares`), the two
+read from each answer's pick (:attr:`~chainrag.core.types.Pick.weighed`), the two
 answers from the run ``--pairs`` (``one_hop``: the same requests without the choice), and each
 row is scored against that run's CxtInt. The margin with the highest pooled F1 (the smaller on
 a tie) is named last: a margin is chosen this way on training questions, never on dev.
@@ -50,7 +50,6 @@ import attrs
 
 from chainrag.analysis.paired import load
 from chainrag.analysis.records import predictions_file
-from chainrag.components.reasoning import verify_shares
 from chainrag.data.metrics import normalize_answer, qa_scores
 from chainrag.index.build import IndexCache
 from chainrag.report.runs import Run, load_run
@@ -243,8 +242,9 @@ def weighed(runs: Path, name: str, verify: str, pairs: str) -> list[Weighed]:
                 f"{runs / name / verify}: {record.id} chose {chosen!r}, neither of {pairs}'s "
                 f"answers ({cxt.text!r}, {ans.text!r}): the two runs did not make the same requests"
             )
-        out.append(Weighed(cxt.f1, ans.f1, record.answers["choose"].f1,
-                           verify_shares(named[0].answer.raw)))  # fmt: skip
+        picks = named[0].answer.picks
+        shares = picks[0].weighed if picks else None
+        out.append(Weighed(cxt.f1, ans.f1, record.answers["choose"].f1, shares))
     return out
 
 

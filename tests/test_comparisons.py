@@ -182,7 +182,9 @@ def test_compare_by_rule_makes_the_papers_requests_and_no_cxtint_where_the_rule_
     ansint, ruled = prediction.answers
     assert (ansint.name, ruled.name) == ("ansint", "byrule")
     assert ruled.answer.text == expected
-    assert ruled.answer.raw.startswith("[fallback" if cxtint_asked else "[by rule: birth least")
+    assert ruled.answer.picks[0].said.startswith(
+        "[fallback" if cxtint_asked else "[by rule: birth least"
+    )
     expected_requests = base.requests if cxtint_asked else base.requests[:-1]
     assert base.requests[-1].prompt_id == "cxtint"
     assert llm.requests == expected_requests

@@ -115,3 +115,20 @@ def test_the_signature_check_fails_where_only_the_name_matches() -> None:
     assert check_round_trip(NameOnlyTrigger, "rewrite_trigger") == [
         "NameOnlyTrigger is not registered as a rewrite_trigger (@REWRITE_TRIGGERS.register)"
     ]
+
+
+@attrs.define
+class HalfFrozenTrigger:
+    """Its first field cannot be set, its second can (a probe)."""
+
+    always: bool = attrs.field(default=True, on_setattr=attrs.setters.frozen)
+    loose: bool = True
+
+    def __call__(self, sub_question: str) -> bool:
+        return self.always
+
+
+def test_the_frozen_check_tries_every_field() -> None:
+    assert check_frozen(HalfFrozenTrigger, "rewrite_trigger") == [
+        "HalfFrozenTrigger is not frozen: its field 'loose' could be set (@attrs.frozen)"
+    ]

@@ -8,7 +8,9 @@ import random
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 from typer.testing import CliRunner
 
@@ -26,7 +28,7 @@ from chainrag.run.estimate import (
     EstimateError,
     Spread,
     converted,
-    estimate_recipe,
+    estimate_run,
     mean_interval,
     sample_questions,
     table,
@@ -36,6 +38,7 @@ from chainrag.run.files import RunError
 from chainrag.run.folder import RunDir
 from chainrag.run.jobs import Job
 from chainrag.run.meta import LLMIdentity
+from chainrag.run.plan import PlannedData, plan_run
 from chainrag.run.session import run_recipe
 
 from .conftest import ROOT
@@ -124,7 +127,21 @@ def estimate(
     sample: int,
 ) -> Estimate:
     job = Job(path, "musique", tmp_path / "runs", concurrency=None)
-    return estimate_recipe(recipe, path, job, examples, llm, sample=sample)
+    planned = plan_run(job, recipe, PlannedData.read(job.dataset, examples))
+    return estimate_run(attrs.evolve(planned, recipe_path=path), llm, sample=sample)
+
+
+def estimate_recipe(
+    recipe: Recipe,
+    path: Path,
+    job: Job,
+    examples: list[QAExample],
+    llm: Callable[[], LLM],
+    **options: Any,
+) -> Estimate:
+    """``recipe`` planned over ``examples`` as a run would be, then estimated."""
+    planned = plan_run(job, recipe, PlannedData.read(job.dataset, examples))
+    return estimate_run(attrs.evolve(planned, recipe_path=path), llm, **options)
 
 
 def test_a_sample_on_the_scripted_llm_gives_exact_totals(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from chainrag.analysis.gold_walks import GoldWalks, count_walks, gold_paragraphs
+from chainrag.analysis.gold_walks import GoldWalks, classify_walks, gold_paragraphs, tally
 from chainrag.core.types import (
     Expansion,
     Passage,
@@ -39,7 +39,7 @@ def test_walks_are_counted_by_where_the_missing_gold_was() -> None:
         walk((6,), (6, 4), 3),  # passage 2 still missing, not at the seeds; went on, reached
         walk((4,), (4,), 1),  # nothing left to find
     ]
-    assert count_walks(steps, UNITS, GOLD) == GoldWalks(
+    assert tally(classify_walks(steps, UNITS, GOLD)) == GoldWalks(
         walks=4, nothing_missing=1, at_seeds=1, at_seeds_on=0, at_seeds_found=1,
         not_at_seeds=2, not_at_seeds_on=2, not_at_seeds_found=1,
     )  # fmt: skip
@@ -48,10 +48,10 @@ def test_walks_are_counted_by_where_the_missing_gold_was() -> None:
 def test_gold_found_by_an_earlier_step_is_no_longer_missing() -> None:
     earlier = StepTrace("q", retrieved=(2,))  # a step without a walk (an iterative round)
     later = walk((2,), (2, 4), 1)  # passage 1 was found before: only passage 2 is missing
-    assert count_walks([earlier, later], UNITS, GOLD) == GoldWalks(
+    assert tally(classify_walks([earlier, later], UNITS, GOLD)) == GoldWalks(
         walks=1, not_at_seeds=1, not_at_seeds_found=1
     )
-    assert count_walks([walk((99,), (99,), 2)], UNITS, GOLD) == GoldWalks(
+    assert tally(classify_walks([walk((99,), (99,), 2)], UNITS, GOLD)) == GoldWalks(
         walks=1, not_at_seeds=1, not_at_seeds_on=1
     )  # a unit number outside the index holds nothing
 

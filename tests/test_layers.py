@@ -1,6 +1,7 @@
 """The package's layers (docs/architecture.md): each module imports only from its own layer and
-the layers below it, read from the source with ``ast`` (imports inside functions count too;
-imports under ``if TYPE_CHECKING:`` do not, since they never run)."""
+the layers below it, read from the source with ``ast`` (imports inside functions count too, and
+so do imports under ``if TYPE_CHECKING:``: a bottom layer names no upper one, even for type
+checkers)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 NEVER: dict[str, tuple[str, ...]] = {
     "chainrag.run.record": ("llm", "methods"),
     "chainrag.run.meta": ("llm", "methods"),
+    "chainrag.run.provenance": ("llm", "methods"),
     "chainrag.run.files": ("llm", "methods"),
     "chainrag.run.folder": ("llm", "methods"),
     "chainrag.analysis": ("llm",),
@@ -55,22 +57,12 @@ def layer_of(module: str) -> str | None:
     return parts[1] if parts[0] == "chainrag" and len(parts) > 1 else None
 
 
-def _type_checking_only(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def imports(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, imported module) of every run-time import of a chainrag module in ``tree``."""
+    """(line, imported module) of every import of a chainrag module in ``tree``, at run time
+    or for type checkers."""
     found: list[tuple[int, str]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking_only(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -128,8 +120,8 @@ def test_no_module_imports_above_its_layer() -> None:
 
 
 def test_the_check_sees_a_violation(tmp_path: Path) -> None:
-    """The check can fail: an import of the CLI from core, at run time and inside a function,
-    is found; the same import under TYPE_CHECKING is not."""
+    """The check can fail: an import of the CLI from core, at run time, inside a function and
+    under TYPE_CHECKING, is found (changed by issue 67: the TYPE_CHECKING one was not)."""
     bad = tmp_path / "probe.py"
     source = (
         "from typing import TYPE_CHECKING\n"
@@ -140,6 +132,7 @@ def test_the_check_sees_a_violation(tmp_path: Path) -> None:
     bad.write_text(source, encoding="utf-8")
     found = violations(bad, "chainrag.core._layers_probe")
     assert [v.split(": ", 1)[1] for v in found] == [
+        "chainrag.core._layers_probe -> chainrag.cli.main (layer 'core' is below 'cli')",
         "chainrag.core._layers_probe -> chainrag.run.jobs (layer 'core' is below 'run')",
         "chainrag.core._layers_probe -> chainrag.report (layer 'core' is below 'report')",
     ]

@@ -22,7 +22,6 @@ from chainrag.components.reasoning import (
     mentions,
     misfit,
     naming_evidence,
-    verify_shares,
 )
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import LLMRequest, LLMResponse, QAExample
@@ -625,7 +624,7 @@ def test_form_checked_takes_the_fallback_only_when_the_answer_does_not_fit(
         assert made[len(paper) - 2] == passages[-1]  # CxtInt's is the passage layout's
         if len(asked) == 2:
             assert made[-1] == paper[-2]  # AnsInt's request is the paper's
-            assert "is yes or no to a question that does not ask" in named.answer.raw
+            assert "is yes or no to a question that does not ask" in named.answer.picks[0].said
 
 
 @pytest.mark.parametrize(
@@ -666,7 +665,8 @@ def test_choose_takes_the_second_answer_only_when_chosen_both_ways_round(
         shown = first.split("Sentences:\n")[1].split("\n\nNotes:")[0].splitlines()
         assert shown and all(mentions(s, "Fårö") or mentions(s, "Stockholm") for s in shown)
         assert "Notes:\nQ: Who directed The Serpent's Egg?\nA: Ingmar Bergman\n" in first
-        assert named.answer.raw.startswith("[second: chosen" if expected == ansint else "[first")
+        said = named.answer.picks[0].said
+        assert said.startswith("[second: chosen" if expected == ansint else "[first")
 
 
 @pytest.mark.parametrize(
@@ -689,7 +689,7 @@ def test_choose_by_probabilities_averages_the_second_answers_share_over_both_ord
     llm = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], choose=replies)
     [named] = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path)).answers
     assert named.answer.text == expected
-    assert why in named.answer.raw.splitlines()[0]
+    assert why in named.answer.picks[0].said
     letters = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], choose=["A", "A"])
     answer_question(fast(load_recipe(ROOT / "recipes" / "variants" / "one_hop_choose.yaml")),
                     bergman, letters, cache=IndexCache(tmp_path))  # fmt: skip
@@ -719,7 +719,8 @@ def test_choose_by_verify_takes_the_answer_the_llm_more_likely_calls_supported(
     llm = _bergman_script(ansint=["Stockholm"], cxtint=["Fårö"], supports=replies)
     [named] = answer_question(recipe, bergman, llm, cache=IndexCache(tmp_path)).answers
     assert (named.name, named.answer.text) == ("choose", expected)
-    assert named.answer.raw.startswith("[second: P(yes)" if expected == "Stockholm" else "[first")
+    said = named.answer.picks[0].said
+    assert said.startswith("[second: P(yes)" if expected == "Stockholm" else "[first")
     asked = [r for r in llm.requests if r.prompt_id == "supports"]
     assert [r.top_logprobs for r in asked] == [5, 5]
     first, second = (r.messages[-1].content for r in asked)
@@ -743,8 +744,8 @@ def test_choose_by_verify_with_a_margin_takes_the_second_only_that_far_ahead(
     margin: float, expected: str, bergman: QAExample, tmp_path: Path
 ) -> None:
     """P(yes) 0.50 for CxtInt's answer and 0.65 for AnsInt's: AnsInt's is taken unless the
-    margin is 0.15 or more; the raw says both P(yes), which :func:`verify_shares` reads back,
-    and the margin; the requests do not depend on it."""
+    margin is 0.15 or more; the pick holds both P(yes) (``weighed``) and says the margin; the
+    requests do not depend on it."""
     recipe = tmp_path / "margin.yaml"
     recipe.write_text(
         f"base: {ROOT / 'recipes' / 'variants' / 'one_hop_choose_verify.yaml'}\n"
@@ -760,22 +761,11 @@ def test_choose_by_verify_with_a_margin_takes_the_second_only_that_far_ahead(
     [named] = answer_question(fast(load_recipe(recipe)), bergman, llm,
                               cache=IndexCache(tmp_path / "cache")).answers  # fmt: skip
     assert named.answer.text == expected
-    shares = verify_shares(named.answer.raw)
+    [pick] = named.answer.picks
+    shares = pick.weighed
     assert shares is not None and shares == pytest.approx((0.5, 0.65), abs=1e-4)
-    assert (f"margin {margin:g}]" in named.answer.raw) is bool(margin)
+    assert (f"margin {margin:g}]" in pick.said) is bool(margin)
     assert sum(r.prompt_id == "supports" for r in llm.requests) == 2
-
-
-def test_verify_shares_reads_a_verify_choice_and_nothing_else() -> None:
-    assert verify_shares("[second: P(yes) 0.7312 for the second, 0.6401 for the first]\nX") == (
-        0.6401, 0.7312)  # fmt: skip
-    assert verify_shares("[first: P(yes) 0.59 for the second, 0.56 for the first, margin 0.1]") \
-        == (0.56, 0.59)  # fmt: skip
-    assert verify_shares("[second: P(yes) 0.5500 for the second, 0.6000 for the first; 0.2000 "
-                         "and 0.7000 without the passages, so +0.3500 against -0.1000, margin "
-                         "0.1]") == (-0.1, 0.35)  # fmt: skip
-    assert verify_shares("[first: both said it]\nFårö") is None
-    assert verify_shares("[second: P(second) 0.61, the mean of 0.6 with the first as A]") is None
 
 
 def _yes(p: float) -> LLMResponse:
@@ -792,7 +782,7 @@ def test_choose_by_verify_calibrated_weighs_how_far_the_passages_raise_p_yes(
     two asks with them (so those are the uncalibrated run's requests): CxtInt's Fårö has
     P(yes) 0.6 with the passages and 0.7 without (-0.1), AnsInt's Stockholm 0.55 and 0.2
     (+0.35). Uncalibrated, Fårö wins at any margin; calibrated, Stockholm does unless the
-    margin is 0.45 or more. :func:`verify_shares` reads back what was weighed."""
+    margin is 0.45 or more. The pick holds what was weighed."""
     plain_recipe, recipe = tmp_path / "plain.yaml", tmp_path / "calibrated.yaml"
     plain_recipe.write_text(
         f"base: {ROOT / 'recipes' / 'variants' / 'one_hop_choose_verify.yaml'}\n"
@@ -805,10 +795,10 @@ def test_choose_by_verify_calibrated_weighs_how_far_the_passages_raise_p_yes(
     [named] = answer_question(fast(load_recipe(recipe)), bergman, llm,
                               cache=IndexCache(tmp_path / "cache")).answers  # fmt: skip
     assert named.answer.text == expected
-    weighed = verify_shares(named.answer.raw)
+    weighed = named.answer.picks[0].weighed
     assert weighed is not None and weighed == pytest.approx((-0.1, 0.35), abs=1e-4)
     assert "0.5500 for the second, 0.6000 for the first; 0.2000 and 0.7000 without" in (
-        named.answer.raw.splitlines()[0])  # fmt: skip
+        named.answer.picks[0].said)  # fmt: skip
     asked = [r for r in llm.requests if r.prompt_id == "supports"]
     shown = [r.messages[-1].content.split("Passages:\n")[1].split("\n\nQuestion:")[0]
              for r in asked]  # fmt: skip

@@ -21,7 +21,6 @@ from chainrag.components.retrievers import DenseRerank, reciprocal_rank_fusion, 
 from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
 from chainrag.core.context import Context, ModelPathError
 from chainrag.core.types import (
-    NOT_CHECKED,
     Expansion,
     Hit,
     Passage,
@@ -288,7 +287,7 @@ def test_no_check_takes_one_hop_without_a_call(real: tuple[QAExample, SentenceGr
         q.question, seeds, graph.view(), Context(llm=ScriptedLLM({"sufficiency": ["yes"]}))
     )
     assert out.hops == 1 and out.units == asked.units and out.words == asked.words
-    assert [(v.ok, v.raw) for v in out.verdicts] == [(True, NOT_CHECKED)]
+    assert [(v.ok, v.checked) for v in out.verdicts] == [(True, False)]
     kept = OneStepRerank(judge=NoCheck())(q.question, seeds, graph.view(), ctx)
     assert kept.units == tuple(h.index for h in seeds) and kept.hops == 0
 
@@ -304,7 +303,7 @@ def test_parse_yes_no(reply: str, verdict: bool | None) -> None:
 
 def test_unreadable_judge_reply_is_no_and_kept() -> None:
     ctx = Context(llm=ScriptedLLM({"sufficiency": ["Maybe."]}))
-    assert LLMYesNo()("q", ["a"], ctx) == Verdict(False, "Maybe.")
+    assert LLMYesNo()("q", ["a"], ctx) == Verdict(False, "Maybe.", unread=True)
 
 
 def test_graph_view_orders_by_connection_strength(real: tuple[QAExample, SentenceGraph]) -> None:

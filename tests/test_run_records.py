@@ -14,10 +14,22 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.core.types import Expansion, StepTrace, SubAnswer, Usage, Verdict
+from chainrag.components.judges import parse_yes_no
+from chainrag.core.types import (
+    Answer,
+    Expansion,
+    NamedAnswer,
+    Pick,
+    StepTrace,
+    SubAnswer,
+    Usage,
+    Verdict,
+)
 from chainrag.run.folder import RunDir
 from chainrag.run.meta import meta_data, read_meta
 from chainrag.run.record import (
+    CONVERTER,
+    LEGACY_NOT_CHECKED,
     RECORD_FORMAT,
     QuestionError,
     RecordError,
@@ -26,6 +38,7 @@ from chainrag.run.record import (
     read_error,
     read_record,
     record_line,
+    upgrade_trace,
 )
 
 from .conftest import ROOT
@@ -52,17 +65,148 @@ def _with_todays_defaults(trace: dict[str, Any]) -> dict[str, Any]:
     return {"read": None} | trace | {"steps": steps}
 
 
+def _as_text(trace: dict[str, Any]) -> dict[str, Any]:
+    """A trace of today's line with its typed picks and verdict states written as lines before
+    format 3 held them, in text: each pick's line before its answer's ``raw``, an unchecked
+    verdict's sentinel ``raw``, no ``unread``."""
+    answers = []
+    for named in trace["answers"]:
+        answer = dict(named["answer"])
+        picks = [CONVERTER.structure(p, Pick) for p in answer.pop("picks", [])]
+        if picks:
+            rest = [] if picks[-1].took == "rule" else [answer["raw"]]
+            answer["raw"] = "\n".join([p.said for p in picks] + rest)
+        answers.append(named | {"answer": answer})
+    steps = []
+    for step in trace["steps"]:
+        expansion = step.get("expansion")
+        if expansion is not None:
+            verdicts = []
+            for verdict in map(dict, expansion["verdicts"]):
+                verdict.pop("unread", None)
+                if not verdict.pop("checked", True):
+                    verdict["raw"] = LEGACY_NOT_CHECKED
+                verdicts.append(verdict)
+            step = step | {"expansion": expansion | {"verdicts": verdicts}}
+        steps.append(step)
+    return trace | {"answers": answers, "steps": steps}
+
+
 @pytest.mark.parametrize("path", STORED, ids=lambda p: str(p.parent.relative_to(ROOT)))
-def test_every_stored_line_reads_and_is_written_back_as_it_was(path: Path) -> None:
+def test_every_stored_line_reads_and_is_written_back_with_its_text_in_typed_fields(
+    path: Path,
+) -> None:
+    """Every line in docs/ reads; written back (format 3) it holds what its text said in typed
+    fields, and written as text again it is the line as it was (changed by issue 67: the line
+    was written back as it was, text and all)."""
     for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = json.loads(text)
         found = read_record(line)
         again = record_line(found)
-        assert again.pop("format") == line.pop("format", RECORD_FORMAT)  # older lines had none
+        assert again.pop("format") == RECORD_FORMAT and line.pop("format", 1) < RECORD_FORMAT
         expected = line | {"trace": _with_todays_defaults(line["trace"])}
-        assert again == expected, f"{path}, line {number}"
+        assert again | {"trace": _as_text(again["trace"])} == expected, f"{path}, line {number}"
         assert list(again) == list(line)  # the same keys in the same order
         assert read_record(record_line(found)) == found
+        for step, old in zip(found.trace.steps, line["trace"]["steps"], strict=True):
+            if step.expansion is None:
+                continue
+            for verdict, raw in zip(
+                step.expansion.verdicts,
+                (v["raw"] for v in old["expansion"]["verdicts"]),
+                strict=True,
+            ):  # unread: a yes/no judge's reply the judges read as neither (a judge that
+                # answers, or a "yes" without a score, is not a yes/no judge's unread reply)
+                judges = verdict.answer is None and (not verdict.ok or verdict.score is not None)
+                unread = judges and verdict.checked and parse_yes_no(raw) is None
+                assert verdict.unread is unread, f"{path}, line {number}"
+
+
+def test_an_old_lines_picks_are_read_into_typed_fields() -> None:
+    """The lines an integrator that picks wrote before format 3, each read into its pick; a
+    ``raw`` that starts with no such line keeps it (moved here from tests/test_methods.py's
+    test of ``verify_shares``, assertions unchanged)."""
+
+    def pick(raw: str) -> tuple[tuple[Pick, ...], str]:
+        named = {"name": "choose", "answer": {"text": "x", "raw": raw}}
+        data = upgrade_trace({"answers": [named], "steps": []}, 2)["answers"][0]["answer"]
+        answer = CONVERTER.structure(data, Answer)
+        return answer.picks, answer.raw
+
+    def verify_shares(raw: str) -> tuple[float, float] | None:
+        picks, _ = pick(raw)
+        return picks[0].weighed if picks else None
+
+    assert verify_shares("[second: P(yes) 0.7312 for the second, 0.6401 for the first]\nX") == (
+        0.6401, 0.7312)  # fmt: skip
+    assert verify_shares("[first: P(yes) 0.59 for the second, 0.56 for the first, margin 0.1]") \
+        == (0.56, 0.59)  # fmt: skip
+    assert verify_shares("[second: P(yes) 0.5500 for the second, 0.6000 for the first; 0.2000 "
+                         "and 0.7000 without the passages, so +0.3500 against -0.1000, margin "
+                         "0.1]") == (-0.1, 0.35)  # fmt: skip
+    assert verify_shares("[first: both said it]\nFårö") is None
+    assert verify_shares("[second: P(second) 0.61, the mean of 0.6 with the first as A]") is None
+    assert pick("[first: both said it]\nFårö") == ((Pick("first", "both said it", "same"),), "Fårö")
+    assert pick("[second: P(second) 0.61, the mean of 0.6 with the first as A]")[0] == (
+        Pick("second", "P(second) 0.61, the mean of 0.6 with the first as A", "llm",
+             p_second=0.61),)  # fmt: skip
+    assert pick("[second: the first, 'Yes', is no answer]\nParis")[0][0].misfit == "no answer"
+    assert pick("[first: no answer; the fallback's 'x, is y' does not fit either]\nA")[0][0] == (
+        Pick("first", "no answer; the fallback's 'x, is y' does not fit either", "form",
+             misfit="no answer"))  # fmt: skip
+    assert pick("[by rule: birth least: A (1, 0, 0), B (2, 0, 0)]") == (
+        (Pick("rule", "birth least: A (1, 0, 0), B (2, 0, 0)", "rule"),),
+        "",
+    )
+    assert pick("[fallback: no comparison the rule decides]\n[first: fits]\nParis") == (
+        (Pick("fallback", "no comparison the rule decides", "rule"),
+         Pick("first", "fits", "form")), "Paris")  # fmt: skip
+    assert pick("[1] Paris is the capital") == ((), "[1] Paris is the capital")
+
+
+@pytest.mark.parametrize(
+    "raw", ["Yes.", "no", "NO, not enough", "I think yes", "unsure", "", "yesno"]
+)
+def test_an_old_lines_verdicts_are_read_as_the_judges_read_them(raw: str) -> None:
+    """Moved from tests/test_analysis.py (``walks.read_verdict`` is gone: the upgrade reads)."""
+    old = {"ok": False, "raw": raw}
+    step = {"question": "q", "expansion": {"units": [], "seeds": [], "verdicts": [old]}}
+    (verdict,) = upgrade_trace({"steps": [step]}, 2)["steps"][0]["expansion"]["verdicts"]
+    assert verdict.get("unread", False) is (parse_yes_no(raw) is None)
+    answering = upgrade_trace({"steps": [step | {"expansion": step["expansion"] | {
+        "verdicts": [old | {"answer": raw}]}}]}, 2)  # fmt: skip
+    assert "unread" not in answering["steps"][0]["expansion"]["verdicts"][0]
+    for said, unread in (({"ok": True}, False), ({"ok": True, "score": 0.7}, True)):
+        # a "yes" with no yes in its reply: an answering judge's, unless a score decided it
+        old_yes = {"raw": "Paris"} | said
+        upgraded = upgrade_trace({"steps": [step | {"expansion": step["expansion"] | {
+            "verdicts": [old_yes]}}]}, 2)["steps"][0]["expansion"]["verdicts"][0]  # fmt: skip
+        assert upgraded.get("unread", False) is unread
+    unchecked = upgrade_trace({"steps": [step | {"expansion": step["expansion"] | {
+        "verdicts": [{"ok": True, "raw": LEGACY_NOT_CHECKED}]}}]}, 2)  # fmt: skip
+    assert unchecked["steps"][0]["expansion"]["verdicts"] == [
+        {"ok": True, "raw": "", "checked": False}
+    ]
+
+
+def test_a_new_line_holds_picks_and_verdict_states_as_fields_and_reads_back() -> None:
+    pick = Pick("second", "P(yes) 0.7 for the second, 0.6 for the first", "llm",
+                p_yes=(0.6, 0.7), weighed=(0.6, 0.7))  # fmt: skip
+    verdicts = (Verdict(True, checked=False), Verdict(False, "hmm", unread=True))
+    made = record(
+        "q1", {"choose": 1.0}, steps=[StepTrace("q", expansion=Expansion((1,), (1,), 1, verdicts))]
+    )
+    made = attrs.evolve(made, trace=attrs.evolve(
+        made.trace, answers=(NamedAnswer("choose", Answer("x", "X.", (pick,))),)))  # fmt: skip
+    line = json.loads(json.dumps(record_line(made)))
+    assert line["trace"]["answers"][0]["answer"]["picks"] == [{
+        "took": "second", "why": pick.why, "by": "llm", "p_yes": [0.6, 0.7],
+        "weighed": [0.6, 0.7]}]  # fmt: skip
+    assert line["trace"]["steps"][0]["expansion"]["verdicts"] == [
+        {"ok": True, "raw": "", "checked": False},
+        {"ok": False, "raw": "hmm", "unread": True},
+    ]
+    assert read_record(line) == made
 
 
 def test_every_stored_run_json_is_written_back_byte_for_byte() -> None:
@@ -116,7 +260,7 @@ def test_an_old_line_marks_a_memory_step_by_its_question() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"format": 3}, r"record format 3: written by another version of chainrag"),
+        ({"format": 4}, r"record format 4: written by another version of chainrag"),
         ({"seconds": "2"}, r"expected a number, got '2' @ record.seconds"),
         ({"answers": {"ansint": {"text": "x", "f1": 1.0}}}, r"missing @ record.answers.ansint.em"),
         ({"extra": 1}, r"unknown key 'extra'"),

@@ -22,7 +22,6 @@ from chainrag.core.types import (
     Passage,
     QAExample,
     StepTrace,
-    read_legacy_step,
 )
 from chainrag.data.datasets import load_dataset
 from chainrag.index.reservoir import Reservoir
@@ -30,6 +29,7 @@ from chainrag.llm.fake import ScriptedLLM
 from chainrag.methods.seeds import last_yes_no
 from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.run.question import answer_question
+from chainrag.run.record import read_legacy_step
 
 from .conftest import ROOT
 
@@ -347,7 +347,7 @@ def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
                  o.calls) for o in outcomes]  # fmt: skip
 
     whole = tmp_path / "whole"
-    assert rec.open_folder(whole, recipe, "musique", examples) == []
+    assert rec.open_folder(whole, recipe, "musique", examples)[0] == []
     llm = recurring_llm(examples)
     reference = rec.run(recipe, examples, llm, whole / rec.RESERVOIR,
                         reworded=rec.folder_paraphrases(whole, examples, llm))  # fmt: skip
@@ -372,7 +372,8 @@ def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
     # a crash mid-write leaves a torn last line: it is cut on resume
     with (folder / rec.OUTCOMES).open("a", encoding="utf-8") as fh:
         fh.write('{"phase": "asked ag')
-    done = rec.open_folder(folder, recipe, "musique", examples)
+    done, torn = rec.open_folder(folder, recipe, "musique", examples)
+    assert torn == len(b'{"phase": "asked ag')  # the bytes it cut
     assert [(o.phase, o.qid) for o in done] == [(rec.PHASES[0].name, examples[0].qid)]
     assert Reservoir(folder / rec.RESERVOIR).last_id() > done[0].reservoir_last_id
     again_llm = recurring_llm(examples)
@@ -393,7 +394,7 @@ def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
         rec.run(recipe, examples, recurring_llm(examples), first / rec.RESERVOIR,
                 reworded=reworded, on_outcome=crash_at_once)  # fmt: skip
     assert len(Reservoir(first / rec.RESERVOIR)) > 0
-    assert rec.open_folder(first, recipe, "musique", examples) == []
+    assert rec.open_folder(first, recipe, "musique", examples)[0] == []
     with pytest.raises(rec.RecurringError, match="starts from an empty reservoir"):
         rec.run(recipe, examples, again_llm, first / rec.RESERVOIR, reworded=reworded)
     from_start = rec.run(recipe, examples, recurring_llm(examples), first / rec.RESERVOIR,

@@ -255,3 +255,43 @@ def test_a_bad_embedder_option_is_refused_with_its_problems(tmp_path: Path) -> N
         assert result.exit_code == 1, result.output
         assert result.output.startswith("FAIL --embedder: 1 problem\n  - ")
         assert message in result.output and "@ --embedder" in result.output
+
+
+def test_the_fits_run_where_their_device_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reranker teacher, the student and the adapter fit take a device, as an encoder's
+    ``device`` (auto, cpu, cuda); the teacher's CrossEncoder is built on it (it was always the
+    CPU); a device this machine lacks is refused before any work, naming the command."""
+    import sentence_transformers
+
+    from chainrag.core.device import DeviceError, cuda_available
+    from chainrag.training.adapter_fit import PairSet, train
+    from chainrag.training.teachers import cross_encoder_teacher
+
+    built: list[str] = []
+
+    class Recorded:
+        def __init__(self, path: str, device: str) -> None:
+            built.append(device)
+
+        def predict(self, pairs: list[list[str]], **_: Any) -> np.ndarray:
+            return np.zeros(len(pairs), dtype=np.float32)
+
+    monkeypatch.setattr(sentence_transformers, "CrossEncoder", Recorded)
+    pairs = [Pair(0, "q", "p", True)]
+    assert cross_encoder_teacher("some/folder", pairs).tolist() == [0.0]
+    cross_encoder_teacher("some/folder", pairs, device="cuda")
+    assert built == ["cpu", "cuda"]
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(4, 3)).astype(np.float32)
+    pair_set = PairSet(("a", "b"), ("p", "q"), ((0,), (1,)), ((1,), (0,)))
+    config = TrainConfig(epochs=2, batch_size=2)
+    on_cpu, loss = train(vectors[:2], vectors[2:], pair_set, [0, 1], config, device="cpu")
+    again, again_loss = train(vectors[:2], vectors[2:], pair_set, [0, 1], config)
+    assert loss == again_loss and np.array_equal(on_cpu.wq, again.wq)
+    if not cuda_available():
+        with pytest.raises(DeviceError, match="train reranker has device: cuda"):
+            distill_reranker(Path("unused"), Teacher("gold"), device="cuda")
+        with pytest.raises(DeviceError, match="train adapter has device: cuda"):
+            train_adapter(HashedBagOfWords(), Path("unused.npz"), device="cuda")
+    wrong = CliRunner().invoke(app, ["train", "adapter", "--out", "a.npz", "--device", "tpu"])
+    assert wrong.exit_code == 2 and "--device must be auto, cpu or cuda, not 'tpu'" in wrong.output

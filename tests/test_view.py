@@ -12,20 +12,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
+import yaml
 from scipy import sparse
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.core.types import Expansion, StepTrace, SubAnswer
+from chainrag.core.types import Answer, Expansion, NamedAnswer, StepTrace, SubAnswer, Verdict
 from chainrag.report.runs import comparisons, rows_of
 from chainrag.run.files import RunError
+from chainrag.run.record import ScoredAnswer, record_line
 from chainrag.view import Examples, Indexes, read_runs, render, write_view
 from chainrag.view.evidence import ChainNotes, rewrite_reason, trigger_words
 from chainrag.view.walk import MAX_ROWS, ROW_GAP, hop_levels, layout, legend, walk_of, walk_svg
 from tests.run_records import record, write_run
-from tests.view_runs import ROOT, Element, ToyRun, make_toy_run, parse, sentences
+from tests.view_runs import ROOT, Element, ToyRun, make_toy_run, parse, sentences, toy_record
 
 RUNS = ROOT / "docs" / "runs"
 
@@ -427,3 +430,48 @@ def test_a_walk_without_the_graph_has_the_traces_nodes_and_no_edge() -> None:
     at = layout(walk)
     assert [t for _, t in at.columns] == ["step 1: seeds", "step 1: hops", "gold, missed"]
     assert math.isfinite(at.height)
+
+
+def test_two_named_integrators_of_one_kind_show_their_own_answers(
+    toy_run: Callable[..., ToyRun],
+) -> None:
+    """A recipe may give two integrators of one kind, each its own answer name: the view finds
+    each one's answer by its name (by its kind, both would show the same answer)."""
+    run = toy_run()
+    recipe = yaml.safe_load((run.folder / "recipe.yaml").read_text(encoding="utf-8"))
+    recipe["method"]["integrators"] = [
+        {"kind": "cxt_int", "name": "short", "word_budget": 1500},
+        {"kind": "cxt_int", "name": "long", "word_budget": 3000},
+    ]
+    (run.folder / "recipe.yaml").write_text(yaml.safe_dump(recipe), encoding="utf-8")
+    made = toy_record()
+    named = (NamedAnswer("short", Answer("Spain")), NamedAnswer("long", Answer("France")))
+    scored = {"short": ScoredAnswer("Spain", 1.0, 1.0), "long": ScoredAnswer("France", 0.0, 0.0)}
+    made = attrs.evolve(made, answers=scored, trace=attrs.evolve(made.trace, answers=named))
+    line = json.dumps(record_line(made))
+    (run.folder / "predictions.jsonl").write_text(line + "\n", encoding="utf-8")
+    page, _ = page_of([run.folder])
+    chain = page.one("section", class_="question").one("details", class_="method")
+    said = [d.text() for d in chain.find_all("div", class_="integrator")]
+    assert said[0].startswith("short: CxtInt read") and said[0].endswith(
+        "cut at 1500 words, and answered Spain."
+    )
+    assert said[1].startswith("long: CxtInt read") and said[1].endswith(
+        "cut at 3000 words, and answered France."
+    )
+
+
+def test_an_unchecked_verdict_says_so(toy_run: Callable[..., ToyRun]) -> None:
+    """The ``none`` judge's verdicts are no check (``Verdict.checked``), and the page says so."""
+    run = toy_run()
+    made = toy_record()
+    first = made.trace.steps[0]
+    assert first.expansion is not None
+    unchecked = attrs.evolve(first.expansion, verdicts=(Verdict(True, checked=False),))
+    steps = (attrs.evolve(first, expansion=unchecked), *made.trace.steps[1:])
+    made = attrs.evolve(made, trace=attrs.evolve(made.trace, steps=steps))
+    (run.folder / "predictions.jsonl").write_text(json.dumps(record_line(made)) + "\n")
+    page, _ = page_of([run.folder])
+    one = page.find_all("div", class_="step")[0]
+    verdicts = [li.text() for li in one.one("ul", class_="verdicts").find_all("li")]
+    assert verdicts == ["after hop 1: not checked (judge: none)"]

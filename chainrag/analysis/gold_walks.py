@@ -121,13 +121,6 @@ def classify_walks(
     return walks
 
 
-def count_walks(
-    steps: Sequence[StepTrace], units: Sequence[Unit], gold: frozenset[int]
-) -> GoldWalks:
-    """The walks of one question's ``steps`` counted by where the missing gold was."""
-    return _tally(classify_walks(steps, units, gold))
-
-
 def question_walks(run: Run, examples: Examples, indexes: Indexes) -> list[QuestionWalks]:
     """The walks of every question of ``run`` that has any."""
     out = []
@@ -156,11 +149,12 @@ def _counted(questions: Sequence[QuestionWalks]) -> GoldWalks:
         if q.walks is None:
             total += GoldWalks(walks=q.count, unreadable=q.count)
         else:
-            total += _tally(q.walks)
+            total += tally(q.walks)
     return total
 
 
-def _tally(walks: Sequence[Walk]) -> GoldWalks:
+def tally(walks: Sequence[Walk]) -> GoldWalks:
+    """``walks`` counted by where the missing gold was (and whether the walk reached it)."""
     total = GoldWalks(walks=0)
     for w in walks:
         on, reached = int(w.on), int(w.reached)

@@ -7,15 +7,14 @@ stopped.
 
 A walk is one sub-question's expansion (seeds, then hops until the judge says "yes", the word
 budget is spent or nothing new is reachable). A verdict is one sufficiency check; "unread"
-counts replies that were neither yes nor no (read as "no": the walk goes on), within "no";
-the ``none`` judge's verdicts are no check and not counted.
+counts replies that were neither yes nor no (read as "no": the walk goes on; a verdict's
+``unread``); the ``none`` judge's verdicts are no check (``checked`` false) and not counted.
 "Cut by budget" counts walks where a unit did not fit the word budget (records written before
 it was kept do not say: they are counted apart as "not recorded").
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,20 +22,9 @@ from pathlib import Path
 import attrs
 
 from chainrag.analysis.records import predictions
-from chainrag.core.types import NOT_CHECKED, StepTrace
+from chainrag.core.types import StepTrace
 from chainrag.run.files import RunError
 from chainrag.run.record import RunRecord
-
-# The first standalone yes/no of a judge's reply, as the judges read it
-# (chainrag.components.judges.parse_yes_no, which this package may not import: it pulls in the
-# LLM layer; tests/test_analysis.py checks that the two agree).
-_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
-
-
-def read_verdict(raw: str) -> bool | None:
-    """True for a reply whose first standalone yes/no is "yes", False for "no", else None."""
-    match = _YES_NO.search(raw)
-    return None if match is None else match.group(1).lower() == "yes"
 
 
 @attrs.frozen
@@ -69,7 +57,7 @@ def summary(records: Sequence[RunRecord]) -> WalkSummary:
     """Counts over the records' trace steps."""
     steps = [s for r in records for s in r.trace.steps]
     walks = [s.expansion for s in steps if s.expansion is not None]
-    verdicts = [v for w in walks for v in w.verdicts if v.raw != NOT_CHECKED]
+    verdicts = [v for w in walks for v in w.verdicts if v.checked]
     yes = sum(1 for v in verdicts if v.ok)
     return WalkSummary(
         questions=len(records),
@@ -79,7 +67,7 @@ def summary(records: Sequence[RunRecord]) -> WalkSummary:
         checks=len(verdicts),
         yes=yes,
         no=len(verdicts) - yes,
-        unread=sum(1 for v in verdicts if read_verdict(v.raw) is None),
+        unread=sum(1 for v in verdicts if v.unread),
         walks=len(walks),
         hops=dict(sorted(Counter(w.hops for w in walks).items())),
         words=sum(w.words for w in walks) / len(walks) if walks else 0.0,

@@ -268,18 +268,20 @@ def build(cls: type, stage: str, params: Mapping[str, Any] | None = None) -> Any
 
 
 def check_frozen(cls: type, stage: str, params: Mapping[str, Any] | None = None) -> list[str]:
-    """An attrs class whose fields cannot be set."""
+    """An attrs class none of whose fields can be set: a problem for each field that can."""
     if not attrs.has(cls):
         return [f"{cls.__name__} is not an attrs class (use @attrs.frozen)"]
     obj = build(cls, stage, params)
-    field = next(iter(attrs.fields(cls)), None)
-    if field is None:
-        return []
-    try:
-        setattr(obj, field.name, getattr(obj, field.name))
-    except attrs.exceptions.FrozenInstanceError:
-        return []
-    return [f"{cls.__name__} is not frozen: its field {field.name!r} could be set (@attrs.frozen)"]
+    problems = []
+    for field in attrs.fields(cls):
+        try:
+            setattr(obj, field.name, getattr(obj, field.name))
+        except attrs.exceptions.FrozenError:  # the class frozen, or the field
+            continue
+        problems.append(
+            f"{cls.__name__} is not frozen: its field {field.name!r} could be set (@attrs.frozen)"
+        )
+    return problems
 
 
 def check_round_trip(cls: type, stage: str, params: Mapping[str, Any] | None = None) -> list[str]:

@@ -10,16 +10,15 @@ file.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from chainrag.analysis import compare_runs
 from chainrag.analysis.records import predictions
-from chainrag.core.types import NOT_CHECKED
 from chainrag.report import load_run, rows_of
 from chainrag.report.stats import Paired, paired
+from chainrag.run.files import RunError
 
 DIGITS = 4
 """Decimals kept in the claims file: enough for every figure the page shows."""
@@ -87,7 +86,7 @@ def first_checks(root: Path, sets: Sequence[str], run: str) -> Figure:
     the walks that went past the first hop, and how many of those the word budget cut."""
     walks = [step.expansion for s in sets for record in predictions(root / s / run)
              for step in record.trace.steps if step.expansion is not None]  # fmt: skip
-    first = [w.verdicts[0] for w in walks if w.verdicts and w.verdicts[0].raw != NOT_CHECKED]
+    first = [w.verdicts[0] for w in walks if w.verdicts and w.verdicts[0].checked]
     went_on = [w for w in walks if w.hops > 1]
     return {"walks": len(walks), "first_checks": len(first),
             "first_yes": sum(1 for v in first if v.ok), "went_on": len(went_on),
@@ -123,17 +122,14 @@ def padded(
     return figure
 
 
-_P_SECOND = re.compile(r"P\(second\) ([0-9.]+)")
-
-
 def choices(
     root: Path, sets: Sequence[str], run: str, *, base: str = "ansint", lean: tuple[float, float]
 ) -> Figure:
     """How the ``choose`` integrator of ``run`` (first CxtInt, second AnsInt) decided, from
-    the head of each answer's trace (``[first: …]`` / ``[second: …]``, as
-    ``components.reasoning.Choose`` writes it): questions whose two answers were the same,
+    each answer's pick (:class:`~chainrag.core.types.Pick`, as
+    ``components.choosers.Choose`` makes it): questions whose two answers were the same,
     those where one answer is no answer, those decided by the question's form
-    (:func:`~chainrag.components.reasoning.misfit`: yes/no to a question that does not ask
+    (:func:`~chainrag.components.answer_form.misfit`: yes/no to a question that does not ask
     it, none of the choices an "A or B?" question names), and those asked of the LLM, with
     how often each took AnsInt, how many
     asks gave P(second) within ``lean``, and what the form's AnsInt answers changed against
@@ -146,16 +142,20 @@ def choices(
     for s in sets:
         cxtint = {r.id: r.answers["cxtint"].f1 for r in predictions(root / s / base)}
         for record in predictions(root / s / run):
-            head = record.trace.answers[0].answer.raw.split("\n", 1)[0]
-            took = head.startswith("[second")
+            picks = record.trace.answers[0].answer.picks
+            if not picks:
+                raise RunError(f"{root / s / run}: {record.id}'s answer was not picked by choose")
+            pick = picks[0]
+            took = pick.took == "second"
             out["questions"] += 1
-            if "both said it" in head:
+            if pick.by == "same":
                 out["same"] += 1
-            elif found := _P_SECOND.search(head):
+            elif pick.by == "llm":
                 out["asked"] += 1
                 out["asked_took_ansint"] += took
-                out["asked_within_lean"] += lean[0] <= float(found.group(1)) <= lean[1]
-            elif head.endswith("is no answer]"):
+                p_second = pick.p_second
+                out["asked_within_lean"] += p_second is not None and lean[0] <= p_second <= lean[1]
+            elif pick.misfit == "no answer":
                 out["no_answer"] += 1
                 out["no_answer_took_ansint"] += took
             else:
@@ -173,7 +173,8 @@ def judge_table(folder: Path) -> dict[str, Figure]:
     """A stored judge-steps probe's table (``chainrag experiment judge-steps``), recomputed
     from its probes: each judge's ROC AUC with its interval, and its yes-rates on insufficient
     and sufficient evidence at the threshold chosen on the training questions."""
-    from chainrag.experiments.judge_steps import StepProbe, rows
+    from chainrag.experiments.judge_steps import StepProbe
+    from chainrag.experiments.judge_steps_table import rows
 
     probes = [StepProbe(**{**line, "paragraphs": tuple(line["paragraphs"])})
               for line in _lines(folder / "probes.jsonl")]  # fmt: skip

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast, get_args
 
 import typer
 
 from chainrag.cli.common import Progress, deprecated, fail, reports_errors
+from chainrag.core.device import Device
 
 train_app = typer.Typer(help="Train Patwa et al.'s adapter and reranker.", no_args_is_help=True)
 
 TEACHER_HELP = (
     "auto (a --teacher-path, else the LLM of --llm-recipe, else gold labels), path, llm or gold."
+)
+DEVICE_HELP = (
+    "Where the fit runs: auto (the GPU when torch sees one, else the CPU), cpu or cuda, as an "
+    "encoder's device: says."
 )
 BALANCE_HELP = (
     "Each epoch: every pair the teacher scores >= 0.5 and as many others, drawn anew (gold "
@@ -37,6 +42,13 @@ def parse_component(text: str, protocol: Any, what: str) -> Any:
         return CONVERTER.structure(data, protocol)
     except BaseValidationError as exc:
         raise RecipeError(what, problems(exc, what)) from None
+
+
+def device_option(text: str) -> Device:
+    """``--device``'s value, one of auto, cpu and cuda; exit 2 naming it otherwise."""
+    if text not in get_args(Device):
+        raise fail(f"--device must be auto, cpu or cuda, not {text!r}", 2)
+    return cast("Device", text)
 
 
 def echo_after(bars: Progress) -> Callable[[str], None]:
@@ -68,6 +80,7 @@ def train_adapter(
     margin: Annotated[float, typer.Option(min=0.0)] = 0.2,
     penalty: Annotated[float, typer.Option(min=0.0, help="Weight of the change penalty.")] = 1.0,
     seed: Annotated[int, typer.Option()] = 0,
+    device: Annotated[str, typer.Option(help=DEVICE_HELP)] = "auto",
 ) -> None:
     """Train Patwa et al.'s linear adapter on the HippoRAG train questions (gold paragraphs
     positive; distractors and other questions' gold negative), split by question; report
@@ -79,11 +92,12 @@ def train_adapter(
     from chainrag.training.common import TRAIN_SETS
 
     base = parse_component(embedder, Embedder, "--embedder")
+    on = device_option(device)
     config = TrainConfig(epochs=epochs, margin=margin, penalty=penalty, seed=seed)
     with Progress(units={"training": "epoch"}) as bars:
         report = run(base, out, train_sets=train or TRAIN_SETS, eval_sets=evaluate or EVAL_SETS,
                      eval_limit=eval_limit, config=config, say=echo_after(bars),
-                     progress=bars)  # fmt: skip
+                     progress=bars, device=on)  # fmt: skip
     typer.echo(report.table())
     typer.echo(f"\nsaved {out} and {report.json_path} in {report.seconds} s")
     typer.echo(f"use it: embedder: {{kind: linear_adapter, base: {embedder}, path: {out}}}")
@@ -112,6 +126,7 @@ def train_reranker(
     lr: Annotated[float, typer.Option(min=0.0, help="AdamW learning rate.")] = 3e-5,
     balance: Annotated[bool, typer.Option(help=BALANCE_HELP)] = False,
     seed: Annotated[int, typer.Option()] = 0,
+    device: Annotated[str, typer.Option(help=DEVICE_HELP)] = "auto",
     out: Annotated[
         Path | None, typer.Option("--out", hidden=True, help="Old spelling of --out-dir.")
     ] = None,
@@ -127,12 +142,14 @@ def train_reranker(
     out = out if out is not None else out_dir
     if out is None:
         raise fail("missing --out-dir: the folder the student goes to", 2)
+    on = device_option(device)
     chosen = choose_teacher(teacher, teacher_path, llm_recipe)
     config = DistillConfig(epochs=epochs, max_length=max_length, seed=seed, lr=lr, balance=balance)
     units = {"teacher (LLM)": "pair", "training the student": "batch"}
     with Progress(units=units) as bars:
         report = distill_reranker(out, chosen, train_sets=train or TRAIN_SETS, limit=limit,
-                                  config=config, say=echo_after(bars), progress=bars)  # fmt: skip
+                                  config=config, say=echo_after(bars), progress=bars,
+                                  device=on)  # fmt: skip
     typer.echo(report.table())
     typer.echo(f"\nsaved the student to {out} ({report.seconds} s); use it: "
                f"reranker: {{kind: cross_encoder, model_path: {out}}}")  # fmt: skip

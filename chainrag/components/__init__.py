@@ -2,8 +2,9 @@
 
 One module per stage family: chunkers, the NER and key-entity scorers, edge builders,
 embedders and searches, rerankers and retrievers, expanders, judges, rewrite and cache
-triggers, knowledge filters, the reasoning steps (decompose, answer, integrate), and
-comparisons decided by rule.
+triggers, knowledge filters, the reasoning steps (decomposers, sub_questions: rewrite and
+summarise, answerers, integrators, choosers, answer_form; ``reasoning`` names them all as
+before), and comparisons decided by rule.
 
 Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols`, :mod:`chainrag.recipes`
 (to register) and :mod:`chainrag.llm` (prompts, structured replies); never the index, methods,
@@ -11,12 +12,17 @@ runs, reports or the CLI.
 """
 
 from chainrag.components import (
+    answer_form,
+    answerers,
     cache_triggers,
+    choosers,
     chunkers,
     comparisons,
+    decomposers,
     edges,
     embedders,
     expanders,
+    integrators,
     judges,
     key_entities,
     knowledge,
@@ -27,15 +33,21 @@ from chainrag.components import (
     rewrite_triggers,
     search,
     spacy_nlp,
+    sub_questions,
 )
 
 __all__ = [
+    "answer_form",
+    "answerers",
     "cache_triggers",
+    "choosers",
     "chunkers",
     "comparisons",
+    "decomposers",
     "edges",
     "embedders",
     "expanders",
+    "integrators",
     "judges",
     "key_entities",
     "knowledge",
@@ -46,4 +58,5 @@ __all__ = [
     "rewrite_triggers",
     "search",
     "spacy_nlp",
+    "sub_questions",
 ]

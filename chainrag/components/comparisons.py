@@ -24,10 +24,12 @@ from typing import Literal
 
 import attrs
 
-from chainrag.components.reasoning import answer_name_ok, is_unanswerable
+from chainrag.components.answer_form import is_unanswerable
+from chainrag.components.choosers import picked
+from chainrag.components.integrators import answer_name_ok
 from chainrag.components.rewrite_triggers import NUMBERED_REFERENCE
 from chainrag.core.context import Context
-from chainrag.core.types import Answer, Decomposition, IntegrationInput, SubAnswer
+from chainrag.core.types import Answer, Decomposition, IntegrationInput, Pick, SubAnswer
 from chainrag.data.metrics import normalize_answer
 from chainrag.protocols.reasoning import Decomposer, Integrator
 from chainrag.recipes.registry import DECOMPOSERS, INTEGRATORS
@@ -247,7 +249,7 @@ class ComparedByRule:
     """A two-choice comparison of dates or counts decided by rule from the sub-answers
     (:func:`rule_comparison`), any other question answered by ``fallback`` — not the papers'
     (ChainRAG §3.4 lets the LLM integrate). No LLM call where the rule applies. The answer's
-    ``raw`` starts with a line that says which answered and why.
+    first :class:`~chainrag.core.types.Pick` says which answered and why.
     Recipe: ``{kind: by_rule, fallback: {kind: cxt_int}}``.
     """
 
@@ -263,9 +265,9 @@ class ComparedByRule:
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         ruling = rule_comparison(inputs.question, inputs.sub_answers, inputs.original_sub_questions)
         if ruling is not None:
-            return Answer(ruling.answer, f"[by rule: {ruling.why}]")
+            return Answer(ruling.answer, picks=(Pick("rule", ruling.why, "rule"),))
         other = inputs.integrated.answer(self.fallback, inputs, ctx)
-        return Answer(other.text, f"[fallback: no comparison the rule decides]\n{other.raw}")
+        return picked(other, Pick("fallback", "no comparison the rule decides", "rule"))
 
 
 def role_sub_questions(question: str) -> tuple[str, ...] | None:

@@ -10,7 +10,7 @@ import attrs
 import numpy as np
 
 from chainrag.core.context import Context
-from chainrag.core.types import NOT_CHECKED, FloatArray, LLMResponse, Verdict
+from chainrag.core.types import FloatArray, LLMResponse, Verdict
 from chainrag.llm.prompts import load_prompt
 from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.registry import SUFFICIENCY_JUDGES
@@ -66,7 +66,8 @@ class LLMYesNo:
         llm = ctx.require_llm("llm_yes_no sufficiency judge")
         prompt = load_prompt("sufficiency", self.prompt_version)
         reply = llm.complete(prompt.request(question=question, evidence=numbered(evidence)))
-        return Verdict(ok=parse_yes_no(reply.text) is True, raw=reply.text)
+        said = parse_yes_no(reply.text)
+        return Verdict(ok=said is True, raw=reply.text, unread=said is None)
 
 
 @SUFFICIENCY_JUDGES.register("llm_yes_probability", example={"threshold": 0.5})
@@ -97,7 +98,8 @@ class LLMYesProbability:
         request = prompt.request(question=question, evidence=numbered(evidence))
         reply = llm.complete(attrs.evolve(request, top_logprobs=self.top_logprobs))
         score = yes_share(reply)
-        return Verdict(ok=score >= self.threshold, raw=reply.text, score=score)
+        unread = parse_yes_no(reply.text) is None
+        return Verdict(ok=score >= self.threshold, raw=reply.text, score=score, unread=unread)
 
 
 @SUFFICIENCY_JUDGES.register("similarity", example={"threshold": 0.6})
@@ -109,8 +111,8 @@ class SimilarityJudge:
 
     The question is embedded as a query; each evidence text is looked up among the index's
     units (the walk's evidence is units of its index) and embedded afresh only where it is not
-    one. The verdict's ``score`` is the best cosine, its ``raw`` says yes or no with it (as a
-    reply would, so that ``chainrag walks`` reads it). Made for issue 49: the 1.5B model's
+    one. The verdict's ``score`` is the best cosine, its ``raw`` says yes or no with it (for
+    a reader of the trace). Made for issue 49: the 1.5B model's
     P(yes) rises with the evidence's length, so that no threshold chosen on short probes
     sends a walk past its first hop, while the best cosine does not grow with it (``chainrag
     experiment judge-steps --similarity-units sentences`` chooses the threshold on MuSiQue's
@@ -158,4 +160,4 @@ class NoCheck:
     """
 
     def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> Verdict:
-        return Verdict(ok=True, raw=NOT_CHECKED)
+        return Verdict(ok=True, checked=False)

@@ -8,11 +8,11 @@ computed here for every entity at once on a sparse count matrix.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import attrs
 import numpy as np
+from numpy.typing import NDArray
 from scipy import sparse
 
 from chainrag.core.types import FloatArray, ScoredEntity
@@ -68,9 +68,14 @@ def bm25_importance(
     return importance
 
 
-def top_fraction(count: int, alpha: float) -> int:
-    """How many of ``count`` entities are key at α%: ⌈α/100 · count⌉ (one at least, if any)."""
-    return min(count, math.ceil(alpha / 100 * count - 1e-9))
+def top_fraction(count: int | NDArray[np.int64], alpha: float) -> NDArray[np.int64]:
+    """How many of ``count`` entities are key at α%: ⌈α/100 · count⌉ (one at least, if any);
+    for each of an array of counts, as :func:`key_columns` asks it of every sentence."""
+    counts = np.asarray(count, dtype=np.int64)
+    kept: NDArray[np.int64] = np.minimum(counts, np.ceil(alpha / 100 * counts - 1e-9)).astype(
+        np.int64
+    )
+    return kept
 
 
 @KEY_ENTITY_SCORERS.register("bm25")
@@ -115,7 +120,7 @@ def key_columns(counts: sparse.csr_matrix, scores: np.ndarray, alpha: float) -> 
     cols = counts.indices
     order = np.lexsort((cols, -scores[cols], rows))  # by sentence, then score, then name
     per_row = np.diff(counts.indptr)
-    keep_n = np.minimum(per_row, np.ceil(alpha / 100 * per_row - 1e-9).astype(np.int64))
+    keep_n = top_fraction(per_row, alpha)
     rank = np.arange(cols.size) - np.repeat(counts.indptr[:-1], per_row)
     sorted_cols = cols[order]
     return np.where(rank < np.repeat(keep_n, per_row), sorted_cols, -1)

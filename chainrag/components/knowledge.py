@@ -24,8 +24,9 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from chainrag.components.answer_form import clean_answer
+from chainrag.components.decomposers import ask_json
 from chainrag.components.judges import numbered, parse_yes_no
-from chainrag.components.reasoning import ask_json, clean_answer
 from chainrag.components.rerankers import _minilm_example, cross_encoder
 from chainrag.core.context import Context
 from chainrag.core.device import PLACED, Device

@@ -11,6 +11,7 @@
   the SQLite file every store builds on.
 
 Layer: may import :mod:`chainrag.protocols` and the standard library, numpy, attrs; nothing
-else of chainrag (``context`` names the index and LLM classes under ``TYPE_CHECKING`` only, to
-let mypy check that they conform to the protocols). See docs/architecture.md.
+else of chainrag, not even under ``TYPE_CHECKING`` (the context's fields are typed by the
+protocols; :mod:`chainrag.run.question` has mypy check that the index and LLM classes conform
+to them). See docs/architecture.md.
 """

@@ -9,28 +9,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
 from chainrag.core.errors import ChainragError
 from chainrag.core.retrieval import IndexData, Retriever
 from chainrag.core.types import Expansion, Usage
-from chainrag.protocols.llm import LLM
-from chainrag.protocols.retrieval import Graph, Retrieval, Searchable
-
-if TYPE_CHECKING:
-    from chainrag.index.corpus.store import CorpusIndex
-    from chainrag.index.graph import ChunkIndex, GraphView
-    from chainrag.llm.stack import Ledger
-
-    def _indexes_conform(
-        view: GraphView, corpus: CorpusIndex, chunks: ChunkIndex
-    ) -> tuple[Graph, Graph, Searchable]:
-        """What ``Context.index`` holds, checked by mypy: a question's graph view and a corpus
-        index are graphs that expanders walk, a chunk index is searchable only."""
-        return view, corpus, chunks
-
+from chainrag.protocols.llm import LLM, UsageLedger
+from chainrag.protocols.retrieval import Retrieval, Searchable
 
 T = TypeVar("T")
 
@@ -115,7 +102,7 @@ class Context:
     models: ModelStore = attrs.field(factory=ModelStore)
     index: Searchable | None = None
     retrieval: Retrieval | None = None
-    ledger: Ledger | None = None
+    ledger: UsageLedger | None = None
     index_data: IndexData = attrs.field(factory=IndexData)
 
     def require_llm(self, stage: str) -> LLM:

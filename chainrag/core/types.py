@@ -11,12 +11,16 @@ rewriting, answers), and the LLM request/response pair with its accounting.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from chainrag.core.context import Context
+    from chainrag.protocols.reasoning import Integrator
 
 FloatArray = NDArray[np.float32]
 """A float32 array; embeddings are (n, d) and L2-normalised."""
@@ -193,21 +197,27 @@ class Hit:
 
 @attrs.frozen
 class Verdict:
-    """A yes/no judgement by an LLM (sufficiency, support, entailment) and its raw text;
-    ``answer``: the sub-answer of a judge that answers while it judges (``llm_answerable``),
-    None for a judge that only says yes or no; ``score``: how sure a judge that scores is that
-    the answer is yes, 0..1 (``llm_yes_probability``'s P(yes)), None for a judge that does
-    not score."""
+    """A yes/no judgement by an LLM (sufficiency, support, entailment) and its raw text.
+
+    Attributes:
+        ok: The judgement: yes (enough, supported, entailed) or no.
+        raw: The judge's reply, as a trace shows it.
+        answer: The sub-answer of a judge that answers while it judges (``llm_answerable``),
+            None for a judge that only says yes or no.
+        score: How sure a judge that scores is that the answer is yes, 0..1
+            (``llm_yes_probability``'s P(yes)), None for a judge that does not score.
+        checked: False for a verdict given without a check (the ``none`` judge), so a trace
+            and ``chainrag walks`` tell it from a judge's "yes".
+        unread: True where the judge's reply held neither a yes nor a no (read as no); False
+            for a reply read, and for a judge that reads no yes/no reply.
+    """
 
     ok: bool
     raw: str = ""
     answer: str | None = None
     score: float | None = None
-
-
-NOT_CHECKED = "not checked (judge: none)"
-"""The raw text of a sufficiency verdict given without a check (the ``none`` judge), so a
-trace and ``chainrag walks`` tell it from an LLM's "yes"."""
+    checked: bool = True
+    unread: bool = False
 
 
 @attrs.frozen
@@ -276,12 +286,60 @@ class SubAnswer:
     answered: bool
 
 
+Took = Literal["first", "second", "fallback", "rule"]
+"""Whose answer an integrator that picks one gave: its first or second part's, its
+fallback's, or (``by_rule``) the one its rule decided."""
+
+DecidedBy = Literal["same", "form", "llm", "rule"]
+"""What decided a pick: the parts gave the same answer, the question's form (one answer does
+not fit it), the LLM (asked), or a rule on the sub-answers."""
+
+
+@attrs.frozen
+class Pick:
+    """How an integrator that picks one of its parts' answers (``form_checked``, ``choose``,
+    ``by_rule``) decided, for the view, ``chainrag claims`` and the scripts to read.
+
+    Attributes:
+        took: Whose answer it gave (:data:`Took`).
+        why: The reason in words (``the second, 'Yes', is no answer``).
+        by: What decided (:data:`DecidedBy`).
+        misfit: Where the form decided, how the answer set aside does not fit it (``no
+            answer``; :func:`~chainrag.components.answer_form.misfit`); else None.
+        p_second: ``choose`` by probabilities: the mean share of the second answer over the
+            two orders; else None.
+        p_yes: ``choose`` by verify: the two answers' P(yes) that the evidence supports them,
+            (first's, second's); else None.
+        weighed: ``choose`` by verify: the two values weighed, (first's, second's): ``p_yes``,
+            or with ``calibrate`` how far the passages raised each; else None.
+    """
+
+    took: Took
+    why: str
+    by: DecidedBy
+    misfit: str | None = None
+    p_second: float | None = None
+    p_yes: tuple[float, float] | None = None
+    weighed: tuple[float, float] | None = None
+
+    @property
+    def said(self) -> str:
+        """The pick in one line, ``[second: the first, 'Yes', is no answer]`` (a rule's own
+        answer ``[by rule: …]``)."""
+        return f"[{'by rule' if self.took == 'rule' else self.took}: {self.why}]"
+
+
 @attrs.frozen
 class Answer:
-    """A final answer with the text the LLM returned."""
+    """A final answer with the text the LLM returned.
+
+    ``picks``: how the integrators that picked it among their parts' answers decided, the
+    outermost first (empty for an answer no integrator picked).
+    """
 
     text: str
     raw: str = ""
+    picks: tuple[Pick, ...] = ()
 
 
 class Integrated:
@@ -294,9 +352,13 @@ class Integrated:
     def __init__(self) -> None:
         self._answers: dict[object, Answer] = {}
 
-    def answer(self, integrator: Any, inputs: IntegrationInput, ctx: Any) -> Answer:
+    def answer(self, integrator: Integrator, inputs: IntegrationInput, ctx: Context) -> Answer:
         """``integrator``'s answer to ``inputs``: computed the first time it is asked for."""
-        key = attrs.evolve(integrator, name=None) if hasattr(integrator, "name") else integrator
+        from chainrag.protocols.parts import Named  # at call time: protocols import these types
+
+        key: object = integrator
+        if isinstance(integrator, Named) and attrs.has(type(integrator)):
+            key = attrs.evolve(cast("Any", integrator), name=None)  # attrs.has: an attrs class
         try:
             hash(key)
         except TypeError:  # a value that cannot be a key: computed each time, as before
@@ -479,7 +541,7 @@ class StepTrace:
         from_memory: True for a query a knowledge reservoir answered instead of retrieval
             (Shi et al.'s four-module method; nothing is retrieved for it). Traces written
             before this field marked such a step by a ``"memory: "`` prefix of ``question``;
-            :func:`read_legacy_step` reads them.
+            :func:`chainrag.run.record.read_legacy_step` reads them.
         summary: ChainRAG's summary of an unanswered step's units, which the next step's
             answerer reads (§3.3), or None (traces written before this field hold none).
         rewrite_check: The rewrite confirmer's verdict (``confirm_rewrite``: does the
@@ -497,24 +559,6 @@ class StepTrace:
     from_memory: bool = False
     summary: str | None = None
     rewrite_check: Verdict | None = None
-
-
-LEGACY_MEMORY_PREFIX = "memory: "
-"""How traces written before ``StepTrace.from_memory`` marked a step answered from a knowledge
-reservoir: the prefix of its question."""
-
-
-def read_legacy_step(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A trace step's JSON data in today's form: in a trace written before
-    ``StepTrace.from_memory``, a step whose question starts with ``"memory: "`` is the query
-    without it, answered from memory. Data with a ``from_memory`` key is returned as it is."""
-    step = dict(data)
-    question = step.get("question")
-    if isinstance(question, str) and "from_memory" not in step:
-        query = question.removeprefix(LEGACY_MEMORY_PREFIX)
-        if query != question:
-            step["question"], step["from_memory"] = query, True
-    return step
 
 
 @attrs.frozen

@@ -26,16 +26,19 @@ The table gives each judge's ROC AUC on the measured questions (a 95% interval f
 bootstrap resamples of questions, since a question's probes are not independent) and on the
 training questions; for each scoring judge, the threshold that maximises balanced accuracy on
 the training probes — never on the measured ones — and what that threshold says on the
-measured probes: its yes-rate on insufficient and on sufficient evidence.
+measured probes: its yes-rate on insufficient and on sufficient evidence. This module makes
+the probes; :mod:`~chainrag.experiments.roc` (the ROC statistics),
+:mod:`~chainrag.experiments.judge_combination` (the logistic fit) and
+:mod:`~chainrag.experiments.judge_steps_table` (the table) measure them, and their names are
+importable from here too.
 
 Layer: experiments.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +49,10 @@ from chainrag.components.judges import numbered, parse_yes_no, yes_share
 from chainrag.core.context import Context
 from chainrag.core.types import GoldStep, QAExample
 from chainrag.experiments.judge import JudgeProbeError, paragraph_texts
+from chainrag.experiments.judge_combination import FEATURES, combination, features
+from chainrag.experiments.judge_steps_table import JUDGES, JudgeRow, rows, table
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
+from chainrag.experiments.roc import auc_interval, best_threshold, roc_auc
 from chainrag.llm.prompts import load_prompt
 from chainrag.protocols.index import Embedder, SentenceSplitter
 from chainrag.recipes.recipe import Recipe, load_recipe
@@ -59,10 +65,6 @@ if TYPE_CHECKING:
 TOP_LOGPROBS = 10
 """The first token's likeliest tokens asked for (the ``llm_yes_probability`` default)."""
 
-FEATURES = ("P(yes)", "similarity", "overlap")
-"""The scores the combined judge is fit on."""
-
-JUDGES = ("llm_yes_no", *FEATURES, "combined")
 
 _REFERENCE = re.compile(r"#(\d+)")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -240,164 +242,6 @@ def probe(
     ]
 
 
-# --------------------------------------------------------------------------- measures
-
-
-def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """The probability that a random positive scores above a random negative (ties count
-    half): the Mann–Whitney form of ROC AUC; NaN without both classes."""
-    from scipy.stats import rankdata
-
-    y = np.asarray(labels, dtype=bool)
-    positives, negatives = int(y.sum()), int((~y).sum())
-    if positives == 0 or negatives == 0:
-        return math.nan
-    ranks = rankdata(np.asarray(scores, dtype=float))
-    return float((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * negatives))
-
-
-def auc_interval(
-    scores: Sequence[float], labels: Sequence[bool], groups: Sequence[str], resamples: int = 2000
-) -> tuple[float, float]:
-    """A 95% percentile interval of the ROC AUC over bootstrap resamples of ``groups`` (the
-    questions), seeded so that a table is made the same way twice."""
-    rng = np.random.default_rng(0)
-    names = sorted(set(groups))
-    members = {name: [i for i, g in enumerate(groups) if g == name] for name in names}
-    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
-    found = []
-    for _ in range(resamples):
-        picked = rng.choice(len(names), size=len(names), replace=True)
-        rows = [i for n in picked for i in members[names[n]]]
-        auc = roc_auc(s[rows].tolist(), y[rows].tolist())
-        if not math.isnan(auc):
-            found.append(auc)
-    low, high = np.percentile(found, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """The threshold t ("yes" where score ≥ t) with the best balanced accuracy, the mean of
-    the yes-rate on positives and the no-rate on negatives; the lowest such t."""
-    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
-    best, chosen = -1.0, float(s.min())
-    for t in np.unique(s):
-        said = s >= t
-        balanced = (said[y].mean() + (~said[~y]).mean()) / 2
-        if balanced > best + 1e-12:
-            best, chosen = float(balanced), float(t)
-    return chosen
-
-
-def features(probes: Sequence[StepProbe]) -> NDArray[np.float64]:
-    """The combined judge's inputs: logit P(yes) (clipped to 1e-6), similarity, overlap."""
-    p = np.clip([x.p_yes for x in probes], 1e-6, 1 - 1e-6)
-    return np.column_stack(
-        [np.log(p / (1 - p)), [x.similarity for x in probes], [x.overlap for x in probes]]
-    )
-
-
-def combination(train: Sequence[StepProbe]) -> Callable[[Sequence[StepProbe]], list[float]]:
-    """A logistic regression over :func:`features`, standardised, fit on ``train``."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    model = make_pipeline(StandardScaler(), LogisticRegression())
-    model.fit(features(train), [p.sufficient for p in train])
-
-    def score(probes: Sequence[StepProbe]) -> list[float]:
-        return [float(v) for v in model.predict_proba(features(probes))[:, 1]]
-
-    return score
-
-
-@attrs.frozen
-class JudgeRow:
-    """One judge's line of the table."""
-
-    judge: str
-    auc: float
-    interval: tuple[float, float]
-    train_auc: float
-    threshold: float | None
-    yes_insufficient: float
-    yes_sufficient: float
-
-
-def rows(measured: Sequence[StepProbe], train: Sequence[StepProbe]) -> list[JudgeRow]:
-    """Each judge's AUC on ``measured`` and ``train``, its threshold chosen on ``train`` and
-    its yes-rates on ``measured`` at that threshold (``llm_yes_no``: its own reply)."""
-    scored: dict[str, tuple[list[float], list[float]]] = {
-        j: ([p.score(j) for p in measured], [p.score(j) for p in train]) for j in JUDGES[:-1]
-    }
-    if train:
-        combine = combination(train)
-        scored["combined"] = (combine(measured), combine(train))
-    y = [p.sufficient for p in measured]
-    y_train = [p.sufficient for p in train]
-    groups = [p.qid for p in measured]
-    out = []
-    for judge, (scores, train_scores) in scored.items():
-        threshold = None
-        if judge == "llm_yes_no":
-            said = [s >= 0.5 for s in scores]
-        else:
-            threshold = best_threshold(train_scores, y_train) if train else math.nan
-            said = [s >= threshold for s in scores]
-        out.append(
-            JudgeRow(
-                judge,
-                roc_auc(scores, y),
-                auc_interval(scores, y, groups),
-                roc_auc(train_scores, y_train) if train else math.nan,
-                threshold,
-                100 * _mean([s for s, ok in zip(said, y, strict=True) if not ok]),
-                100 * _mean([s for s, ok in zip(said, y, strict=True) if ok]),
-            )
-        )
-    return out
-
-
-def _paragraphs(probes: Sequence[StepProbe]) -> str:
-    """The probes' paragraphs each: ``2``, or ``1–2`` where they differ."""
-    sizes = sorted({len(p.paragraphs) for p in probes}) or [0]
-    return str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
-
-
-def _mean(values: Sequence[bool]) -> float:
-    return sum(values) / len(values) if values else math.nan
-
-
-def table(measured: Sequence[StepProbe], train: Sequence[StepProbe], recipe: str) -> str:
-    """The markdown table of :func:`rows` with a title and the probes' sizes (paragraphs and
-    mean words)."""
-    splits = measured[0].split if measured else "?"
-    trained = train[0].split if train else "none"
-    lines = [
-        f"Sufficiency judges on {splits} sub-questions, thresholds chosen on {trained} "
-        f"(recipe {recipe})",
-        "",
-        f"Measured: {len({p.qid for p in measured})} questions, {len(measured)} probes "
-        f"({sum(p.sufficient for p in measured)} sufficient); training: "
-        f"{len({p.qid for p in train})} questions, {len(train)} probes. "
-        f"{_paragraphs(measured)} paragraphs a probe, "
-        f"{sum(p.words for p in measured) / max(1, len(measured)):.0f} words on average.",
-        "",
-        "| judge | ROC AUC | 95% interval | AUC on training | threshold | yes on insufficient % "
-        "| yes on sufficient % |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows(measured, train):
-        threshold = "its reply" if r.threshold is None else f"{r.threshold:.3f}"
-        lines.append(
-            f"| {r.judge} | {r.auc:.3f} | {r.interval[0]:.3f}–{r.interval[1]:.3f} | "
-            f"{r.train_auc:.3f} | {threshold} | {r.yes_insufficient:.1f} | "
-            f"{r.yes_sufficient:.1f} |"
-        )
-    return "\n".join(lines)
-
-
 def embedder_of(recipe: Recipe) -> Embedder:
     """The recipe's index embedder, or a clear error."""
     if recipe.index is None or recipe.index.embedder is None:
@@ -489,3 +333,28 @@ def experiment(
     stem = f"judge-steps-{dataset}" + (f"-p{paragraphs}" if paragraphs != 2 else "")
     stem += "-s" if splitter is not None else ""
     return save_probes(out / stem, text, resolved, probes)
+
+
+__all__ = [
+    "FEATURES",
+    "JUDGES",
+    "TOP_LOGPROBS",
+    "Draft",
+    "JudgeProbeError",
+    "JudgeRow",
+    "StepProbe",
+    "ask",
+    "auc_interval",
+    "best_threshold",
+    "combination",
+    "drafts",
+    "experiment",
+    "features",
+    "probe",
+    "roc_auc",
+    "rows",
+    "sub_question",
+    "table",
+    "units_given",
+    "with_decompositions",
+]

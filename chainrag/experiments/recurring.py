@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from chainrag.components.reasoning import clean_answer
+from chainrag.components.answer_form import clean_answer
 from chainrag.core.context import Context, ModelStore
 from chainrag.core.credentials import redact
 from chainrag.core.errors import ChainragError, signal_name
@@ -256,27 +256,16 @@ def open_folder(
     recipe: Recipe,
     dataset: str,
     examples: Sequence[QAExample],
-    *,
     recipe_path: Path | None = None,
-) -> list[Outcome]:
-    """Prepare ``folder`` for this experiment and return the outcomes already recorded there.
+) -> tuple[list[Outcome], int]:
+    """Prepare ``folder`` for this experiment: the outcomes already recorded there, and the
+    bytes of a torn last outcome line it cut.
 
     The folder is a run folder (:class:`~chainrag.run.folder.RunDir`): a new one gets its
     ``run.json`` and ``recipe.yaml``; an existing one must hold the same experiment (recipe
     digest, dataset file, questions), else a :class:`RecurringError` names what differs; each
     call is a session in its ``run.json``. ``recipe_path``: the recipe's file, recorded there.
     """
-    return _open(folder, recipe, dataset, examples, recipe_path)[0]
-
-
-def _open(
-    folder: Path,
-    recipe: Recipe,
-    dataset: str,
-    examples: Sequence[QAExample],
-    recipe_path: Path | None,
-) -> tuple[list[Outcome], int]:
-    """:func:`open_folder`, and the bytes of a torn last outcome line it cut."""
     from chainrag.run.jobs import server_session
 
     if (folder / LEGACY_MANIFEST).exists() and not (folder / MANIFEST).exists():
@@ -352,7 +341,7 @@ def in_folder(
     folder is known to hold this experiment."""
     report = progress or (lambda done, total, phase: None)
     with locked(folder):
-        done, torn = _open(folder, recipe, dataset, examples, recipe_path)
+        done, torn = open_folder(folder, recipe, dataset, examples, recipe_path)
         total = len(examples) * len(PHASES)
         report(len(done), total, "")
         with (

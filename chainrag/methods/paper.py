@@ -13,19 +13,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from chainrag.components.answer_form import final_answer, is_unanswerable, stated_answer
+from chainrag.components.answerers import LLMShortAnswer
+from chainrag.components.decomposers import LLMDecomposer
+from chainrag.components.integrators import AnsInt, CxtInt
 from chainrag.components.judges import numbered
-from chainrag.components.reasoning import (
-    AnsInt,
-    CxtInt,
-    LLMDecomposer,
-    LLMRewriter,
-    LLMShortAnswer,
-    LLMSummarizer,
-    final_answer,
-    is_unanswerable,
-    stated_answer,
-)
 from chainrag.components.rewrite_triggers import LLMRefersBack, PronounWords
+from chainrag.components.sub_questions import LLMRewriter, LLMSummarizer
 from chainrag.core.context import Context
 from chainrag.core.types import (
     Answer,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from chainrag.core.types import LLMRequest, LLMResponse
+from chainrag.core.types import LLMRequest, LLMResponse, Usage
 
 
 @runtime_checkable
@@ -12,3 +12,11 @@ class LLM(Protocol):
     """Completes typed requests; failures raise, never return a made-up answer string."""
 
     def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+@runtime_checkable
+class UsageLedger(Protocol):
+    """Where a metered LLM counts its usage (the runner's per-question ledger): what a
+    context reads of it."""
+
+    def total(self) -> Usage: ...

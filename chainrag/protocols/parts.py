@@ -14,19 +14,20 @@ component beyond its stage's call, checked with ``isinstance`` instead of ``geta
 - :class:`Stateful`: a method that carries state from one question to the next (seed 004's
   knowledge reservoir), which a run declares, records and rolls back (:class:`RunState`).
 
-Layer: protocols (the bottom); the recipe type is named for type checkers only.
+Layer: protocols (the bottom): it names no upper layer, even for type checkers, so a recipe
+check takes the recipe as ``Any`` (each component's ``check_recipe`` types it as
+:class:`chainrag.recipes.recipe.Recipe`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from chainrag.core.context import Context
     from chainrag.protocols.index import VectorSearch
     from chainrag.protocols.knowledge import KnowledgeFilter
     from chainrag.protocols.retrieval import SufficiencyJudge
-    from chainrag.recipes.recipe import Recipe
 
 
 @runtime_checkable
@@ -34,7 +35,7 @@ class ChecksRecipe(Protocol):
     """A component with needs of the recipe around it (an index of sentences, a judge that
     answers): ``check_recipe`` raises ``ValueError`` saying what the recipe must change."""
 
-    def check_recipe(self, recipe: Recipe) -> None: ...
+    def check_recipe(self, recipe: Any) -> None: ...
 
 
 @runtime_checkable

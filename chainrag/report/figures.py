@@ -169,6 +169,13 @@ def f1_against_calls(shown: Sequence[Row], datasets: Sequence[str]) -> Any:
     return fig
 
 
+MEASURES: tuple[tuple[str, Callable[[Row], tuple[float, Interval]]], ...] = (
+    ("f1", lambda r: (r.f1, r.f1_ci)),
+    ("em", lambda r: (r.em, r.em_ci)),
+)
+"""A row's measures, each by its name: the mean and its 95% interval."""
+
+
 def ablation_bars(ablation: Sequence[Row]) -> Any:
     """F1 and EM (with their 95% intervals) of the full method and each ablation, per dataset
     and integration, like the paper's Figures 4–5; an ablation with no row for a group has no
@@ -181,13 +188,13 @@ def ablation_bars(ablation: Sequence[Row]) -> Any:
     n = {d: max(r.n for r in ablation if r.dataset == d) for d in ablated}
     width = 0.8 / len(names)
     fig, axes = _pyplot().subplots(1, 2, figsize=(10, 4.2))
-    for ax, metric in zip(axes, ("f1", "em"), strict=True):
+    for ax, (metric, measure) in zip(axes, MEASURES, strict=True):
         for i, name in enumerate(names):
             runs_named = ("ansint", "cxtint") if name == "full" else (name,)
             found = [(x, r) for x, (d, v) in enumerate(groups) for r in ablation
                      if r.run in runs_named and r.dataset == d and r.variant == v]  # fmt: skip
-            values = [getattr(r, metric) for _, r in found]
-            spreads = [r.f1_ci if metric == "f1" else r.em_ci for _, r in found]
+            values = [measure(r)[0] for _, r in found]
+            spreads = [measure(r)[1] for _, r in found]
             ax.bar([x + i * width for x, _ in found], values, width, yerr=yerr(values, spreads),
                    capsize=1.5, error_kw={"elinewidth": 0.7, "ecolor": "0.2"},
                    label=ABLATION_LABELS.get(name, name))  # fmt: skip

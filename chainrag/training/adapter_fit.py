@@ -21,6 +21,7 @@ import attrs
 import numpy as np
 
 from chainrag.components.linear_adapter import LinearAdapter
+from chainrag.core.device import Resolved
 from chainrag.core.types import FloatArray, QAExample
 from chainrag.training.common import passage_text
 
@@ -99,23 +100,28 @@ def train(
     config: TrainConfig,
     base: str = "",
     progress: Callable[[int, float], None] | None = None,
+    device: Resolved = "cpu",
 ) -> tuple[LinearAdapter, list[float]]:
-    """Fit the adapter on the triplets of ``train_questions``; returns it and the mean loss
-    of every epoch. Deterministic for a given seed."""
+    """Fit the adapter on the triplets of ``train_questions`` on ``device``; returns it and
+    the mean loss of every epoch. Deterministic for a given seed (and device): the starting
+    weights are drawn on the CPU, so both devices start from the same."""
     import torch
 
     torch.manual_seed(config.seed)
     dim = query_vectors.shape[1]
-    q0 = torch.from_numpy(np.asarray(query_vectors, dtype=np.float32))
-    p0 = torch.from_numpy(np.asarray(passage_vectors, dtype=np.float32))
+    q0 = torch.from_numpy(np.asarray(query_vectors, dtype=np.float32)).to(device)
+    p0 = torch.from_numpy(np.asarray(passage_vectors, dtype=np.float32)).to(device)
 
     def near_identity() -> torch.Tensor:
         return torch.eye(dim) + config.noise * torch.randn(dim, dim)
 
-    wq = torch.nn.Parameter(near_identity())
-    wp = torch.nn.Parameter(near_identity())
-    bq = torch.nn.Parameter(config.noise * torch.randn(dim))
-    bp = torch.nn.Parameter(config.noise * torch.randn(dim))
+    def parameter(t: torch.Tensor) -> torch.nn.Parameter:
+        return torch.nn.Parameter(t.to(device))
+
+    wq = parameter(near_identity())
+    wp = parameter(near_identity())
+    bq = parameter(config.noise * torch.randn(dim))
+    bp = parameter(config.noise * torch.randn(dim))
     optimiser = torch.optim.Adam([wq, wp, bq, bp], lr=config.lr)
     schedule = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.decay)
     data = triplets(pairs, train_questions)
@@ -125,7 +131,7 @@ def train(
         rng.shuffle(data)
         total = 0.0
         for start in range(0, len(data), config.batch_size):
-            batch = torch.tensor(data[start : start + config.batch_size])
+            batch = torch.tensor(data[start : start + config.batch_size], device=device)
             qi, pi, ni = batch[:, 0], batch[:, 1], batch[:, 2]
             q = torch.nn.functional.normalize(q0[qi] @ wq.T + bq, dim=1)
             pos = torch.nn.functional.normalize(p0[pi] @ wp.T + bp, dim=1)
@@ -144,6 +150,6 @@ def train(
             progress(epoch + 1, history[-1])
 
     def out(t: torch.Tensor) -> FloatArray:
-        return t.detach().numpy().astype(np.float32)
+        return t.detach().cpu().numpy().astype(np.float32)
 
     return LinearAdapter(out(wq), out(bq), out(wp), out(bp), base=base), history

@@ -22,6 +22,7 @@ import attrs
 
 from chainrag.components.embedders import FlagModelEmbedder, offline_minilm_path
 from chainrag.core.context import Context
+from chainrag.core.device import Device, resolve
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache
 from chainrag.training.common import TRAIN_SETS, Progress, Say, silent, split_questions
@@ -100,22 +101,26 @@ def distill_reranker(
     cache: EmbeddingCache | None = None,
     say: Say = silent,
     progress: Progress = silent,
+    device: Device = "auto",
 ) -> DistillReport:
     """Distil ``teacher``'s scores of the first ``limit`` questions (all if None) of each of
     ``train_sets`` into a cross-encoder initialised from the offline MiniLM, split by
     question; save it to ``out`` and measure it on the held-out questions against the dense
-    order (:class:`~chainrag.components.embedders.FlagModelEmbedder`) and the teacher.
+    order (:class:`~chainrag.components.embedders.FlagModelEmbedder`) and the teacher. The
+    student is trained (and a reranker teacher scores) on ``device``, as an encoder's
+    ``device`` says (:mod:`chainrag.core.device`: ``auto`` is the GPU where torch sees one).
 
     Raises:
         ChainragError: a dataset, or the LLM teacher's recipe, cannot be read.
     """
     started = time.perf_counter()
+    on = resolve(device, "train reranker")
     pairs = pairs_of([e for name in train_sets for e in load_dataset(name, limit)])
     n_questions = len({p.question for p in pairs})
     fit_q, held_q = split_questions(n_questions, config.validation, config.seed)
     say(f"{n_questions} questions ({len(fit_q)} train / {len(held_q)} held out), "
         f"{len(pairs)} pairs; teacher: {teacher.kind}")  # fmt: skip
-    scores, unreadable = teacher_scores(teacher, pairs, progress)
+    scores, unreadable = teacher_scores(teacher, pairs, progress, device=on)
     held = set(held_q)
     fit = [i for i, p in enumerate(pairs) if p.question not in held]
     steps = config.epochs * math.ceil(epoch_size(scores[fit], config.balance) / config.batch_size)
@@ -125,12 +130,12 @@ def distill_reranker(
 
     progress("training the student", 0, steps, {})
     model, tokenizer, history = train_student(
-        offline_minilm_path(), [pairs[i] for i in fit], scores[fit], config, step_done
+        offline_minilm_path(), [pairs[i] for i in fit], scores[fit], config, step_done, on
     )
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    student = partial(student_scores, model, tokenizer, max_length=config.max_length)
+    student = partial(student_scores, model, tokenizer, max_length=config.max_length, device=on)
     metrics = held_out_rankings(pairs, scores, held_q, student, FlagModelEmbedder(),
                                 cache or EmbeddingCache(), Context())  # fmt: skip
     report = DistillReport(

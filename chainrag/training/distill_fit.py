@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from chainrag.core.device import Resolved
 from chainrag.core.types import QAExample
 from chainrag.training.common import passage_text
 
@@ -86,15 +87,17 @@ def train_student(
     targets: np.ndarray,
     config: DistillConfig,
     progress: Callable[[int, float], None] | None = None,
+    device: Resolved = "cpu",
 ) -> tuple[Any, Any, list[float]]:
     """(model, tokenizer, mean loss per epoch) of a one-output cross-encoder trained with MSE
-    between sigmoid(logit) and the teacher's 0..1 scores."""
+    between sigmoid(logit) and the teacher's 0..1 scores, on ``device``."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     model = AutoModelForSequenceClassification.from_pretrained(base_path, num_labels=1)
+    model.to(device)
     optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr)
     rng = random.Random(config.seed)  # noqa: S311 (reproducible shuffling)
     history, step = [], 0
@@ -106,9 +109,9 @@ def train_student(
             batch = order[start : start + config.batch_size]
             encoded = tokenizer([pairs[i].query for i in batch], [pairs[i].passage for i in batch],
                                 padding=True, truncation=True, max_length=config.max_length,
-                                return_tensors="pt")  # fmt: skip
+                                return_tensors="pt").to(device)  # fmt: skip
             logits = model(**encoded).logits.squeeze(-1)
-            target = torch.from_numpy(np.asarray(targets[batch], dtype=np.float32))
+            target = torch.from_numpy(np.asarray(targets[batch], dtype=np.float32)).to(device)
             loss = torch.nn.functional.mse_loss(torch.sigmoid(logits), target)
             optimiser.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]
@@ -123,14 +126,14 @@ def train_student(
 
 
 def student_scores(
-    model: Any, tokenizer: Any, pairs: Sequence[Pair], max_length: int
+    model: Any, tokenizer: Any, pairs: Sequence[Pair], max_length: int, device: Resolved = "cpu"
 ) -> np.ndarray:
-    """The student's sigmoid score of every pair."""
+    """The student's sigmoid score of every pair (the model on ``device``)."""
     import torch
 
     with torch.no_grad():
         encoded = tokenizer(
             [p.query for p in pairs], [p.passage for p in pairs], padding=True, truncation=True,
             max_length=max_length, return_tensors="pt",
-        )  # fmt: skip
-        return np.asarray(torch.sigmoid(model(**encoded).logits.squeeze(-1)).numpy())
+        ).to(device)  # fmt: skip
+        return np.asarray(torch.sigmoid(model(**encoded).logits.squeeze(-1)).cpu().numpy())

@@ -16,6 +16,7 @@ from typing import Literal
 import attrs
 import numpy as np
 
+from chainrag.core.device import Resolved
 from chainrag.core.paths import llm_cache_path
 from chainrag.llm import open_llm
 from chainrag.llm.prompts import load_prompt
@@ -63,12 +64,13 @@ def choose_teacher(teacher: str, path: str | None, llm_recipe: Path | None) -> T
 
 
 def teacher_scores(
-    teacher: Teacher, pairs: Sequence[Pair], progress: Progress = silent
+    teacher: Teacher, pairs: Sequence[Pair], progress: Progress = silent, device: Resolved = "cpu"
 ) -> tuple[np.ndarray, int]:
     """The teacher's score of every pair in 0..1, and how many LLM replies held no score
-    (``progress("teacher (LLM)", done, total, {})`` after each LLM judgement)."""
+    (``progress("teacher (LLM)", done, total, {})`` after each LLM judgement); a reranker
+    teacher runs on ``device``."""
     if teacher.kind == "path" and teacher.path is not None:
-        return cross_encoder_teacher(teacher.path, pairs), 0
+        return cross_encoder_teacher(teacher.path, pairs, device=device), 0
     if teacher.kind == "llm" and teacher.llm_recipe is not None:
         spec = load_recipe(teacher.llm_recipe).llm
         with open_llm(spec, cache_path=llm_cache_path()) as llm:
@@ -82,11 +84,14 @@ def gold_teacher(pairs: Sequence[Pair]) -> np.ndarray:
     return np.asarray([1.0 if p.gold else 0.0 for p in pairs], dtype=np.float32)
 
 
-def cross_encoder_teacher(path: str, pairs: Sequence[Pair], batch_size: int = 16) -> np.ndarray:
-    """Scores in 0..1 (the CrossEncoder's sigmoid) of a local reranker folder."""
+def cross_encoder_teacher(
+    path: str, pairs: Sequence[Pair], batch_size: int = 16, device: Resolved = "cpu"
+) -> np.ndarray:
+    """Scores in 0..1 (the CrossEncoder's sigmoid) of a local reranker folder, computed on
+    ``device``."""
     from sentence_transformers import CrossEncoder
 
-    model = CrossEncoder(path, device="cpu")
+    model = CrossEncoder(path, device=device)
     scores = model.predict([[p.query, p.passage] for p in pairs], batch_size=batch_size,
                            show_progress_bar=False)  # fmt: skip
     return np.asarray(scores, dtype=np.float32).reshape(len(pairs), -1)[:, 0]

@@ -81,12 +81,18 @@ def retrieved(steps: Sequence[StepTrace]) -> list[int]:
 
 @attrs.frozen
 class Integrator:
-    """An integrator of a ChainRAG recipe: its kind and what it reads."""
+    """An integrator of a ChainRAG recipe: its kind, the name of the answer it gives (its
+    ``name``, else its kind without ``_``: ``ans_int`` gives ``ansint``) and what it reads."""
 
     kind: str
     original_sub_questions: bool = False
     word_budget: int | None = None
     reranker: str = ""
+    name: str = attrs.field()
+
+    @name.default
+    def _kind_name(self) -> str:
+        return self.kind.replace("_", "")
 
 
 @attrs.frozen
@@ -115,14 +121,14 @@ def chain_notes(method: Mapping[str, Any], retrieval: Mapping[str, Any] | None) 
     for item in method.get("integrators") or ():
         if isinstance(item, Mapping):
             budget = item.get("word_budget")
-            integrators.append(
-                Integrator(
-                    _kind(item),
-                    bool(item.get("use_original_sub_questions", False)),
-                    int(budget) if isinstance(budget, int) else None,
-                    _kind(item.get("reranker")),
-                )
+            name = item.get("name")
+            integrator = Integrator(
+                _kind(item),
+                bool(item.get("use_original_sub_questions", False)),
+                int(budget) if isinstance(budget, int) else None,
+                _kind(item.get("reranker")),
             )
+            integrators.append(attrs.evolve(integrator, name=name) if name else integrator)
     return ChainNotes(
         rewrite=bool(method.get("rewrite", True)),
         confirm_rewrite=bool(method.get("confirm_rewrite", False)),

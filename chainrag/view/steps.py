@@ -34,6 +34,8 @@ def _verdicts(step: StepTrace, notes: ChainNotes) -> str:
     for i, verdict in enumerate(step.expansion.verdicts):
         when = f"after hop {i + 1}" if after else f"check {i + 1}"
         word = "yes, enough" if verdict.ok else "no, go on"
+        if not verdict.checked:
+            word = "not checked (judge: none)"
         raw = f" <q>{esc(verdict.raw)}</q>" if verdict.raw else ""
         items.append(el("li", f"{when}: <b>{word}</b>{raw}", class_="yes" if verdict.ok else "no"))
     return el("div", "Sufficiency: " + el("ul", "".join(items), class_="verdicts"))
@@ -153,28 +155,31 @@ _CHOOSERS = {
     "form_checked": "an answer checked against the question's form",
     "choose": "one of two integrations' answers, chosen by the LLM where they differ",
 }
-"""Integrators that pick one of their parts' answers; their raw answer's first line says why."""
+"""Integrators that pick one of their parts' answers; their answer's first pick says why."""
 
 
 def integration(answered: Answered) -> str:
+    """What each integrator of the recipe read and answered, its answer found by its name
+    (two integrators of one kind give answers of two names)."""
     notes = answered.chain
     assert notes is not None
     named = {n.name: n.answer for n in answered.record.trace.answers}
     parts = []
     for integrator in notes.integrators:
-        found = named.get(integrator.kind.replace("_", ""))
+        found = named.get(integrator.name)
         answer = el("b", esc(found.text if found else "(not in the trace)"))
         if integrator.kind == "ans_int":
             text = ans_int_text(integrator, answered, answer)
         elif integrator.kind == "cxt_int":
             text = cxt_int_text(integrator, answered, answer)
         elif integrator.kind in _CHOOSERS:
-            raw = found.raw if found else ""
-            why = raw.splitlines()[0] if raw.startswith("[") else ""
+            why = found.picks[0].said if found and found.picks else ""
             text = (f"<b>{integrator.kind}</b> ({_CHOOSERS[integrator.kind]}) "
                     f"answered {answer} {esc(why)}.")  # fmt: skip
         else:
             text = f"<b>{esc(integrator.kind)}</b> answered {answer}."
+        if integrator.name != integrator.kind.replace("_", ""):
+            text = f"<b>{esc(integrator.name)}</b>: {text}"
         parts.append(el("div", text, class_="integrator"))
     return el("div", el("h4", "Integration") + "".join(parts), class_="integration")
 
