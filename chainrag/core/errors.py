@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Sequence
+from typing import ClassVar
 
 import attrs
 
 
 class ChainragError(Exception):
     """Base class of every error raised on purpose by chainrag."""
+
+
+class RunStopError(ChainragError):
+    """An error that is the run's, not one question's (the managed server died twice, the LLM
+    cannot answer at all): a session tells it by its class, stops, records no line for the
+    questions it stopped, and raises it again once the session's end is recorded."""
+
+    stops_run: ClassVar[bool] = True
 
 
 class Interrupted(KeyboardInterrupt):
@@ -152,12 +161,10 @@ class LLMUnsupportedError(LLMRequestError):
     log-probabilities): not retried, since asking again cannot change what it gives."""
 
 
-class LLMUnavailableError(LLMError):
+class LLMUnavailableError(LLMError, RunStopError):
     """The LLM cannot answer at all — a missing key, a model litellm cannot route, an endpoint
     that refuses the connection or the key — found before the first live request: the run
-    stops (``stops_run``) with the provider's message, before any question fails for it."""
-
-    stops_run = True
+    stops (:class:`RunStopError`) with the provider's message, before any question fails for it."""
 
 
 class LLMOutputError(LLMError):
@@ -168,9 +175,8 @@ class ServerError(ChainragError):
     """The managed local LLM server could not be started or stopped."""
 
 
-class ServerDiedError(LLMError):
+class ServerDiedError(LLMError, RunStopError):
     """The managed local LLM server's process exited while it was serving: no retry goes to a
     dead process. The first death restarts the server once and the request is asked again; a
-    second ends the run (``stops_run``): what was answered is kept, the same command resumes."""
-
-    stops_run = True
+    second ends the run (:class:`RunStopError`): what was answered is kept, the same command
+    resumes."""

@@ -9,13 +9,13 @@ Two checks, in order:
 * **the endpoint** — one request of one token (:data:`PROBE`), sent past the response cache and
   every ledger (not cached, not counted in a run's usage), with no retry.
 
-A failure is an :class:`~chainrag.core.errors.LLMUnavailableError`, which stops a run
-(``stops_run``): nothing is recorded for the questions it stopped, so the same command resumes
-them once the cause is fixed. A probe that gets a 429 passes (the endpoint answered and took the
-key); one that gets a 5xx, a timeout or an unreadable body passes too, and the run's own retries
-deal with such trouble. :class:`CheckedLLM` runs the checks before the first live request of a
-run; ``chainrag run`` runs them earlier still, before the first question, where a live request
-is certain (:func:`chainrag.llm.check_llm`).
+A failure is an :class:`~chainrag.core.errors.LLMUnavailableError`, which stops a run (a
+:class:`~chainrag.core.errors.RunStopError`): nothing is recorded for the questions it stopped,
+so the same command resumes them once the cause is fixed. A probe that gets a 429 passes (the
+endpoint answered and took the key); one that gets a 5xx, a timeout or an unreadable body passes
+too, and the run's own retries deal with such trouble. :class:`CheckedLLM` runs the checks before
+the first live request of a run; ``chainrag run`` runs them earlier still, before the first
+question, where a live request is certain (:func:`chainrag.llm.check_llm`).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ has exited, the backend raises :class:`~chainrag.core.errors.ServerDiedError` at
 of retrying a dead process (:attr:`LiteLLMBackend.gone`). The first death restarts the server
 (a new process on a new port, proven by its start-up completion) and the request is asked
 again; a second death, or a restart that fails, raises a ServerDiedError that names both ends
-and the server's last log lines, and whose ``stops_run`` ends the run: what was answered is
-kept, and the same command resumes.
+and the server's last log lines, and which ends the run (a
+:class:`~chainrag.core.errors.RunStopError`): what was answered is kept, and the same command
+resumes.
 """
 
 from __future__ import annotations

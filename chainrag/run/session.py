@@ -12,7 +12,7 @@ Each finished question is one line in the folder's ``predictions.jsonl``, writte
 a question that fails, whatever the exception, is one line in ``errors.jsonl`` and the others go
 on. Ctrl-C or SIGTERM (see :func:`sigterm_as_interrupt`) cancels the questions not started yet;
 those in flight finish or fail and are recorded, and the session ends as interrupted. An error
-that is no question's own but the run's (``stops_run``: the managed server died twice) ends the
+that is no question's own but the run's (a ``RunStopError``: the managed server died twice) ends the
 session the same way, without a line for the questions it stopped, and is raised again once the
 session's end is recorded (:attr:`SessionResult.stopped`).
 
@@ -39,7 +39,7 @@ import attrs
 
 from chainrag.core.context import Context, ModelStore
 from chainrag.core.credentials import redact
-from chainrag.core.errors import ChainragError, Interrupted, signal_name
+from chainrag.core.errors import ChainragError, Interrupted, RunStopError, signal_name
 from chainrag.core.types import QAExample
 from chainrag.index.build import IndexCache
 from chainrag.llm.stack import LimitedLLM
@@ -89,7 +89,7 @@ class SessionResult:
     seconds: float
     interrupted: str | None = None
     stopped: ChainragError | None = None
-    """The error that ended the session before its questions were done (``stops_run``)."""
+    """The error that ended the session before its questions were done (a ``RunStopError``)."""
 
     def summary(self) -> SessionEnd:
         """The session's end, for ``run.json``."""
@@ -268,15 +268,14 @@ def restored_state(
     return state
 
 
-class NotStartedError(ChainragError):
+class NotStartedError(RunStopError):
     """A question that was not started because an error had stopped the run."""
-
-    stops_run = True
 
 
 def stops_run(exc: BaseException) -> bool:
-    """Whether ``exc`` is the run's failure, not one question's (the managed server died)."""
-    return bool(getattr(exc, "stops_run", False))
+    """Whether ``exc`` is the run's failure, not one question's (:class:`RunStopError`: the managed
+    server died twice, the LLM cannot answer at all)."""
+    return isinstance(exc, RunStopError)
 
 
 class _Recorder:
