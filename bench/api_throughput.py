@@ -92,10 +92,10 @@ def export(rev: str, folder: Path) -> Path:
     return folder
 
 
-def records(out_dir: Path) -> list[dict[str, Any]]:
-    """Every answered record of the run folders under ``out_dir``."""
+def records(out_dir: Path, name: str = "predictions.jsonl") -> list[dict[str, Any]]:
+    """Every record of the run folders under ``out_dir`` (answered, or ``errors.jsonl``)."""
     found = []
-    for path in out_dir.rglob("predictions.jsonl"):
+    for path in out_dir.rglob(name):
         found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return found
 
@@ -109,8 +109,9 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
             api_base: str, latency_s: float, work: Path) -> dict[str, Any]:  # fmt: skip
     """One ``chainrag run`` in a fresh process from an empty cache; what the table shows."""
     cache, out, stages = work / "cache", work / "runs", work / "stages.json"
+    limited = ["--limit", str(limit)] if limit else []
     args = [sys.executable, str(SAMPLER), "run", str(code / "recipes" / recipe),
-            "--dataset", dataset, "--limit", str(limit), "--llm", "openai/stand-in",
+            "--dataset", dataset, *limited, "--llm", "openai/stand-in",
             "--api-base", api_base, "--concurrency", str(concurrency), "--out-dir", str(out),
             "--no-report"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(code), "CHAINRAG_CACHE": str(cache),
@@ -133,7 +134,8 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
     return {"questions": len(answered), "wall_s": wall, "cpu_s": cpu,
             "cpu_per_q": cpu / len(answered), "q_per_min": 60 * len(answered) / wall,
             "peak_mib": usage.ru_maxrss / 1024, "calls_per_q": sum(calls) / len(answered),
-            "ideal_s": ideal, "ratio": ideal / wall, "stages": sampled}  # fmt: skip
+            "ideal_s": ideal, "ratio": ideal / wall, "stages": sampled,
+            "errors": len(records(out, "errors.jsonl"))}  # fmt: skip
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -154,7 +156,7 @@ def main() -> None:
     parser.add_argument("--recipes", nargs="+",
                         default=["chainrag/ansint.yaml", "baselines/naive.yaml"])  # fmt: skip
     parser.add_argument("--datasets", nargs="+", default=["musique", "long:musique"])
-    parser.add_argument("--limit", type=int, default=30)
+    parser.add_argument("--limit", type=int, default=30, help="0: the dataset's slice as given")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--latency", default="fixed:1", help="fixed:S or lognormal:MEDIAN:P99")
     parser.add_argument("--bursts", default="", help="EVERY_S:FOR_S of 429s (none by default)")
@@ -192,7 +194,9 @@ def main() -> None:
                               f"{r['q_per_min']:>6.1f} | {r['cpu_per_q']:>7.2f} | "
                               f"{r['peak_mib']:>8.0f} | {r['ideal_s']:>7.1f} | "
                               f"{r['wall_s']:>7.1f} | {r['ratio']:>5.2f} | "
-                              f"{top_stages(r['stages'])}", flush=True)  # fmt: skip
+                              f"{top_stages(r['stages'])}"
+                              + (f" ({r['errors']} questions failed)" if r["errors"] else ""),
+                              flush=True)  # fmt: skip
                         if args.out is not None:
                             row = {"recipe": recipe, "dataset": dataset, "side": side,
                                    "concurrency": concurrency, "latency": args.latency,

@@ -72,8 +72,8 @@ def label(leaf: FrameType) -> str | None:
     frame: FrameType | None = leaf
     while frame is not None:
         code = frame.f_code
-        for where, func, stage in STAGES:
-            if where in code.co_filename and func in ("", code.co_qualname, code.co_name):
+        for part, func, stage in STAGES:
+            if part in code.co_filename and func in ("", code.co_qualname, code.co_name):
                 return caller(frame) if stage == "embed" else stage
         frame = frame.f_back
     return f"other ({where(leaf)})"
@@ -88,7 +88,8 @@ def where(leaf: FrameType) -> str:
             module = name.rsplit("/chainrag/", 1)[1].removesuffix(".py")
             return "chainrag." + module.replace("/", ".")
         frame = frame.f_back
-    return leaf.f_code.co_filename.rsplit("site-packages/", 1)[-1].split("/")[0]
+    name = leaf.f_code.co_filename
+    return name.rsplit("site-packages/", 1)[1].split("/")[0] if "site-packages/" in name else name
 
 
 def sample() -> None:
@@ -96,7 +97,11 @@ def sample() -> None:
     while True:
         time.sleep(0.02)
         for ident, frame in sys._current_frames().items():
-            if ident != me and (stage := label(frame)) is not None:
+            try:
+                stage = label(frame) if ident != me else None
+            except Exception as err:  # a sample lost, never the sampler
+                stage = f"unsampled ({type(err).__name__})"
+            if stage is not None:
                 counts[stage] += 1
 
 
