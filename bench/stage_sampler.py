@@ -3,10 +3,11 @@
     BENCH_STAGES=stages.json python bench/stage_sampler.py run RECIPE ...
 
 Every 20 ms every thread's stack is read (``sys._current_frames``); a thread waiting (on a
-socket, a lock, a sleep: its innermost frame says so) is not counted; a running one counts for
-the innermost stage on its stack (:data:`STAGES`), an embedding for whoever asked for it. The
-counts go to ``$BENCH_STAGES`` as JSON when the command ends. py-spy would also see waits in
-native code (a torch op counts as running here, as it is); this needs nothing installed.
+socket, a lock, a queue: its innermost Python frame is in :data:`IDLE_FILES`) is not counted;
+a running one counts for the innermost stage on its stack (:data:`STAGES`), an embedding for
+whoever asked for it. The counts go to ``$BENCH_STAGES`` as JSON when the command ends. A C
+call that waits (``time.sleep``) counts for the Python function that made it: py-spy would tell
+them apart, this needs nothing installed.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ STAGES = [  # (part of the frame's file, function or "", label): the innermost m
     ("chainrag/components/", "", "components (other)"),
     ("<frozen importlib", "", "imports"),
 ]
-IDLE_FILES = ("socket.py", "ssl.py", "selectors.py", "threading.py", "queue.py")
+IDLE_FILES = ("socket.py", "ssl.py", "selectors.py", "threading.py", "queue.py",
+              "concurrent/futures/thread.py")  # a pool's worker waiting for work  # fmt: skip
 IDLE_FUNCS = {"wait", "sleep", "select", "poll", "recv_into", "readinto", "acquire", "accept",
               "_wait_for_tstate_lock", "join", "recv"}  # fmt: skip
 counts: collections.Counter[str] = collections.Counter()

@@ -114,7 +114,10 @@ def with_embedder(recipe: Recipe, hashed: bool) -> Recipe:
 
 @pytest.mark.parametrize(
     ("dataset", "hashed"),
-    [pytest.param("musique", False, marks=pytest.mark.slow), ("long:musique", True)],
+    [
+        pytest.param("musique", False, marks=[pytest.mark.slow, pytest.mark.timeout(1800)]),
+        ("long:musique", True),
+    ],  # fmt: skip
 )
 def test_stored_vectors_give_the_same_answers(
     dataset: str, hashed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

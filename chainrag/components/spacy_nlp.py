@@ -17,6 +17,7 @@ field, like an encoder's ``device``: left out of digests and cache keys.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -48,6 +49,7 @@ def pipe(nlp: Any, texts: Sequence[str], batch_size: int, processes: int | None)
     return iter(nlp.pipe(texts, batch_size=batch_size, n_process=n))
 
 
+@functools.lru_cache(maxsize=16)
 def spacy_model_version(model: str) -> str:
     """spaCy's version and the pipeline ``model``'s (its package's, or its folder's
     ``meta.json``), read without loading either: what the stores of annotations key on."""
