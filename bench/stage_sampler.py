@@ -18,7 +18,6 @@ import json
 import os
 import sys
 import threading
-import time
 from types import FrameType
 
 STAGES = [  # (part of the frame's file, function or "", label): the innermost match wins
@@ -94,10 +93,12 @@ def where(leaf: FrameType) -> str:
     return name.rsplit("site-packages/", 1)[1].split("/")[0] if "site-packages/" in name else name
 
 
+STOP = threading.Event()
+
+
 def sample() -> None:
     me = threading.get_ident()
-    while True:
-        time.sleep(0.02)
+    while not STOP.wait(0.02):
         for ident, frame in sys._current_frames().items():
             try:
                 stage = label(frame) if ident != me else None
@@ -107,15 +108,19 @@ def sample() -> None:
                 counts[stage] += 1
 
 
-def dump() -> None:
+def dump(sampler: threading.Thread) -> None:
+    """Stop sampling (before the interpreter tears threads down) and write the counts."""
+    STOP.set()
+    sampler.join()
     with open(os.environ["BENCH_STAGES"], "w") as fh:
         json.dump(dict(counts), fh)
 
 
 if __name__ == "__main__":
     sys.path.pop(0)  # bench/ itself: chainrag comes from $PYTHONPATH
-    threading.Thread(target=sample, daemon=True).start()
-    atexit.register(dump)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    atexit.register(dump, sampler)
     from chainrag.cli import entry
 
     sys.argv = ["chainrag", *sys.argv[1:]]
