@@ -307,7 +307,7 @@ def _latency(spec: str) -> Callable[[], float]:
     """``fixed:S`` or ``lognormal:MEDIAN:P99`` (seconds)."""
     kind, *numbers = spec.split(":")
     values = [float(n) for n in numbers]
-    return fixed(*values) if kind == "fixed" else lognormal(*values)
+    return fixed(values[0]) if kind == "fixed" else lognormal(values[0], values[1])
 
 
 def main() -> None:
