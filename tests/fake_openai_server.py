@@ -9,20 +9,131 @@ given. The request bodies are kept for inspection.
 
 On demand, like a provider: ``key`` refuses any request without ``Authorization: Bearer KEY``
 (401, OpenAI's message); ``rate=(n, window_s)`` answers 429 with a ``Retry-After`` to a request
-that would be the (n+1)-th started within ``window_s`` seconds. chainrag's preflight probe
+that would be the (n+1)-th started within ``window_s`` seconds; ``bursts=(every_s, for_s)``
+answers 429 to every request in the first ``for_s`` seconds of each ``every_s``, with a
+``Retry-After`` until the burst ends. chainrag's preflight probe
 (:data:`chainrag.llm.preflight.PROBE`, one token) is answered and kept in ``probes``, apart from
 the script and ``bodies``, so a scripted test sees only the run's own requests.
+
+Like a model: ``reply`` is a text, or a function of the request body; :func:`standin_reply`
+answers every prompt of chainrag's methods with something they parse (JSON where a schema is
+asked), deterministically, from the request's own text. ``latency`` gives each answer's
+seconds: :func:`fixed` or :func:`lognormal` (a median and a heavy tail, seeded).
+
+As a process (bench/api_throughput.py runs it so, to measure chainrag's CPU without it):
+``python tests/fake_openai_server.py --latency lognormal:1:5 --bursts 60:2 --port-file F``.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
+import math
+import random
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+Body = dict[str, Any]
+
+
+def fixed(seconds: float) -> Callable[[], float]:
+    """Every answer after ``seconds``."""
+    return lambda: seconds
+
+
+def lognormal(median_s: float, p99_s: float, seed: int = 0) -> Callable[[], float]:
+    """Answers after a log-normal time: half within ``median_s``, 1 in 100 after ``p99_s``."""
+    sigma = math.log(p99_s / median_s) / 2.326  # the 99th percentile of a standard normal
+    draw = random.Random(seed)
+    lock = threading.Lock()
+
+    def latency() -> float:
+        with lock:
+            return draw.lognormvariate(math.log(median_s), sigma)
+
+    return latency
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def _after(text: str, label: str) -> str:
+    """The first line after ``label`` in ``text`` (numbering like ``[1]`` or ``1.`` dropped)."""
+    rest = text.split(label, 1)[1] if label in text else text
+    for line in rest.splitlines():
+        line = re.sub(r"^\s*(\[\d+\]|\d+[.)]|-)\s*", "", line).strip()
+        if line:
+            return line
+    return ""
+
+
+def _question(text: str) -> str:
+    found = re.findall(r"(?:Main question|Question to rewrite|Question): (.*)", text)
+    return found[-1].strip() if found else text.strip().splitlines()[-1]
+
+
+def _from_schema(schema: Any, text: str) -> Any:
+    """A value of ``schema`` made from the request's ``text``: strings are its question."""
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind == "array":
+        question = _question(text)
+        items = [question, f"What is known about {question.split()[-1].strip('?')}?"]
+        if schema.get("items", {}).get("type", "string") != "string":
+            items = [_from_schema(schema["items"], q) for q in items]
+        return items[: schema.get("maxItems", 2)]
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {name: _from_schema(sub, text) for name, sub in props.items()}
+    if kind in ("integer", "number"):
+        return _digest(text) % 3
+    if kind == "boolean":
+        return _digest(text) % 2 == 0
+    if isinstance(schema, dict) and "enum" in schema:
+        return schema["enum"][_digest(text) % len(schema["enum"])]
+    words = re.findall(r"[A-Z][\w'-]+", _after(text, "Sentences:")) or ["unknown"]
+    return " ".join(words[:2])
+
+
+def _schema(body: Body) -> Any:
+    form = body.get("response_format") or {}
+    if form.get("type") == "json_schema":
+        return form.get("json_schema", {}).get("schema", {})
+    return {"type": "object"} if form.get("type") == "json_object" else None
+
+
+def standin_reply(body: Body) -> str:
+    """A deterministic answer to a chat completion ``body`` that chainrag's methods parse.
+
+    JSON of the schema the request asks for; a yes/no where one is asked (yes for about a third
+    of the evidence texts); a summary, a rewritten question, a short answer taken from the
+    first line of the evidence (or "unanswerable" for about a quarter of sub-questions): each a
+    function of the prompt's text, so a change in what was retrieved changes the answers.
+    """
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+    if (schema := _schema(body)) is not None:
+        return json.dumps(_from_schema(schema, text))
+    if "Rewritten question:" in text:
+        return _question(text)
+    if "Summary:" in text:
+        return _after(text, "Sentences:")[:200]
+    if "yes or no" in text.lower() and "enough information" in text:
+        return "yes" if _digest(_after(text, "Sentences:")) % 3 == 0 else "no"
+    if "JSON" in text and "[" in text:
+        return json.dumps([_question(text)])
+    evidence = next((_after(text, label) for label in ("Sentences:", "Context:",
+                     "Sub-questions and answers:", "Passages:") if label in text), "")  # fmt: skip
+    if "unanswerable" in text and _digest(evidence + _question(text)) % 4 == 0:
+        return "unanswerable"
+    words = re.findall(r"[A-Z][\w'-]+", evidence) or evidence.split() or ["yes"]
+    return " ".join(words[:2])
 
 
 def completion_body(text: str = "ok", top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
@@ -48,14 +159,20 @@ class FakeOpenAI:
         self,
         script: list[str],
         *,
-        reply: str = "ok",
+        reply: str | Callable[[Body], str] = "ok",
         hang_s: float = 3.0,
         delay_s: float = 0.0,
         top: list[tuple[str, float]] | None = None,
         key: str | None = None,
         rate: tuple[int, float] | None = None,
+        latency: Callable[[], float] | None = None,
+        bursts: tuple[float, float] | None = None,
     ) -> None:
         self.script = list(script)
+        self.latency = latency
+        self.bursts = bursts
+        self.born = time.monotonic()
+        self.burst_limited = 0  # 429s sent for ``bursts``
         self.key = key
         self.rate = rate
         self.started: list[float] = []  # when each request counted by ``rate`` came in
@@ -87,6 +204,22 @@ class FakeOpenAI:
             self.started.append(now)
             return None
 
+    def in_burst(self) -> float | None:
+        """For ``bursts``: the seconds until the burst now under way ends, or None."""
+        if self.bursts is None:
+            return None
+        every, length = self.bursts
+        into = (time.monotonic() - self.born) % every
+        if into >= length:
+            return None
+        with self.lock:
+            self.burst_limited += 1
+        return length - into
+
+    def answer(self, body: Body) -> str:
+        """The reply's text for ``body``."""
+        return self.reply(body) if callable(self.reply) else self.reply
+
 
 def is_probe(body: dict[str, Any]) -> bool:
     """Whether ``body`` is chainrag's one-token preflight request."""
@@ -117,20 +250,20 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 fake.probes.append(body)
                 self._send(200, json.dumps(completion_body("OK")))
                 return
-            if (wait := fake.over_rate()) is not None:
+            if (wait := fake.in_burst()) is not None or (wait := fake.over_rate()) is not None:
                 error = {"message": "Rate limit reached for requests", "type": "requests",
                          "code": "rate_limit_exceeded"}  # fmt: skip
                 self._send(429, json.dumps({"error": error}), {"Retry-After": f"{wait:.3f}"})
                 return
             fake.bodies.append(body)
             behaviour = fake.next_behaviour()
-            time.sleep(fake.delay_s)
+            time.sleep(fake.delay_s + (fake.latency() if fake.latency is not None else 0.0))
             if behaviour == "timeout":
                 time.sleep(fake.hang_s)
                 behaviour = "ok"
             if behaviour == "ok":
                 top = fake.top if fake.bodies[-1].get("logprobs") else None
-                self._send(200, json.dumps(completion_body(fake.reply, top)))
+                self._send(200, json.dumps(completion_body(fake.answer(body), top)))
             elif behaviour == "malformed":
                 self._send(200, '{"id": "x", "choices": [ this is not json')
             elif behaviour == "empty":
@@ -168,3 +301,42 @@ def serve(fake: FakeOpenAI) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _latency(spec: str) -> Callable[[], float]:
+    """``fixed:S`` or ``lognormal:MEDIAN:P99`` (seconds)."""
+    kind, *numbers = spec.split(":")
+    values = [float(n) for n in numbers]
+    return fixed(values[0]) if kind == "fixed" else lognormal(values[0], values[1])
+
+
+def main() -> None:
+    """Serve :func:`standin_reply` until killed; the port is written to ``--port-file``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", default="fixed:0", help="fixed:S or lognormal:MEDIAN:P99")
+    parser.add_argument("--bursts", default="", help="EVERY_S:FOR_S: 429s for FOR_S each EVERY_S")
+    parser.add_argument("--port-file", type=Path, required=True)
+    args = parser.parse_args()
+    bursts = tuple(float(n) for n in args.bursts.split(":")) if args.bursts else None
+    fake = FakeOpenAI([], reply=standin_reply, latency=_latency(args.latency),
+                      bursts=bursts)  # type: ignore[arg-type]  # fmt: skip
+    fake.bodies = _Forgetful()
+    server = _Server(("127.0.0.1", 0), _handler(fake))
+    args.port_file.write_text(str(server.server_address[1]))
+    server.serve_forever()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a run with 64 requests in flight connects at once
+
+
+class _Forgetful(list[Body]):
+    """``bodies`` of a long-running server: only the last one kept."""
+
+    def append(self, body: Body) -> None:
+        self[:] = [body]
+
+
+if __name__ == "__main__":
+    main()

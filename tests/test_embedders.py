@@ -1,6 +1,6 @@
-"""The FlagModel embedder: a job that fits one batch gives what the embedder gave through
-FlagModel (its vectors, L2-normalised again), by one forward pass instead of FlagModel's two
-(its batch-size probe, then the batch)."""
+"""The FlagModel embedder gives FlagModel's vectors (L2-normalised again), bit for bit, by one
+forward pass a batch: FlagModel runs its first batch twice (its batch-size probe, then the
+batch)."""
 
 from __future__ import annotations
 
@@ -56,3 +56,23 @@ def test_a_job_over_one_batch_goes_through_flag_model() -> None:
     assert np.array_equal(ours, theirs)
     small = embedder(TEXTS[:2], ctx)  # one batch: the one-pass path, the same vectors
     assert np.allclose(small, ours[:2], atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("instruction", ["", "Represent this sentence for searching: "])
+def test_a_job_of_several_batches_is_flag_models_vectors_without_its_probe(
+    instruction: str,
+) -> None:
+    ctx = Context()
+    embedder = FlagModelEmbedder(batch_size=3, query_instruction=instruction)
+    model = embedder._model(ctx)
+    calls = forward_passes(model)
+    texts = TEXTS * 2 + ["A short one.", "Liv Ullmann starred in it."]  # 10 texts: 4 batches
+    for role, encode in (("query", model.encode_queries), ("passage", model.encode_corpus)):
+        calls.clear()
+        ours = embedder(texts, ctx, role=role)  # type: ignore[arg-type]
+        assert len(calls) == 4
+        calls.clear()
+        theirs = l2_normalise(encode(texts, batch_size=3, convert_to_numpy=True))
+        assert len(calls) == 5  # FlagModel's probe and its four batches
+        assert np.array_equal(ours, theirs), role

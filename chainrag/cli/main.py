@@ -3,7 +3,7 @@
 Commands: ``validate``, ``recipe show``, ``components``, ``datasets``, ``models fetch|list``,
 ``serve-llm``,
 ``index``, ``experiment``, ``ask``, ``run``, ``report``, ``compare``, ``walks``,
-``integration-gap``, ``claims``, ``view``, ``train adapter|reranker``.
+``integration-gap``, ``claims``, ``view``, ``train adapter|reranker``, ``cache [clear]``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import typer
 
 from chainrag import __version__
 from chainrag.cli.analysis import claims, compare, integration_gap, walks
+from chainrag.cli.cache import cache_app
 from chainrag.cli.common import (
     ApiBaseOption,
     LLMOption,
@@ -55,6 +56,7 @@ app = typer.Typer(
 recipe_app = typer.Typer(help="Inspect recipes.", no_args_is_help=True)
 app.add_typer(recipe_app, name="recipe")
 app.add_typer(models_app, name="models")
+app.add_typer(cache_app, name="cache")
 app.command("serve-llm")(serve_llm)
 app.command("run")(run)
 app.command("report")(report)

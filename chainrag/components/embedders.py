@@ -10,9 +10,7 @@ trained adapter behind one of these) is in :mod:`chainrag.components.linear_adap
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import re
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -25,9 +23,6 @@ from chainrag.core.device import PLACED, Device, resolve
 from chainrag.core.types import FloatArray
 from chainrag.protocols.index import EmbedRole
 from chainrag.recipes.registry import EMBEDDERS
-
-QUIET_BELOW = 2048
-"""Embedding jobs smaller than this run without FlagModel's progress bars."""
 
 
 def l2_normalise(x: np.ndarray) -> FloatArray:
@@ -108,26 +103,27 @@ class FlagModelEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         model = self._model(ctx)
-        if len(texts) <= self.batch_size:
-            return l2_normalise(one_batch(model, texts, role, self.max_length))
-        encode = model.encode_queries if role == "query" else model.encode_corpus
-        # One call for all texts: FlagModel sorts them by length and probes its batch size
-        # with a forward pass on every call, so splitting the job would cost twice as much.
-        # Its own progress bars are shown only for long jobs.
-        quiet = len(texts) < QUIET_BELOW
-        with contextlib.redirect_stderr(io.StringIO()) if quiet else contextlib.nullcontext():
-            vectors = encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True)
-        return l2_normalise(vectors)
+        return l2_normalise(in_batches(model, texts, role, self.max_length, self.batch_size))
 
 
 def one_batch(model: Any, texts: Sequence[str], role: EmbedRole, max_length: int) -> FloatArray:
-    """FlagModel's vectors of a job that fits one batch, by one forward pass.
+    """FlagModel's vectors of a job that fits one batch, by one forward pass
+    (:func:`in_batches` with the whole job as its batch)."""
+    return in_batches(model, texts, role, max_length, max(1, len(texts)))
 
-    ``FlagModel.encode`` runs the first batch twice (a probe of the batch size, then the
-    batch): for a query that doubles the cost of seed retrieval (bench/corpus_scale.py). Here
-    the same steps on the same tensors — instruction, tokenizer, texts sorted by length and
-    padded together, network, FlagModel's own pooling and normalisation — once, so the vectors
-    are FlagModel's, bit for bit (tests/test_embedders.py).
+
+def in_batches(
+    model: Any, texts: Sequence[str], role: EmbedRole, max_length: int, batch_size: int
+) -> FloatArray:
+    """FlagModel's vectors of ``texts``, ``batch_size`` at a time, one forward pass a batch.
+
+    ``FlagModel.encode`` runs its first batch twice (a probe of the batch size, then the batch),
+    and its first batch holds the longest texts: for a question's index (a few batches) that
+    was a third of the embedding time, and it doubled the cost of a query (bench/corpus_scale.py).
+    Here the same steps on the same tensors — instruction, tokenizer, every text sorted by
+    length (the same ``argsort``), batches padded as FlagModel pads them, network, its pooling
+    and normalisation — once, so the vectors are FlagModel's, bit for bit
+    (tests/test_embedders.py).
     """
     import torch
     from FlagEmbedding.utils.tokenizer_compat import pad_with_compat
@@ -139,14 +135,19 @@ def one_batch(model: Any, texts: Sequence[str], role: EmbedRole, max_length: int
     tokens = model.tokenizer(list(texts), truncation=True, max_length=max_length)
     order = np.argsort([-len(ids) for ids in tokens["input_ids"]])
     rows = [{key: tokens[key][i] for key in tokens} for i in order.tolist()]
+    parts = []
     with torch.inference_mode():
-        batch = pad_with_compat(model.tokenizer, rows, padding=True, return_tensors="pt")
-        batch = batch.to(model.model.device)
-        hidden = model.model(**batch, return_dict=True).last_hidden_state
-        pooled = model._truncate_embeddings(model.pooling(hidden, batch["attention_mask"]))
-        if model.normalize_embeddings:
-            pooled = torch.nn.functional.normalize(pooled, dim=-1)
-        vectors = pooled.float().cpu().numpy()
+        for start in range(0, len(rows), batch_size):
+            batch = pad_with_compat(
+                model.tokenizer, rows[start : start + batch_size], padding=True, return_tensors="pt"
+            )
+            batch = batch.to(model.model.device)
+            hidden = model.model(**batch, return_dict=True).last_hidden_state
+            pooled = model._truncate_embeddings(model.pooling(hidden, batch["attention_mask"]))
+            if model.normalize_embeddings:
+                pooled = torch.nn.functional.normalize(pooled, dim=-1)
+            parts.append(pooled.float().cpu().numpy())
+    vectors = np.concatenate(parts)
     out: FloatArray = vectors[np.argsort(order)]
     return out
 

@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
+from chainrag.components.vectors import query_vector, text_vectors
 from chainrag.core.context import Context
-from chainrag.core.types import FloatArray, LLMResponse, Verdict
+from chainrag.core.types import LLMResponse, Verdict
 from chainrag.llm.prompts import load_prompt
-from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.registry import SUFFICIENCY_JUDGES
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
@@ -128,24 +128,11 @@ class SimilarityJudge:
         if not evidence:
             return Verdict(ok=False, raw="no evidence", score=-1.0)
         index = ctx.require_index()
-        query = index.embedder([question], ctx, "query")[0]
-        best = float(np.max(evidence_vectors(index, evidence, ctx) @ query))
+        query = query_vector(index, question, ctx)[0]
+        best = float(np.max(text_vectors(index, evidence, ctx) @ query))
         ok = best >= self.threshold
         said = f"{'yes' if ok else 'no'} (best cosine {best:.3f}, threshold {self.threshold})"
         return Verdict(ok=ok, raw=said, score=best)
-
-
-def evidence_vectors(index: Searchable, evidence: Sequence[str], ctx: Context) -> FloatArray:
-    """The embeddings of ``evidence``: the index's own where a text is one of its units (by a
-    text → row map made once per index), the embedder's for the others."""
-    rows = ctx.index_data.get(
-        index, "rows by text", lambda: {text: i for i, text in enumerate(index.texts)}
-    )
-    found = [rows.get(text) for text in evidence]
-    missing = [text for text, row in zip(evidence, found, strict=True) if row is None]
-    fresh = iter(index.embedder(missing, ctx, "passage")) if missing else iter(())
-    vectors = index.embeddings
-    return np.stack([vectors[row] if row is not None else next(fresh) for row in found])
 
 
 @SUFFICIENCY_JUDGES.register("none")

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from chainrag.components.vectors import query_vector, text_vectors
 from chainrag.core.context import Context, model_folder
 from chainrag.core.device import PLACED, Device, resolve
 from chainrag.core.types import Hit
@@ -90,7 +91,9 @@ class DenseRerank:
     """Orders candidates by cosine between their embedding and the query's, with ``embedder``
     or, when unset, the searched index's own embedder. No extra model: the offline stand-in for
     the paper's cross-encoder, e.g. for CxtInt's "reranked against the original question".
-    Recipe: ``{kind: dense}``.
+    With the index's embedder, a candidate that is one of the index's units takes the index's
+    vector and the query is embedded once per index (:mod:`chainrag.components.vectors`):
+    nothing the index holds is embedded again. Recipe: ``{kind: dense}``.
     """
 
     embedder: Embedder | None = None
@@ -107,9 +110,14 @@ class DenseRerank:
                 "the dense reranker needs an embedder: set {kind: dense, embedder: ...}, or use "
                 "it where an index is searched"
             )
-        query_vector = embedder([query], ctx, role="query")[0]  # rows are L2-normalised
-        vectors = embedder(list(texts[: len(hits)]), ctx, role="passage")
-        return rescored(hits, (vectors @ query_vector).tolist())
+        texts = list(texts[: len(hits)])
+        index = ctx.index
+        if index is not None and embedder == index_embedder:
+            query_row, vectors = query_vector(index, query, ctx)[0], text_vectors(index, texts, ctx)
+        else:
+            query_row = embedder([query], ctx, role="query")[0]  # rows are L2-normalised
+            vectors = embedder(texts, ctx, role="passage")
+        return rescored(hits, (vectors @ query_row).tolist())
 
 
 def _minilm_example() -> dict[str, str]:

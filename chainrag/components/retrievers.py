@@ -18,6 +18,7 @@ import numpy as np
 
 from chainrag.components.rerankers import NoRerank
 from chainrag.components.search import ExactSearch
+from chainrag.components.vectors import query_vector
 from chainrag.core.context import Context
 from chainrag.core.types import FloatArray, Hit
 from chainrag.protocols.index import VectorIndex, VectorSearch
@@ -112,7 +113,7 @@ class DenseRerank:
         n = len(index.texts)
         if n == 0:
             return ()
-        q = index.embedder([query], ctx, "query")
+        q = query_vector(index, query, ctx)
         if not self.hybrid and (searcher := vector_index(index, self.search, ctx)) is not None:
             ids, sims = searcher.search(q, self.candidates)
             return tuple(

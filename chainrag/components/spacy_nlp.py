@@ -17,6 +17,7 @@ field, like an encoder's ``device``: left out of digests and cache keys.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -46,6 +47,26 @@ def pipe(nlp: Any, texts: Sequence[str], batch_size: int, processes: int | None)
     """``nlp.pipe`` over ``texts``, in :func:`worker_count` processes; docs in input order."""
     n = worker_count(processes, len(texts))
     return iter(nlp.pipe(texts, batch_size=batch_size, n_process=n))
+
+
+@functools.lru_cache(maxsize=16)
+def spacy_model_version(model: str) -> str:
+    """spaCy's version and the pipeline ``model``'s (its package's, or its folder's
+    ``meta.json``), read without loading either: what the stores of annotations key on."""
+    import json
+    from importlib import metadata
+    from pathlib import Path
+
+    meta = Path(model) / "meta.json"
+    if meta.is_file():
+        found = json.loads(meta.read_text())
+        version = f"{found.get('name', '')}=={found.get('version', '')}"
+    else:
+        try:
+            version = f"{model}=={metadata.version(model)}"
+        except metadata.PackageNotFoundError:
+            version = model
+    return f"spacy=={metadata.version('spacy')} {version}"
 
 
 def load_spacy(ctx: Context, model: str, keep: tuple[str, ...]) -> Any:
@@ -82,6 +103,10 @@ class SpacySentences:
     batch_size: int = attrs.field(default=64, validator=attrs.validators.ge(1))
     processes: int | None = attrs.field(default=None, validator=_PROCESSES, metadata=PLACED)
 
+    def model_version(self) -> str:
+        """spaCy's and the pipeline's versions (:func:`spacy_model_version`)."""
+        return spacy_model_version(self.model)
+
     def __call__(self, passages: Sequence[Passage], ctx: Context) -> tuple[Sentence, ...]:
         nlp = load_spacy(ctx, self.model, ("senter",))
         out: list[Sentence] = []
@@ -115,6 +140,10 @@ class SpacyNER:
     batch_size: int = attrs.field(default=128, validator=attrs.validators.ge(1))
     labels: tuple[str, ...] = ()
     processes: int | None = attrs.field(default=None, validator=_PROCESSES, metadata=PLACED)
+
+    def model_version(self) -> str:
+        """spaCy's and the pipeline's versions (:func:`spacy_model_version`)."""
+        return spacy_model_version(self.model)
 
     def __call__(self, texts: Sequence[str], ctx: Context) -> tuple[tuple[Mention, ...], ...]:
         nlp = load_spacy(ctx, self.model, ("tok2vec", "ner"))

@@ -5,17 +5,14 @@
 The sentence graph is split → NER → key entities → embeddings → one matrix per edge layer;
 chunk mode is chunk → embeddings. An index is stored under the hash of its passages, its
 ``index:`` section and the format version, so it is rebuilt only when one of them changes;
-embeddings are cached the same way (by embedder and texts), so changing only an edge rule
-reuses them.
+what a build computes per text — a passage's sentences, a sentence's entities, a text's vector —
+is kept by text (:mod:`chainrag.index.stores`), so a text shared by several questions' indexes,
+or by recipes that differ only in an edge rule, is computed once.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,11 +25,14 @@ from chainrag.components.key_entities import entity_vocabulary
 from chainrag.core.context import Context
 from chainrag.core.device import cache_devices
 from chainrag.core.errors import ChainragError
-from chainrag.core.parts import parts
 from chainrag.core.paths import cache_root
 from chainrag.core.types import FloatArray, GraphInputs, Mention, Passage, ScoredEntity
 from chainrag.index.graph import FORMAT_VERSION, ChunkIndex, IndexFormatError, SentenceGraph
-from chainrag.protocols.index import Embedder, EmbedRole
+from chainrag.index.stores import AnnotationCache
+from chainrag.index.stores import EmbeddingCache as EmbeddingCache  # where callers found them
+from chainrag.index.stores import digest as digest
+from chainrag.index.stores import file_identities as file_identities
+from chainrag.protocols.index import Embedder
 from chainrag.recipes.recipe import IndexSpec
 from chainrag.recipes.structure import identity
 
@@ -59,58 +59,19 @@ def entity_name(mention: Mention) -> str:
     return re.sub(r"\s+", " ", mention.text).strip(" .,;:'\"()[]").casefold()
 
 
-def digest(payload: object) -> str:
-    """sha256 of the canonical JSON of ``payload``."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def file_identities(component: object) -> list[str]:
-    """The ``cache_identity()`` of every component inside ``component`` that has one: the
-    content hash of a file it reads (a trained adapter), so that retraining it into the same
-    path invalidates the cached embeddings and indexes built with it."""
-    return [str(part.cache_identity()) for _, part in parts(component)
-            if hasattr(part, "cache_identity")]  # fmt: skip
-
-
-class EmbeddingCache:
-    """Embeddings on disk as ``.npy`` files named by the hash of embedder, role and texts."""
-
-    def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or cache_root() / "embeddings"
-
-    def embed(
-        self, embedder: Embedder, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
-    ) -> FloatArray:
-        payload = {"embedder": identity(embedder), "role": role, "texts": list(texts)}
-        if files := file_identities(embedder):  # only then: older keys stay valid
-            payload["files"] = files
-        if devices := cache_devices(embedder):  # a GPU's vectors are keyed apart
-            payload["devices"] = devices
-        key = digest(payload)
-        path = self.folder / f"{key[:32]}.npy"
-        if path.is_file():
-            try:
-                cached: FloatArray = np.load(path, allow_pickle=False)
-                if cached.shape[0] == len(texts):
-                    return cached
-            except (OSError, ValueError):
-                pass  # a damaged file is rebuilt below
-        vectors = embedder(texts, ctx, role)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".npy.tmp")
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, vectors, allow_pickle=False)
-        os.replace(tmp, path)
-        return vectors
-
-
 class IndexCache:
-    """Built indexes on disk, one folder per (passages, ``index:`` section, format) hash."""
+    """Built indexes on disk, one folder per (passages, ``index:`` section, format) hash, and
+    beside them the stores of what a build computes per text (vectors, annotations)."""
 
-    def __init__(self, folder: Path | None = None, embeddings: EmbeddingCache | None = None):
+    def __init__(
+        self,
+        folder: Path | None = None,
+        embeddings: EmbeddingCache | None = None,
+        annotations: AnnotationCache | None = None,
+    ):
         self.folder = folder or cache_root() / "indexes"
         self.embeddings = embeddings or EmbeddingCache(self.folder.parent / "embeddings")
+        self.annotations = annotations or AnnotationCache(self.folder.parent / "annotations")
 
     def path_for(self, passages: Sequence[Passage], spec: IndexSpec) -> Path:
         payload = {
@@ -141,19 +102,32 @@ def _embed(
 
 
 def build_sentence_graph(
-    passages: Sequence[Passage], spec: IndexSpec, ctx: Context, embeddings: EmbeddingCache | None
+    passages: Sequence[Passage],
+    spec: IndexSpec,
+    ctx: Context,
+    embeddings: EmbeddingCache | None,
+    annotations: AnnotationCache | None = None,
 ) -> tuple[SentenceGraph, dict[str, float]]:
-    """Build a :class:`SentenceGraph` from ``passages`` as ``spec`` says; seconds per stage."""
+    """Build a :class:`SentenceGraph` from ``passages`` as ``spec`` says; seconds per stage.
+    With the stores, a text they hold is not split, tagged or embedded again."""
     if spec.splitter is None or spec.embedder is None:
         raise IndexBuildError("a sentence graph needs index.splitter and index.embedder")
     seconds: dict[str, float] = {}
     with _timed(seconds, "split"):
-        sentences = spec.splitter(passages, ctx)
+        sentences = (
+            annotations.sentences(spec.splitter, passages, ctx)
+            if annotations is not None
+            else spec.splitter(passages, ctx)
+        )
     texts = [s.text for s in sentences]
     names: list[list[str]] = [[] for _ in sentences]
     if spec.ner is not None:
         with _timed(seconds, "ner"):
-            mentions = spec.ner(texts, ctx)
+            mentions = (
+                annotations.mentions(spec.ner, texts, ctx)
+                if annotations is not None
+                else spec.ner(texts, ctx)
+            )
         names = [[n for n in map(entity_name, row) if n] for row in mentions]
     with _timed(seconds, "key_entities"):
         if spec.key_entities is not None:
@@ -220,7 +194,8 @@ def build_index(
     if chunked:
         index, seconds = build_chunk_index(passages, spec, ctx, embeddings)
     else:
-        index, seconds = build_sentence_graph(passages, spec, ctx, embeddings)
+        annotations = cache.annotations if cache is not None else None
+        index, seconds = build_sentence_graph(passages, spec, ctx, embeddings, annotations)
     if folder is not None:
         index.save(folder)
     return index, _report(index, seconds, cached=False)

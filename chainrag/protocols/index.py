@@ -23,7 +23,10 @@ EmbedRole = Literal["query", "passage"]
 
 @runtime_checkable
 class SentenceSplitter(Protocol):
-    """Passages → sentences with provenance (ChainRAG §3.1: nodes are sentences)."""
+    """Passages → sentences with provenance (ChainRAG §3.1: nodes are sentences).
+
+    A passage's sentences depend on its text only (not its title or neighbours): an index
+    build splits each distinct passage text once (:mod:`chainrag.index.stores`)."""
 
     def __call__(self, passages: Sequence[Passage], ctx: Context) -> tuple[Sentence, ...]: ...
 
@@ -37,9 +40,18 @@ class Chunker(Protocol):
 
 @runtime_checkable
 class NER(Protocol):
-    """Texts → the named-entity mentions of each text, aligned with the input."""
+    """Texts → the named-entity mentions of each text, aligned with the input; a text's
+    mentions depend on that text only (each distinct text is tagged once)."""
 
     def __call__(self, texts: Sequence[str], ctx: Context) -> tuple[tuple[Mention, ...], ...]: ...
+
+
+@runtime_checkable
+class VersionedModel(Protocol):
+    """A stage whose output depends on an installed model's version (a spaCy pipeline): the
+    stores of its per-text output (:mod:`chainrag.index.stores`) key on it."""
+
+    def model_version(self) -> str: ...
 
 
 @runtime_checkable

@@ -1,0 +1,211 @@
+"""Throughput against an API-like LLM: is chainrag's own CPU work the bottleneck?
+
+    .venv/bin/python bench/api_throughput.py [--recipes chainrag/ansint.yaml baselines/naive.yaml]
+        [--datasets musique long:musique] [--limit 30] [--concurrency 1 4 16 64]
+        [--latency fixed:1] [--bursts 60:2] [--baseline 61e250e] [--repeat 1] [--out FILE]
+
+Starts the one stand-in server (tests/fake_openai_server.py, in its own process: its CPU is not
+counted) with the latency given (``fixed:S``, or ``lognormal:MEDIAN:P99``, e.g. 1 s median and a
+5 s 99th percentile) and 429 bursts (``EVERY_S:FOR_S``), and answers every prompt with
+``standin_reply``. Then, for each code side — this checkout ("new") and the commit
+``--baseline`` ("old", exported with ``git archive`` into a temporary folder) — each recipe,
+dataset and ``--concurrency``, runs ``chainrag run RECIPE --dataset D --limit N --llm
+openai/stand-in --api-base URL --concurrency C`` in a fresh process from an empty
+``$CHAINRAG_CACHE``, and prints:
+
+* questions a minute (wall time of the whole process, start-up included);
+* CPU seconds a question: user + sys of the chainrag process (``os.wait4``), start-up included;
+* peak RSS;
+* the latency-bound ideal: the run's own LLM calls (its records' usage) × the stand-in's mean
+  latency ÷ the concurrency, but never less than the question with the most calls × the mean
+  latency; and the ratio ideal ÷ wall (1.0: chainrag adds nothing to the LLM's time);
+* the top stages by CPU: a sampler in the chainrag process (every 20 ms, every thread, a
+  thread waiting on a socket, a lock or a sleep not counted) attributes each sample to the
+  innermost stage on its stack (split, ner, embed, edges, rerank, store, llm client, ...).
+
+``--repeat 3`` runs each cell three times and prints the median. Results as JSON lines in
+``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = ROOT / "tests" / "fake_openai_server.py"
+
+SAMPLER = ROOT / "bench" / "stage_sampler.py"
+
+
+def note(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def mean_latency(spec: str) -> float:
+    """The stand-in's mean seconds an answer for ``--latency`` ``spec``."""
+    kind, *numbers = spec.split(":")
+    values = [float(n) for n in numbers]
+    if kind == "fixed":
+        return values[0]
+    median, p99 = values
+    sigma = math.log(p99 / median) / 2.326
+    return median * math.exp(sigma**2 / 2)
+
+
+@contextmanager
+def standin(latency: str, bursts: str, folder: Path) -> Iterator[str]:
+    """The stand-in server in its own process; yields its ``api_base``."""
+    port_file = folder / "port"
+    args = [sys.executable, str(SERVER), "--latency", latency, "--port-file", str(port_file)]
+    if bursts:
+        args += ["--bursts", bursts]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(args, env=env, cwd=ROOT)
+    try:
+        for _ in range(300):
+            if port_file.is_file() and port_file.read_text():
+                break
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port_file.read_text()}/v1"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def export(rev: str, folder: Path) -> Path:
+    """The tree of commit ``rev`` in ``folder`` (``git archive``: no worktree is registered)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def records(out_dir: Path, name: str = "predictions.jsonl") -> list[dict[str, Any]]:
+    """Every record of the run folders under ``out_dir`` (answered, or ``errors.jsonl``)."""
+    found = []
+    for path in out_dir.rglob(name):
+        found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return found
+
+
+def calls_of(record: dict[str, Any]) -> int:
+    usage = record.get("usage") or {}
+    return int(usage.get("calls", 0)) + int(usage.get("cache_hits", 0))
+
+
+def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
+            api_base: str, latency_s: float, work: Path) -> dict[str, Any]:  # fmt: skip
+    """One ``chainrag run`` in a fresh process from an empty cache; what the table shows."""
+    cache, out, stages = work / "cache", work / "runs", work / "stages.json"
+    limited = ["--limit", str(limit)] if limit else []
+    args = [sys.executable, str(SAMPLER), "run", str(code / "recipes" / recipe),
+            "--dataset", dataset, *limited, "--llm", "openai/stand-in",
+            "--api-base", api_base, "--concurrency", str(concurrency), "--out-dir", str(out),
+            "--no-report"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(code), "CHAINRAG_CACHE": str(cache),
+           "OPENAI_API_KEY": "stand-in", "BENCH_STAGES": str(stages),
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    start = time.perf_counter()
+    child = subprocess.Popen(args, env=env, cwd=work, stdout=subprocess.DEVNULL,
+                             stderr=(work / "stderr.txt").open("w"))  # fmt: skip
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    answered = records(out)
+    if not answered:
+        tail = (work / "stderr.txt").read_text()[-2000:]
+        raise RuntimeError(f"chainrag run failed ({child.returncode}) in {work}:\n{tail}")
+    calls = [calls_of(r) for r in answered]
+    ideal = max(sum(calls) * latency_s / concurrency, max(calls) * latency_s)
+    cpu = usage.ru_utime + usage.ru_stime
+    sampled = json.loads(stages.read_text()) if stages.is_file() else {}
+    return {"questions": len(answered), "wall_s": wall, "cpu_s": cpu,
+            "cpu_per_q": cpu / len(answered), "q_per_min": 60 * len(answered) / wall,
+            "peak_mib": usage.ru_maxrss / 1024, "calls_per_q": sum(calls) / len(answered),
+            "ideal_s": ideal, "ratio": ideal / wall, "stages": sampled,
+            "errors": len(records(out, "errors.jsonl")), "exit": child.returncode}  # fmt: skip
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over repeated runs (the stages of the median-CPU run)."""
+    middle = sorted(runs, key=lambda r: r["cpu_s"])[len(runs) // 2]
+    keys = [k for k, v in runs[0].items() if isinstance(v, int | float)]
+    return {**middle, **{k: statistics.median(r[k] for r in runs) for k in keys}}
+
+
+def top_stages(stages: dict[str, int], n: int = 4) -> str:
+    total = sum(stages.values()) or 1
+    ranked = sorted(stages.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{name} {100 * count / total:.0f}%" for name, count in ranked)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipes", nargs="+",
+                        default=["chainrag/ansint.yaml", "baselines/naive.yaml"])  # fmt: skip
+    parser.add_argument("--datasets", nargs="+", default=["musique", "long:musique"])
+    parser.add_argument("--limit", type=int, default=30, help="0: the dataset's slice as given")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--latency", default="fixed:1", help="fixed:S or lognormal:MEDIAN:P99")
+    parser.add_argument("--bursts", default="", help="EVERY_S:FOR_S of 429s (none by default)")
+    parser.add_argument("--baseline", default="61e250e", help="the old side's commit ('' none)")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="api-throughput-"))
+    sides = {"new": ROOT}
+    if args.baseline:
+        sides = {"old": export(args.baseline, work / "old"), **sides}
+    latency_s = mean_latency(args.latency)
+    print(f"stand-in latency {args.latency} (mean {latency_s:.2f} s), bursts "
+          f"{args.bursts or 'none'}; load average before: {os.getloadavg()[0]:.2f}")  # fmt: skip
+    header = (f"| {'recipe':<22} | {'dataset':<12} | {'conc':>4} | {'side':<4} | {'q/min':>6} | "
+              f"{'CPU s/q':>7} | {'peak MiB':>8} | {'ideal s':>7} | {'wall s':>7} | "
+              f"{'ratio':>5} | top stages by CPU")  # fmt: skip
+    print(header)
+    print("|" + "|".join("-" * (len(cell) + 0) for cell in header.split("|")[1:-1]) + "|---|")
+    with standin(args.latency, args.bursts, work) as api_base:
+        for recipe in args.recipes:
+            for dataset in args.datasets:
+                for concurrency in args.concurrency:
+                    for side, code in sides.items():
+                        runs = []
+                        for i in range(args.repeat):
+                            cell = work / f"{side}-{recipe.replace('/', '_')}-"\
+                                f"{dataset.replace(':', '_')}-{concurrency}-{i}"  # fmt: skip
+                            cell.mkdir(parents=True)
+                            note(f"running {side} {recipe} {dataset} c={concurrency} #{i + 1}")
+                            runs.append(one_run(code, recipe, dataset, args.limit, concurrency,
+                                                api_base, latency_s, cell))  # fmt: skip
+                        r = median_of(runs)
+                        print(f"| {recipe:<22} | {dataset:<12} | {concurrency:>4} | {side:<4} | "
+                              f"{r['q_per_min']:>6.1f} | {r['cpu_per_q']:>7.2f} | "
+                              f"{r['peak_mib']:>8.0f} | {r['ideal_s']:>7.1f} | "
+                              f"{r['wall_s']:>7.1f} | {r['ratio']:>5.2f} | "
+                              f"{top_stages(r['stages'])}"
+                              + (f" ({r['errors']} questions failed)" if r["errors"] else "")
+                              + (f" (exit code {r['exit']})" if r["exit"] else ""),
+                              flush=True)  # fmt: skip
+                        if args.out is not None:
+                            row = {"recipe": recipe, "dataset": dataset, "side": side,
+                                   "concurrency": concurrency, "latency": args.latency,
+                                   "bursts": args.bursts, "runs": runs, "median": r}  # fmt: skip
+                            with args.out.open("a") as fh:
+                                fh.write(json.dumps(row) + "\n")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

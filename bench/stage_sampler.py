@@ -1,0 +1,127 @@
+"""``chainrag`` with a sampler of where its CPU goes, by stage: bench/api_throughput.py's runner.
+
+    BENCH_STAGES=stages.json python bench/stage_sampler.py run RECIPE ...
+
+Every 20 ms every thread's stack is read (``sys._current_frames``); a thread waiting (on a
+socket, a lock, a queue: its innermost Python frame is in :data:`IDLE_FILES`) is not counted;
+a running one counts for the innermost stage on its stack (:data:`STAGES`), an embedding for
+whoever asked for it. The counts go to ``$BENCH_STAGES`` as JSON when the command ends. A C
+call that waits (``time.sleep``) counts for the Python function that made it: py-spy would tell
+them apart, this needs nothing installed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import os
+import sys
+import threading
+from types import FrameType
+
+STAGES = [  # (part of the frame's file, function or "", label): the innermost match wins
+    ("chainrag/components/spacy_nlp.py", "SpacySentences.__call__", "split (spaCy)"),
+    ("chainrag/components/spacy_nlp.py", "SpacyNER.__call__", "ner (spaCy)"),
+    ("chainrag/components/spacy_nlp.py", "load", "model loading"),
+    ("chainrag/components/embedders.py", "_model", "model loading"),
+    ("chainrag/components/embedders.py", "", "embed"),
+    ("chainrag/components/rerankers.py", "DenseRerank.__call__", "dense rerank"),
+    ("chainrag/components/edges.py", "", "edges"),
+    ("chainrag/components/key_entities.py", "", "key entities"),
+    ("chainrag/components/retrievers.py", "", "seed retrieval"),
+    ("chainrag/components/expanders.py", "", "graph expansion"),
+    ("chainrag/core/text_store.py", "", "vector/annotation store"),
+    ("chainrag/index/graph.py", "", "index save/load"),
+    ("chainrag/llm/cache.py", "", "LLM response cache"),
+    ("chainrag/llm/pacing.py", "", "LLM pacing"),
+    ("litellm/", "", "LLM client (litellm)"),
+    ("httpx/", "", "LLM client (litellm)"),
+    ("openai/", "", "LLM client (litellm)"),
+    ("chainrag/run/folder.py", "", "run records"),
+    ("chainrag/run/files.py", "", "run records"),
+    ("chainrag/core/progress.py", "", "progress bar"),
+    ("tqdm/", "", "progress bar"),
+    ("chainrag/data/", "", "dataset loading"),
+    ("chainrag/methods/", "", "method (other)"),
+    ("chainrag/components/", "", "components (other)"),
+    ("<frozen importlib", "", "imports"),
+]
+IDLE_FILES = ("socket.py", "ssl.py", "selectors.py", "threading.py", "queue.py",
+              "concurrent/futures/thread.py")  # a pool's worker waiting for work  # fmt: skip
+IDLE_FUNCS = {"wait", "sleep", "select", "poll", "recv_into", "readinto", "acquire", "accept",
+              "_wait_for_tstate_lock", "join", "recv"}  # fmt: skip
+counts: collections.Counter[str] = collections.Counter()
+
+
+def caller(frame: FrameType | None) -> str:
+    """Who asked for an embedding: the dense reranker, a query's retrieval, else an index build."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "rerankers.py" in name:
+            return "embed (dense rerank)"
+        if "judges.py" in name or "retrievers.py" in name:
+            return "embed (query)"
+        frame = frame.f_back
+    return "embed (index build)"
+
+
+def label(leaf: FrameType) -> str | None:
+    """The stage of a thread whose innermost frame is ``leaf``; None while it waits."""
+    if leaf.f_code.co_name in IDLE_FUNCS or leaf.f_code.co_filename.endswith(IDLE_FILES):
+        return None
+    frame: FrameType | None = leaf
+    while frame is not None:
+        code = frame.f_code
+        for part, func, stage in STAGES:
+            if part in code.co_filename and func in ("", code.co_qualname, code.co_name):
+                return caller(frame) if stage == "embed" else stage
+        frame = frame.f_back
+    return f"other ({where(leaf)})"
+
+
+def where(leaf: FrameType) -> str:
+    """The innermost chainrag module on the stack, else the leaf's package."""
+    frame: FrameType | None = leaf
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "/chainrag/" in name:
+            module = name.rsplit("/chainrag/", 1)[1].removesuffix(".py")
+            return "chainrag." + module.replace("/", ".")
+        frame = frame.f_back
+    name = leaf.f_code.co_filename
+    return name.rsplit("site-packages/", 1)[1].split("/")[0] if "site-packages/" in name else name
+
+
+STOP = threading.Event()
+
+
+def sample() -> None:
+    me = threading.get_ident()
+    while not STOP.wait(0.02):
+        for ident, frame in sys._current_frames().items():
+            try:
+                stage = label(frame) if ident != me else None
+            except Exception as err:  # a sample lost, never the sampler
+                stage = f"unsampled ({type(err).__name__})"
+            if stage is not None:
+                counts[stage] += 1
+
+
+def dump(sampler: threading.Thread) -> None:
+    """Stop sampling (before the interpreter tears threads down) and write the counts."""
+    STOP.set()
+    sampler.join()
+    with open(os.environ["BENCH_STAGES"], "w") as fh:
+        json.dump(dict(counts), fh)
+
+
+if __name__ == "__main__":
+    sys.path.pop(0)  # bench/ itself: chainrag comes from $PYTHONPATH
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    atexit.register(dump, sampler)
+    from chainrag.cli import entry
+
+    sys.argv = ["chainrag", *sys.argv[1:]]
+    entry()
