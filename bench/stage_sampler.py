@@ -24,7 +24,7 @@ STAGES = [  # (part of the frame's file, function or "", label): the innermost m
     ("chainrag/components/spacy_nlp.py", "SpacySentences.__call__", "split (spaCy)"),
     ("chainrag/components/spacy_nlp.py", "SpacyNER.__call__", "ner (spaCy)"),
     ("chainrag/components/spacy_nlp.py", "load", "model loading"),
-    ("chainrag/components/embedders.py", "_model", "model loading"),
+    ("chainrag/components/embedders.py", "load", "model loading"),  # _model's loader
     ("chainrag/components/embedders.py", "", "embed"),
     ("chainrag/components/rerankers.py", "DenseRerank.__call__", "dense rerank"),
     ("chainrag/components/edges.py", "", "edges"),
