@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,8 @@ from hypothesis import strategies as st
 
 from chainrag.core.types import KnowledgeItem
 from chainrag.index.reservoir import Reservoir, ReservoirError
+
+from .processes import write_at_once
 
 
 def _vec(*values: float) -> np.ndarray:
@@ -50,13 +51,7 @@ def _writer(path: str, worker: int) -> None:
 def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite"
     Reservoir(path).close()
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_writer, args=(str(path), w)) for w in range(4)]
-    for process in workers:
-        process.start()
-    for process in workers:
-        process.join(timeout=120)
-        assert process.exitcode == 0
+    write_at_once(_writer, path)
     assert len(Reservoir(path)) == 100
 
 

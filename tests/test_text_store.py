@@ -4,7 +4,6 @@ judges take the index's vectors."""
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +27,8 @@ from chainrag.data.datasets import load_dataset
 from chainrag.index.build import IndexCache, build_index, build_sentence_graph
 from chainrag.index.stores import AnnotationCache, EmbeddingCache, space_of, stores
 from chainrag.recipes.recipe import IndexSpec
+
+from .processes import write_at_once
 
 SPEC = IndexSpec(
     embedder=HashedBagOfWords(dim=64),
@@ -179,13 +180,7 @@ def _writer(path: str, worker: int) -> None:
 def test_several_processes_write_at_once(tmp_path: Path) -> None:
     path = tmp_path / "vectors.sqlite"
     TextStore(path).close()
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_writer, args=(str(path), w)) for w in range(4)]
-    for process in workers:
-        process.start()
-    for process in workers:
-        process.join(timeout=120)
-        assert process.exitcode == 0
+    write_at_once(_writer, path)
     store = TextStore(path)
     assert len(store) == 4 * 15 + 15
     found = store.get("space", ["shared 1", "own 3 0"])

@@ -10,6 +10,7 @@ sees, logs or stores one, and masks every credential it can see out of error mes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -177,16 +178,13 @@ class LiteLLMBackend:
 
     def _attempt(self, request: LLMRequest, kwargs: dict[str, Any], litellm: Any) -> LLMResponse:
         """One attempt, in a turn of the pacer (when there is one)."""
-        if self.pacer is None:
-            started = time.perf_counter()
-            raw = litellm.completion(**kwargs)
-            return self._response(request, raw, time.perf_counter() - started, litellm)
         tokens = request_tokens(request)
-        with self.pacer.turn(tokens):
+        with self.pacer.turn(tokens) if self.pacer is not None else contextlib.nullcontext():
             started = time.perf_counter()
             raw = litellm.completion(**kwargs)
             response = self._response(request, raw, time.perf_counter() - started, litellm)
-        self.pacer.settle(tokens, response.usage)
+        if self.pacer is not None:
+            self.pacer.settle(tokens, response.usage)
         return response
 
     def _kwargs(self, request: LLMRequest, litellm: Any) -> dict[str, Any]:
