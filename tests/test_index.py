@@ -140,3 +140,34 @@ def test_index_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "0 built, 2 from the cache" in again.output
     bad = runner.invoke(app, ["index", "--recipe", str(recipe)])
     assert bad.exit_code == 2 and "exactly one of --dataset and --corpus" in bad.output
+
+
+def test_what_an_index_offers_is_told_by_its_protocols() -> None:
+    """An index's units, the vector indexes it keeps and a component's file identity are
+    optional parts told by ``isinstance`` on a Protocol, not by probing for an attribute."""
+    from scipy import sparse
+
+    from chainrag.components.linear_adapter import AdaptedEmbedder
+    from chainrag.core.types import Chunk, Passage, Sentence
+    from chainrag.index.corpus.store import CorpusIndex
+    from chainrag.index.graph import GraphView, units_of
+    from chainrag.protocols.parts import FileIdentified
+    from chainrag.protocols.retrieval import KeepsVectorIndexes
+
+    passage = Passage("p0", "Danube", "The Danube rises in Germany.")
+    sentence = Sentence(0, passage.text, 0, passage.title, 0, 0, len(passage.text))
+    vectors, embedder = np.zeros((1, 4), dtype=np.float32), HashedBagOfWords(dim=4)
+    graph = SentenceGraph(
+        passages=(passage,), sentences=(sentence,), embeddings=vectors, embedder=embedder,
+        entities=(), incidence=sparse.csr_matrix((1, 0)), key_entities=((),), layers={},
+    )  # fmt: skip
+    chunk = Chunk(0, passage.text, 0, passage.title, 0, 0, len(passage.text))
+    chunks = ChunkIndex((passage,), (chunk,), vectors, embedder)
+    assert units_of(graph) == units_of(GraphView(graph, sparse.csr_matrix((1, 1)))) == (sentence,)
+    assert units_of(chunks) == (chunk,)
+    with pytest.raises(TypeError, match="neither sentences nor chunks"):
+        units_of(embedder)  # type: ignore[arg-type]
+    assert issubclass(CorpusIndex, KeepsVectorIndexes)
+    assert not any(issubclass(c, KeepsVectorIndexes) for c in (SentenceGraph, ChunkIndex))
+    assert issubclass(AdaptedEmbedder, FileIdentified)
+    assert not issubclass(HashedBagOfWords, FileIdentified)

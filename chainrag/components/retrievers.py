@@ -22,7 +22,7 @@ from chainrag.components.vectors import query_vector
 from chainrag.core.context import Context
 from chainrag.core.types import FloatArray, Hit
 from chainrag.protocols.index import VectorIndex, VectorSearch
-from chainrag.protocols.retrieval import Reranker, Searchable
+from chainrag.protocols.retrieval import KeepsVectorIndexes, Reranker, Searchable
 from chainrag.recipes.registry import SEED_RETRIEVERS
 
 
@@ -76,10 +76,8 @@ def vector_index(index: Searchable, search: VectorSearch, ctx: Context) -> Vecto
     A corpus index keeps its vector indexes on disk (built once per search); for an index in
     memory one is built per index and kept in ``ctx.index_data`` while the index lives.
     """
-    opener = getattr(index, "vector_index", None)
-    if opener is not None:
-        found: VectorIndex = opener(search)
-        return found
+    if isinstance(index, KeepsVectorIndexes):
+        return index.vector_index(search)
     if isinstance(search, ExactSearch):
         return None
     embeddings = index.embeddings

@@ -26,6 +26,7 @@ from scipy import sparse
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Chunk, FloatArray, Passage, ScoredEntity, Sentence
 from chainrag.protocols.index import Embedder
+from chainrag.protocols.retrieval import Chunked, Searchable, Sentenced
 
 FORMAT_VERSION = 2
 
@@ -294,9 +295,10 @@ def _read_folder(folder: Path, kind: str) -> tuple[dict[str, Any], dict[str, np.
     return meta, arrays
 
 
-def units_of(index: object) -> Sequence[Any]:
-    """The retrievable units of a built index (a graph's sentences, or chunks), by unit index;
-    a :class:`GraphView` answers for its graph."""
-    inner = getattr(index, "graph", index)
-    units = getattr(inner, "sentences", None)
-    return units if units is not None else inner.chunks  # type: ignore[attr-defined,no-any-return]
+def units_of(index: Searchable) -> Sequence[Sentence | Chunk]:
+    """The retrievable units of a built index (its sentences, or its chunks), by unit index."""
+    if isinstance(index, Sentenced):
+        return index.sentences
+    if isinstance(index, Chunked):
+        return index.chunks
+    raise TypeError(f"{type(index).__name__} is an index of neither sentences nor chunks")

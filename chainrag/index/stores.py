@@ -36,6 +36,7 @@ from chainrag.core.paths import cache_root, llm_cache_path
 from chainrag.core.text_store import TextStore
 from chainrag.core.types import FloatArray, Mention, Passage, Sentence
 from chainrag.protocols.index import NER, Embedder, EmbedRole, SentenceSplitter, VersionedModel
+from chainrag.protocols.parts import FileIdentified
 from chainrag.recipes.structure import identity
 
 T = TypeVar("T")
@@ -57,8 +58,8 @@ def file_identities(component: object) -> list[str]:
     """The ``cache_identity()`` of every component inside ``component`` that has one: the
     content hash of a file it reads (a trained adapter), so that retraining it into the same
     path invalidates the cached embeddings and indexes built with it."""
-    return [str(part.cache_identity()) for _, part in parts(component)
-            if hasattr(part, "cache_identity")]  # fmt: skip
+    return [part.cache_identity() for _, part in parts(component)
+            if isinstance(part, FileIdentified)]  # fmt: skip
 
 
 def model_versions(component: object) -> list[str]:

@@ -11,6 +11,8 @@ component beyond its stage's call, checked with ``isinstance`` instead of ``geta
 - :class:`Searched`: a seed retriever with a vector search.
 - :class:`Named`: an integrator whose answer a recipe may name.
 - :class:`InProcesses`: a spaCy stage that may run in worker processes.
+- :class:`FileIdentified`: a component that reads a file (a trained adapter), whose content
+  hash the caches of what it computed key on.
 - :class:`Stateful`: a method that carries state from one question to the next (seed 004's
   knowledge reservoir), which a run declares, records and rolls back (:class:`RunState`).
 
@@ -78,6 +80,14 @@ class InProcesses(Protocol):
     """A stage that may run in worker processes (None: as many as the work warrants)."""
 
     processes: int | None
+
+
+@runtime_checkable
+class FileIdentified(Protocol):
+    """A component whose output follows a file it reads: ``cache_identity`` is the file's
+    content hash, so a file retrained into the same path invalidates what was cached."""
+
+    def cache_identity(self) -> str: ...
 
 
 @runtime_checkable

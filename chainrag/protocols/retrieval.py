@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from chainrag.core.types import Expansion, FloatArray, Hit, Sentence, Verdict
+from chainrag.core.types import Chunk, Expansion, FloatArray, Hit, Sentence, Verdict
 
 if TYPE_CHECKING:
     from chainrag.core.context import Context
-    from chainrag.protocols.index import Embedder
+    from chainrag.protocols.index import Embedder, VectorIndex, VectorSearch
 
 
 @runtime_checkable
@@ -45,6 +45,23 @@ class Sentenced(Searchable, Protocol):
 
     @property
     def sentences(self) -> Sequence[Sentence]: ...
+
+
+@runtime_checkable
+class Chunked(Searchable, Protocol):
+    """A searchable index whose units are word chunks with their provenance (NaiveRAG's
+    index, the "w/o Graph" ablation)."""
+
+    @property
+    def chunks(self) -> Sequence[Chunk]: ...
+
+
+@runtime_checkable
+class KeepsVectorIndexes(Protocol):
+    """An index that keeps its own vector indexes (a corpus index: on disk, built once per
+    search); retrieval asks it for one instead of building one over its embeddings."""
+
+    def vector_index(self, search: VectorSearch) -> VectorIndex: ...
 
 
 @runtime_checkable
