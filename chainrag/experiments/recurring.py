@@ -47,9 +47,8 @@ from chainrag.data.names import dataset_path
 from chainrag.experiments.shares import grouped
 from chainrag.index.build import IndexCache
 from chainrag.llm.prompts import load_prompt
-from chainrag.methods.seeds import FourModule
 from chainrag.protocols.llm import LLM
-from chainrag.protocols.parts import RunState, Stateful
+from chainrag.protocols.parts import RunState, Stateful, StateInFile
 from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import LineWriter, RunError, finished, locked, write_json
 from chainrag.run.folder import RUN_FILE, RunDir
@@ -105,13 +104,15 @@ class RecurringError(ChainragError):
 
 
 def with_reservoir(recipe: Recipe, path: Path | None) -> Recipe:
-    """``recipe`` with its four_module method's reservoir set to ``path`` (None: no memory)."""
-    if not isinstance(recipe.method, FourModule):
+    """``recipe`` with its method's reservoir set to ``path`` (None: no memory): a method whose
+    cross-question state is a file (:class:`~chainrag.protocols.parts.StateInFile`)."""
+    if not isinstance(recipe.method, StateInFile):
         raise RecurringError(
-            f"recipe {recipe.name!r} has method {type(recipe.method).__name__}; the recurring "
-            "experiment needs four_module (recipes/seeds/four_module.yaml)"
+            f"recipe {recipe.name!r} has method {type(recipe.method).__name__}, which keeps no "
+            "knowledge reservoir; the recurring experiment needs four_module "
+            "(recipes/seeds/four_module.yaml)"
         )
-    method = attrs.evolve(recipe.method, reservoir=None if path is None else str(path))
+    method = recipe.method.state_in(None if path is None else str(path))
     return attrs.evolve(recipe, method=method)
 
 

@@ -279,6 +279,10 @@ class FourModule:
                 items.setdefault(u, KnowledgeItem(index.texts[u], units[u].title, source=u))
         return list(items.values())
 
+    def state_in(self, path: str | None) -> FourModule:
+        """This method with its reservoir at ``path`` (None: no reservoir, always retrieving)."""
+        return attrs.evolve(self, reservoir=path)
+
     def run_state(self, ctx: Context) -> ReservoirState | None:
         """The reservoir as the run's cross-question state (None without one)."""
         reservoir = self._reservoir(ctx)

@@ -14,7 +14,9 @@ component beyond its stage's call, checked with ``isinstance`` instead of ``geta
 - :class:`FileIdentified`: a component that reads a file (a trained adapter), whose content
   hash the caches of what it computed key on.
 - :class:`Stateful`: a method that carries state from one question to the next (seed 004's
-  knowledge reservoir), which a run declares, records and rolls back (:class:`RunState`).
+  knowledge reservoir), which a run declares, records and rolls back (:class:`RunState`);
+  :class:`StateInFile`: one whose state is a file its recipe names, which an experiment may
+  move (the recurring-question experiment's reservoir in its folder).
 
 Layer: protocols (the bottom): it names no upper layer, even for type checkers, so a recipe
 check takes the recipe as ``Any`` (each component's ``check_recipe`` types it as
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from chainrag.core.context import Context
     from chainrag.protocols.index import VectorSearch
     from chainrag.protocols.knowledge import KnowledgeFilter
+    from chainrag.protocols.method import Method
     from chainrag.protocols.retrieval import SufficiencyJudge
 
 
@@ -110,3 +113,12 @@ class Stateful(Protocol):
     """A method with cross-question state: ``run_state`` gives it (None: none this time)."""
 
     def run_state(self, ctx: Context) -> RunState | None: ...
+
+
+@runtime_checkable
+class StateInFile(Stateful, Protocol):
+    """A stateful method whose state is a file its recipe names: ``state_in`` is the same
+    method with its state in the file at ``path`` (None: with no state, a method that
+    remembers nothing)."""
+
+    def state_in(self, path: str | None) -> Method: ...
