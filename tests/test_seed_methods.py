@@ -5,7 +5,10 @@ point here, the flows are)."""
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -290,7 +293,7 @@ def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
     recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
     examples = load_dataset("musique", 2)
     llm = recurring_llm(examples)
-    outcomes = rec.run(recipe, examples, llm, tmp_path / "memory.sqlite")
+    outcomes = rec.run(recipe, "musique", examples, llm, tmp_path / "experiment")
     by_phase: dict[str, list[rec.Outcome]] = {}
     for outcome in outcomes:
         by_phase.setdefault(outcome.phase, []).append(outcome)
@@ -309,8 +312,13 @@ def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
         "| asked again, with the reservoir |" in text and "external knowledge items saved" in text
     )
     assert "−" in text or "-" in text
+    assert rec.run(recipe, "musique", examples, llm, tmp_path / "experiment") == outcomes
+    (tmp_path / "other").mkdir()  # a reservoir this experiment did not fill
+    Reservoir(tmp_path / "other" / rec.RESERVOIR).add(
+        [KnowledgeItem("Henry", "Danube")], np.ones((1, 4)), embedder="hashed"
+    )
     with pytest.raises(rec.RecurringError, match="starts from an empty reservoir"):
-        rec.run(recipe, examples, llm, tmp_path / "memory.sqlite")
+        rec.run(recipe, "musique", examples, llm, tmp_path / "other")
     with pytest.raises(rec.RecurringError, match="needs four_module"):
         rec.with_reservoir(seed_recipe(tmp_path, "tree"), None)
 
@@ -318,26 +326,30 @@ def test_recurring_experiment_with_a_scripted_llm(tmp_path: Path) -> None:
 def test_recurring_experiment_with_a_relative_reservoir_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The CLI passes OUT/recurring-DATASET/reservoir.sqlite, relative to the working
-    directory: the method must write that very file (not one under the cache folder), and
-    each outcome must record its newest item id, which a resume rolls back to."""
+    """The CLI passes OUT/recurring-DATASET, relative to the working directory: the method
+    must write its reservoir.sqlite (not one under the cache folder), and each outcome must
+    record its newest item id, which a resume rolls back to."""
     from chainrag.experiments import recurring as rec
 
     recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
     examples = load_dataset("musique", 1)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path / "cache"))
-    outcomes = rec.run(recipe, examples, recurring_llm(examples), Path("out") / rec.RESERVOIR)
+    outcomes = rec.run(recipe, "musique", examples, recurring_llm(examples), Path("out"))
     assert (tmp_path / "out" / rec.RESERVOIR).is_file()
     assert not list((tmp_path / "cache").rglob(rec.RESERVOIR))
     assert outcomes[0].reservoir_last_id > 0
 
 
-def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
-    """Cut off right after a question wrote to the reservoir but before its outcome was
+def test_recurring_experiment_resumes_after_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut off right after a question wrote to the reservoir but before its line was
     recorded, the experiment resumes on the same folder: the reservoir is rolled back, that
     question is asked again, and the outcomes equal those of an uninterrupted run."""
     from chainrag.experiments import recurring as rec
+    from chainrag.run.files import LineWriter
+    from chainrag.run.folder import RunDir
 
     recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
     examples = load_dataset("musique", 2)
@@ -347,38 +359,44 @@ def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
                  o.calls) for o in outcomes]  # fmt: skip
 
     whole = tmp_path / "whole"
-    assert rec.open_folder(whole, recipe, "musique", examples)[0] == []
+    assert rec.open_folder(whole, recipe, "musique", examples) == []
     llm = recurring_llm(examples)
-    reference = rec.run(recipe, examples, llm, whole / rec.RESERVOIR,
+    reference = rec.run(recipe, "musique", examples, llm, whole,
                         reworded=rec.folder_paraphrases(whole, examples, llm))  # fmt: skip
 
-    class CrashError(Exception):
+    class CrashError(BaseException):  # a kill: no handler sees it
         pass
+
+    def crash_at(qid: str) -> None:
+        append = LineWriter.append
+
+        def crashing(writer: LineWriter, record: Mapping[str, Any]) -> None:
+            if writer.path.name == "predictions.jsonl" and record["id"] == qid:
+                raise CrashError  # after its reservoir writes, before its line is recorded
+            append(writer, record)
+
+        monkeypatch.setattr(LineWriter, "append", crashing)
 
     folder = tmp_path / "cut"
     rec.open_folder(folder, recipe, "musique", examples)
-
-    def record_then_crash(outcome: rec.Outcome) -> None:
-        if outcome.qid == examples[1].qid:  # the first ask of the second question
-            raise CrashError  # after its reservoir writes, before its outcome is recorded
-        with (folder / rec.OUTCOMES).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(attrs.asdict(outcome)) + "\n")
-
     first_llm = recurring_llm(examples)
     reworded = rec.folder_paraphrases(folder, examples, first_llm)
+    crash_at(examples[1].qid)  # the first ask of the second question
     with pytest.raises(CrashError):
-        rec.run(recipe, examples, first_llm, folder / rec.RESERVOIR, reworded=reworded,
-                on_outcome=record_then_crash)  # fmt: skip
+        rec.run(recipe, "musique", examples, first_llm, folder, reworded=reworded)
+    monkeypatch.undo()
     # a crash mid-write leaves a torn last line: it is cut on resume
-    with (folder / rec.OUTCOMES).open("a", encoding="utf-8") as fh:
-        fh.write('{"phase": "asked ag')
-    done, torn = rec.open_folder(folder, recipe, "musique", examples)
-    assert torn == len(b'{"phase": "asked ag')  # the bytes it cut
+    first_phase = rec.phase_folder(folder, rec.PHASES[0])
+    with (first_phase / "predictions.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"id": "2hop__')
+    done = rec.open_folder(folder, recipe, "musique", examples)
     assert [(o.phase, o.qid) for o in done] == [(rec.PHASES[0].name, examples[0].qid)]
     assert Reservoir(folder / rec.RESERVOIR).last_id() > done[0].reservoir_last_id
     again_llm = recurring_llm(examples)
-    resumed = rec.run(recipe, examples, again_llm, folder / rec.RESERVOIR, done=done,
+    resumed = rec.run(recipe, "musique", examples, again_llm, folder,
                       reworded=rec.folder_paraphrases(folder, examples, again_llm))  # fmt: skip
+    ended = RunDir(first_phase).meta().sessions[-1].end
+    assert ended is not None and ended.torn_bytes_repaired == len(b'{"id": "2hop__')
     assert "paraphrase" not in prompts(again_llm)  # the stored paraphrases were used
     assert essence(resumed) == essence(reference)
     assert len(Reservoir(folder / rec.RESERVOIR)) == len(Reservoir(whole / rec.RESERVOIR))
@@ -386,25 +404,21 @@ def test_recurring_experiment_resumes_after_a_crash(tmp_path: Path) -> None:
     # cut off in the very first question: nothing recorded, but the reservoir has its items
     first = tmp_path / "first"
     rec.open_folder(first, recipe, "musique", examples)
-
-    def crash_at_once(outcome: rec.Outcome) -> None:
-        raise CrashError
-
+    crash_at(examples[0].qid)
     with pytest.raises(CrashError):
-        rec.run(recipe, examples, recurring_llm(examples), first / rec.RESERVOIR,
-                reworded=reworded, on_outcome=crash_at_once)  # fmt: skip
+        rec.run(recipe, "musique", examples, recurring_llm(examples), first, reworded=reworded)
+    monkeypatch.undo()
     assert len(Reservoir(first / rec.RESERVOIR)) > 0
-    assert rec.open_folder(first, recipe, "musique", examples)[0] == []
-    with pytest.raises(rec.RecurringError, match="starts from an empty reservoir"):
-        rec.run(recipe, examples, again_llm, first / rec.RESERVOIR, reworded=reworded)
-    from_start = rec.run(recipe, examples, recurring_llm(examples), first / rec.RESERVOIR,
-                         reworded=reworded, resume=True)  # fmt: skip
+    assert rec.open_folder(first, recipe, "musique", examples) == []
+    from_start = rec.run(recipe, "musique", examples, recurring_llm(examples), first,
+                         reworded=reworded)  # fmt: skip
     assert essence(from_start) == essence(reference)
 
     with pytest.raises(rec.RecurringError, match="holds another recurring experiment"):
         rec.open_folder(folder, recipe, "musique", examples[:1])
+    shutil.copytree(folder / rec.PHASES_DIR, tmp_path / "nowhere" / rec.PHASES_DIR)
     with pytest.raises(rec.RecurringError, match="is missing"):
-        rec.run(recipe, examples, again_llm, tmp_path / "nowhere.sqlite", done=done)
+        rec.run(recipe, "musique", examples, again_llm, tmp_path / "nowhere")
 
 
 def test_a_recurring_experiment_folder_is_a_run_folder(tmp_path: Path) -> None:
@@ -448,11 +462,14 @@ def test_a_recurring_experiment_folder_is_a_run_folder(tmp_path: Path) -> None:
     # a question that fails mid-way leaves nothing in the reservoir
     failing = ScriptedLLM({**llm.script, "cxtint": lambda r: str(1 / 0)})
     cut = tmp_path / "cut"
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(rec.RecurringError, match=r"first ask .*2 question\(s\) failed"):
         rec.in_folder(cut, recipe, "musique", examples, lambda: nullcontext(failing))
     assert Reservoir(cut / rec.RESERVOIR).last_id() == 0
     ended = RunDir(cut).meta().sessions[-1].end
-    assert ended is not None and ended.stopped == "ZeroDivisionError: division by zero"
+    assert ended is not None and ended.stopped is not None
+    assert ended.stopped.startswith("RecurringError: first ask (fills the reservoir): 2 ")
+    failed = RunDir(rec.phase_folder(cut, rec.PHASES[0])).errors()
+    assert [e.error for e in failed] == ["ZeroDivisionError"] * 2
 
 
 def test_an_experiment_folder_of_an_earlier_version_reads_back_but_is_not_resumed() -> None:
@@ -468,6 +485,7 @@ def test_recurring_command_resumes_and_refuses_another_experiment(tmp_path: Path
     from typer.testing import CliRunner
 
     from chainrag.cli.main import app
+    from chainrag.experiments import recurring as rec
 
     from .fake_openai_server import FakeOpenAI, serve
 
@@ -485,12 +503,12 @@ def test_recurring_command_resumes_and_refuses_another_experiment(tmp_path: Path
         first = runner.invoke(app, args)
         assert first.exit_code == 0, first.output
         folder = tmp_path / "runs" / "recurring-musique"
-        assert (folder / "outcomes.jsonl").read_text().count("\n") == 5
+        assert len(rec.phase_outcomes(folder)) == 5
         assert "| asked again, with the reservoir |" in (folder / "table.md").read_text()
         again = runner.invoke(app, args)
         assert again.exit_code == 0, again.output
         assert "resuming, 5 of 5 question-phases already done" in again.output
-        assert (folder / "outcomes.jsonl").read_text().count("\n") == 5
+        assert len(rec.phase_outcomes(folder)) == 5
         other = runner.invoke(app, [*args[:5], "2", *args[6:]])
         assert other.exit_code == 1
         assert "holds another recurring experiment" in other.output

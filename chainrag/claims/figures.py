@@ -201,9 +201,8 @@ def recurring(folder: Path) -> Figure:
     """A stored recurring-question experiment: the time the reservoir saves on questions asked
     again and paraphrased (%), and the F1 change, from its outcomes."""
     from chainrag.experiments import recurring as rec
-    from chainrag.run.files import finished
 
-    outcomes, _ = finished(folder / rec.OUTCOMES, rec.read_outcome, repair=False)
+    outcomes = rec.outcomes_in(folder)
     by = {r.phase: r for r in rec.summary(outcomes)}
     out: Figure = {"questions": by["first ask (fills the reservoir)"].n}
     for kind in ("asked again", "paraphrased"):

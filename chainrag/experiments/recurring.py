@@ -3,35 +3,41 @@
 N questions are asked once with an empty reservoir (which fills it), then asked again — the
 same words, and paraphrased by the LLM — with the reservoir and, as the reference, without it
 (always retrieving). For each phase: F1, EM, seconds per question (the question's index is
-built beforehand, so this is the method's own time), external knowledge items per question
-(units retrieved from the index; a query the trigger serves from memory retrieves none), and
-the share of questions with at least one query served from memory. The paper (τ = 1.0 vs 0.6,
-θ = 3) reports −46% time on recurring questions (7.45 s → 3.97 s), 15.00 → 4.39 external
-items per question, and 53.5% → 53.0% hit rate (its answer-accuracy measure; we give F1/EM).
+built beforehand, so this is the method's own time and the index read from the cache, the
+same in every phase), external knowledge items per question (units retrieved from the index;
+a query the trigger serves from memory retrieves none), and the share of questions with at
+least one query served from memory. The paper (τ = 1.0 vs 0.6, θ = 3) reports −46% time on
+recurring questions (7.45 s → 3.97 s), 15.00 → 4.39 external items per question, and 53.5% →
+53.0% hit rate (its answer-accuracy measure; we give F1/EM).
 
 An experiment folder is a run folder (:class:`~chainrag.run.folder.RunDir`): ``run.json``
 (recipe and digest, dataset file and fingerprint, the questions, package versions, models, one
 entry per session, and ``experiment: recurring``) and ``recipe.yaml``; then
-``paraphrases.json``, ``outcomes.jsonl`` (one line per question and phase, written as each is
-done, in place of ``predictions.jsonl``), ``reservoir.sqlite`` and at the end ``table.md``.
+``paraphrases.json``, ``reservoir.sqlite``, ``phases/`` and at the end ``table.md``. Each phase
+is a run of :func:`chainrag.run.session.run_recipe` into its own run folder under ``phases/``
+(its ``run.json``, ``recipe.yaml`` with the phase's reservoir, ``predictions.jsonl``,
+``errors.jsonl``, ``state.json``), the recipe's method with its reservoir in the folder's
+``reservoir.sqlite`` or with none; the table is read from those records. The reservoir is the
+cross-question state the method declares (:class:`~chainrag.protocols.parts.Stateful`), which
+a run records and rolls back: each record carries its marker, a question that fails takes its
+writes with it, and a phase cut off mid-way resumes over the reservoir its recorded questions
+left. Phases run in order, each starting where the one before it ended, and a phase whose
+questions are all answered is not run again (its run would roll the reservoir back to its own
+end, taking the later phases' items with it).
 Started again on the same folder, :func:`in_folder` resumes as a run does: the folder locked,
-``run.json`` checked to describe this experiment, the outcomes recorded kept and a torn last
-line cut (:mod:`chainrag.run.files`). The reservoir is the cross-question state the method
-declares (:class:`~chainrag.protocols.parts.RunState`), handled as a run handles it
-(:func:`chainrag.run.session.guarded`): each outcome records its marker, a question that fails
-takes its writes with it, and a resume rolls the reservoir back to the last recorded marker
-(removing what a question cut off mid-way had written), so the question in flight is asked
-again exactly as it would have been. A folder made before the experiment was a run folder
-(``experiment.json``) reads back but is not resumed.
+``run.json`` checked to describe this experiment, each phase's answered questions kept and a
+torn last line cut (:mod:`chainrag.run.files`). A folder made before the experiment ran its
+phases as runs (``outcomes.jsonl``, one line per question and phase; or older still,
+``experiment.json``) reads back to its table (:func:`outcomes_in`) but is not resumed.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,9 +46,8 @@ import attrs
 from chainrag.components.answer_form import clean_answer
 from chainrag.core.context import Context, ModelStore
 from chainrag.core.credentials import redact
-from chainrag.core.errors import ChainragError, signal_name
-from chainrag.core.types import Prediction, QAExample
-from chainrag.data.metrics import qa_scores
+from chainrag.core.errors import ChainragError, Interrupted, signal_name
+from chainrag.core.types import QAExample
 from chainrag.data.names import dataset_path
 from chainrag.experiments.shares import grouped
 from chainrag.index.build import IndexCache
@@ -50,12 +55,12 @@ from chainrag.llm.prompts import load_prompt
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.parts import RunState, Stateful, StateInFile
 from chainrag.recipes.recipe import Recipe
-from chainrag.run.files import LineWriter, RunError, finished, locked, write_json
-from chainrag.run.folder import RUN_FILE, RunDir
+from chainrag.run.files import RunError, finished, locked, write_json
+from chainrag.run.folder import ERRORS, RUN_FILE, RunDir
 from chainrag.run.meta import RunIdentity, SessionEnd
-from chainrag.run.question import answer_question, searchable_index
-from chainrag.run.record import RecordError, plain, structured
-from chainrag.run.session import guarded
+from chainrag.run.question import searchable_index
+from chainrag.run.record import RecordError, RunRecord, structured
+from chainrag.run.session import STATE_FILE, SessionResult
 
 if TYPE_CHECKING:
     from chainrag.llm.cache import CacheMode
@@ -88,14 +93,16 @@ class Phase:
     name: str
     questions: str  # "original" | "paraphrased"
     memory: bool
+    folder: str
+    """Its run folder's name under the experiment's ``phases/``."""
 
 
 PHASES = (
-    Phase("first ask (fills the reservoir)", "original", True),
-    Phase("asked again, with the reservoir", "original", True),
-    Phase("asked again, no reservoir", "original", False),
-    Phase("paraphrased, with the reservoir", "paraphrased", True),
-    Phase("paraphrased, no reservoir", "paraphrased", False),
+    Phase("first ask (fills the reservoir)", "original", True, "1-first-ask"),
+    Phase("asked again, with the reservoir", "original", True, "2-again-reservoir"),
+    Phase("asked again, no reservoir", "original", False, "3-again-no-reservoir"),
+    Phase("paraphrased, with the reservoir", "paraphrased", True, "4-paraphrased-reservoir"),
+    Phase("paraphrased, no reservoir", "paraphrased", False, "5-paraphrased-no-reservoir"),
 )
 
 
@@ -124,50 +131,134 @@ def paraphrase(question: str, llm: LLM) -> str:
 
 def run(
     recipe: Recipe,
+    dataset: str,
     examples: Sequence[QAExample],
     llm: LLM,
-    reservoir: Path,
+    folder: Path,
     *,
-    done: Sequence[Outcome] = (),
     reworded: Mapping[str, str] | None = None,
-    resume: bool = False,
-    on_outcome: Callable[[Outcome], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[Outcome]:
-    """All phases over ``examples``; returns ``done`` followed by the new outcomes.
+    """Every phase over ``examples`` (of ``dataset``), each a run folder under ``folder``
+    (``phases/``, :func:`phase_folder`) run by :func:`chainrag.run.session.run_recipe` over
+    the reservoir ``folder/reservoir.sqlite``; returns the outcomes of every phase.
 
-    ``done`` are the outcomes recorded so far, in order: each (phase, question) among them is
-    skipped. With ``done`` or ``resume`` (the reservoir file is this experiment's own), the
-    reservoir is first rolled back to the newest item id the last of them recorded (to empty
-    when none is), removing what a question cut off mid-way had written. Otherwise the
-    reservoir must be empty or not exist yet. ``reworded`` maps question ids to their
-    paraphrases (made with ``llm`` when not given).
+    A phase starts where the one before it ended: its run records the reservoir's marker at
+    its start and after each question, so a phase cut off is resumed over the reservoir the
+    questions before it left. A phase whose questions are all answered is not run again (its
+    run would roll the reservoir back to its own last question, taking the later phases'
+    items with it); one with a question that failed stops the experiment (the later phases
+    build on its reservoir). A new experiment starts from an empty reservoir. ``reworded``
+    maps question ids to their paraphrases (made with ``llm`` when not given);
+    ``progress(done, total, phase)`` is told after each question.
     """
+    from chainrag.run.jobs import run_into
+
     # absolute: the method resolves a relative reservoir path against the cache folder, this
     # function against the working directory; both must name the same file
-    reservoir = reservoir.resolve()
+    folder = folder.resolve()
+    reservoir = folder / RESERVOIR
     models, cache = ModelStore(), IndexCache()
-    state = restored_reservoir(recipe, reservoir, models, done, resume=resume)
-    indexes = {e.qid: searchable_index(recipe, e, models, cache) for e in examples}
+    check_reservoir(recipe, folder, models)
+    for example in examples:  # built beforehand: a phase times its method, not a build
+        searchable_index(recipe, example, models, cache)
     if reworded is None:
         reworded = paraphrases(examples, llm)
-    finished = {(o.phase, o.qid) for o in done}
-    outcomes = list(done)
+    total, before = len(examples) * len(PHASES), 0
     for phase in PHASES:
-        phased = with_reservoir(recipe, reservoir if phase.memory else None)
-        for example in examples:
-            if (phase.name, example.qid) in finished:
-                continue
-            asked = asked_in(phase, example, reworded)
-            started = time.perf_counter()
-            prediction, marker = guarded(state, partial(
-                answer_question, phased, asked, llm, models=models, index=indexes[example.qid]
-            ))  # fmt: skip
-            seconds = time.perf_counter() - started
-            outcome = outcome_of(phase, example, asked, prediction, seconds, marker)
-            outcomes.append(outcome)
-            if on_outcome:
-                on_outcome(outcome)
+        run_dir = RunDir(phase_folder(folder, phase))
+        if answered(run_dir) < len(examples):
+            asked = [asked_in(phase, e, reworded) for e in examples]
+            phased = with_reservoir(recipe, reservoir if phase.memory else None)
+            known = identity(phased, dataset, asked)
+            told = _told(progress, before, total, phase)
+            result = run_into(phased, None, run_dir.folder, dataset, asked, llm, width=1,
+                              slots=None, cache=cache, models=models, identity=known,
+                              experiment=EXPERIMENT, progress=told)  # fmt: skip
+            _raise_if_stopped(result, phase, run_dir)
+        before += answered(run_dir)
+    return phase_outcomes(folder)
+
+
+def answered(run_dir: RunDir) -> int:
+    """The questions with a line in a phase's run folder (none where it is not made yet)."""
+    return len(run_dir.records()[0]) if run_dir.predictions_path.exists() else 0
+
+
+def _told(
+    progress: Progress | None, before: int, total: int, phase: Phase
+) -> Callable[[str, int, int, dict[str, str]], None] | None:
+    """A phase run's progress as the experiment's: question-phases done of all."""
+    if progress is None:
+        return None
+    report = progress
+
+    def told(label: str, done: int, of: int, postfix: dict[str, str]) -> None:
+        report(before + done, total, phase.name)
+
+    return told
+
+
+def _raise_if_stopped(result: SessionResult, phase: Phase, run_dir: RunDir) -> None:
+    """Raise what ended a phase's session before all its questions were answered: the signal,
+    the run's error, or a :class:`RecurringError` for questions that failed."""
+    if result.interrupted is not None:
+        signum = signal.Signals[result.interrupted]
+        raise Interrupted(signum) if signum != signal.SIGINT else KeyboardInterrupt
+    if result.stopped is not None:
+        raise result.stopped
+    if result.failed:
+        raise RecurringError(
+            f"{phase.name}: {result.failed} question(s) failed ({run_dir.folder / ERRORS}); "
+            "the phases after it build on its reservoir, so the experiment stops here: run it "
+            "again to ask them again"
+        )
+
+
+def check_reservoir(recipe: Recipe, folder: Path, models: ModelStore) -> None:
+    """A new experiment in ``folder`` starts from an empty reservoir, and a begun one needs
+    its reservoir; a :class:`RecurringError` otherwise."""
+    reservoir = folder / RESERVOIR
+    begun = [RunDir(phase_folder(folder, p)) for p in PHASES if p.memory]
+    recorded = sum(answered(r) for r in begun)
+    if recorded and not reservoir.exists():
+        raise RecurringError(
+            f"{reservoir} is missing, but {recorded} outcomes are recorded: the reservoir "
+            "they filled is gone, so the experiment cannot resume; start it in a new folder"
+        )
+    if not (begun[0].folder / STATE_FILE).exists():
+        state = reservoir_state(recipe, reservoir, models)
+        if state.marker():
+            raise RecurringError(
+                f"{reservoir} holds items (the newest is #{state.marker()}): the experiment "
+                "starts from an empty reservoir"
+            )
+
+
+def phase_folder(folder: Path, phase: Phase) -> Path:
+    """The run folder of ``phase`` in the experiment's ``folder``."""
+    return folder / PHASES_DIR / phase.folder
+
+
+def phase_outcomes(folder: Path) -> list[Outcome]:
+    """The outcomes recorded in the phases' run folders of ``folder``, phase by phase, each
+    with the reservoir's marker after it (a phase without the reservoir leaves it as it was)."""
+    outcomes: list[Outcome] = []
+    marker = 0
+    for phase in PHASES:
+        run_dir = RunDir(phase_folder(folder, phase))
+        for record in run_dir.records()[0] if answered(run_dir) else []:
+            marker = next(iter((record.state or {}).values()), marker)
+            outcomes.append(outcome_of(phase, record, marker))
     return outcomes
+
+
+def outcomes_in(folder: Path) -> list[Outcome]:
+    """The outcomes stored in an experiment's ``folder``: its phases' run folders, or the
+    ``outcomes.jsonl`` of a folder an earlier chainrag made."""
+    if (folder / OUTCOMES).exists():
+        return finished(folder / OUTCOMES, read_outcome, repair=False)[0]
+    return phase_outcomes(folder)
 
 
 def asked_in(phase: Phase, example: QAExample, reworded: Mapping[str, str]) -> QAExample:
@@ -177,44 +268,16 @@ def asked_in(phase: Phase, example: QAExample, reworded: Mapping[str, str]) -> Q
     return example
 
 
-def outcome_of(
-    phase: Phase,
-    example: QAExample,
-    asked: QAExample,
-    prediction: Prediction,
-    seconds: float,
-    marker: int,
-) -> Outcome:
-    """What one answered question of ``phase`` records: its scores against ``example``'s
-    answers, its time, the external knowledge it retrieved, and the reservoir's marker."""
-    em, f1 = qa_scores(prediction.answer, example.answers)
+def outcome_of(phase: Phase, record: RunRecord, marker: int) -> Outcome:
+    """What one answered question of ``phase`` records: its scores, its time, the external
+    knowledge it retrieved, and the reservoir's marker after it."""
+    answer, steps = record.scored, record.trace.steps
     return Outcome(
-        phase.name, example.qid, asked.question, prediction.answer, em, f1, seconds,
-        retrievals=sum(len(s.retrieved) for s in prediction.steps if not s.from_memory),
-        from_memory=any(s.from_memory for s in prediction.steps), calls=prediction.usage.calls,
+        phase.name, record.id, record.question, answer.text, answer.em, answer.f1,
+        record.seconds, retrievals=sum(len(s.retrieved) for s in steps if not s.from_memory),
+        from_memory=any(s.from_memory for s in steps), calls=record.trace.usage.calls,
         reservoir_last_id=marker,
     )  # fmt: skip
-
-
-def restored_reservoir(
-    recipe: Recipe, reservoir: Path, models: ModelStore, done: Sequence[Outcome], *, resume: bool
-) -> RunState:
-    """The reservoir as :func:`run` starts over it: rolled back to the last of ``done``'s
-    markers (to empty when none is) with ``done`` or ``resume``, else checked to be empty."""
-    if done and not reservoir.exists():
-        raise RecurringError(
-            f"{reservoir} is missing, but {len(done)} outcomes are recorded: the reservoir "
-            "they filled is gone, so the experiment cannot resume; start it in a new folder"
-        )
-    state = reservoir_state(recipe, reservoir, models)
-    if done or resume:
-        state.rollback(done[-1].reservoir_last_id if done else 0)
-    elif state.marker():
-        raise RecurringError(
-            f"{reservoir} holds items (the newest is #{state.marker()}): the experiment "
-            "starts from an empty reservoir"
-        )
-    return state
 
 
 def reservoir_state(recipe: Recipe, reservoir: Path, models: ModelStore) -> RunState:
@@ -237,10 +300,14 @@ def paraphrases(examples: Sequence[QAExample], llm: LLM) -> dict[str, str]:
 
 MANIFEST = RUN_FILE
 OUTCOMES = "outcomes.jsonl"
+"""The outcomes of a folder an earlier chainrag made (one line per question and phase): read
+back for its table, not resumed."""
+PHASES_DIR = "phases"
 PARAPHRASES = "paraphrases.json"
 RESERVOIR = "reservoir.sqlite"
 EXPERIMENT = "recurring"
-"""The experiment's name in its folder's ``run.json`` (:attr:`RunMeta.experiment`)."""
+"""The experiment's name in its folder's ``run.json`` (:attr:`RunMeta.experiment`), and in
+its phases' run folders'."""
 LEGACY_MANIFEST = "experiment.json"
 """The description an experiment folder had before it was a run folder: such a folder reads
 back (its outcomes and table), but is not resumed."""
@@ -258,9 +325,8 @@ def open_folder(
     dataset: str,
     examples: Sequence[QAExample],
     recipe_path: Path | None = None,
-) -> tuple[list[Outcome], int]:
-    """Prepare ``folder`` for this experiment: the outcomes already recorded there, and the
-    bytes of a torn last outcome line it cut.
+) -> list[Outcome]:
+    """Prepare ``folder`` for this experiment: the outcomes already recorded there.
 
     The folder is a run folder (:class:`~chainrag.run.folder.RunDir`): a new one gets its
     ``run.json`` and ``recipe.yaml``; an existing one must hold the same experiment (recipe
@@ -269,16 +335,17 @@ def open_folder(
     """
     from chainrag.run.jobs import server_session
 
-    if (folder / LEGACY_MANIFEST).exists() and not (folder / MANIFEST).exists():
-        raise RecurringError(
-            f"{folder} was made by an earlier chainrag ({LEGACY_MANIFEST}): its outcomes and "
-            "table.md read back, but it is not resumed; pass another --out-dir"
-        )
+    for old in (LEGACY_MANIFEST, OUTCOMES):
+        if (folder / old).exists():
+            raise RecurringError(
+                f"{folder} was made by an earlier chainrag ({old}): its outcomes and table.md "
+                "read back, but it is not resumed; pass another --out-dir"
+            )
     if not (folder / MANIFEST).exists() and (
-        (folder / OUTCOMES).exists() or (folder / RESERVOIR).exists()
+        (folder / PHASES_DIR).exists() or (folder / RESERVOIR).exists()
     ):
         raise RecurringError(
-            f"{folder} has outcomes or a reservoir but no {MANIFEST}: it was not made by this "
+            f"{folder} has phases or a reservoir but no {MANIFEST}: it was not made by this "
             "version; pass another --out-dir"
         )
     folder.mkdir(parents=True, exist_ok=True)
@@ -291,7 +358,7 @@ def open_folder(
         )  # fmt: skip
     except RunError as exc:
         raise RecurringError(f"{folder} holds another recurring experiment ({exc})") from None
-    return finished(folder / OUTCOMES, read_outcome, repair=True)
+    return phase_outcomes(folder)
 
 
 def read_outcome(data: Any) -> Outcome:
@@ -336,40 +403,36 @@ def in_folder(
     recipe_path: Path | None = None,
 ) -> list[Outcome]:
     """The experiment in ``folder`` (see the module docstring), resumed where it stopped:
-    each outcome is a durable line of ``outcomes.jsonl`` as it is done, and ``table.md`` is
-    written at the end; the session's end (outcomes recorded, or the signal or error that
-    stopped it) goes into ``run.json``. The LLM is opened (``with open_llm() as llm``) once the
-    folder is known to hold this experiment."""
+    each phase's answers are durable lines of its run folder as they are done, and
+    ``table.md`` is written at the end; the session's end (question-phases answered, or the
+    signal or error that stopped it) goes into ``run.json``. The LLM is opened
+    (``with open_llm() as llm``) once the folder is known to hold this experiment."""
     report = progress or (lambda done, total, phase: None)
     with locked(folder):
-        done, torn = open_folder(folder, recipe, dataset, examples, recipe_path)
+        done = len(open_folder(folder, recipe, dataset, examples, recipe_path))
         total = len(examples) * len(PHASES)
-        report(len(done), total, "")
-        with (
-            _Session(folder, len(done), torn) as session,
-            open_llm() as llm,
-            LineWriter(folder / OUTCOMES) as writer,
-        ):
+        report(done, total, "")
+        with _Session(folder, done) as session, open_llm() as llm:
             reworded = folder_paraphrases(folder, examples, llm)
 
-            def record(outcome: Outcome) -> None:
-                writer.append(plain(outcome))
-                session.answered += 1
-                report(len(done) + session.answered, total, outcome.phase)
+            def told(now: int, total: int, phase: str) -> None:
+                if now > done + session.answered:
+                    session.answered = now - done
+                    report(now, total, phase)
 
-            outcomes = run(recipe, examples, llm, folder / RESERVOIR, done=done,
-                           reworded=reworded, resume=True, on_outcome=record)  # fmt: skip
+            outcomes = run(recipe, dataset, examples, llm, folder, reworded=reworded,
+                           progress=told)  # fmt: skip
         (folder / "table.md").write_text(table(outcomes, dataset) + "\n", encoding="utf-8")
     return outcomes
 
 
 class _Session:
     """One session of the experiment in its folder: on leaving, its end goes into
-    ``run.json``: the outcomes recorded, and the signal (Ctrl-C, SIGTERM) or the error that
-    stopped it, if one did."""
+    ``run.json``: the question-phases answered, and the signal (Ctrl-C, SIGTERM) or the error
+    that stopped it, if one did (each phase's run folder records its own sessions)."""
 
-    def __init__(self, folder: Path, resumed_from: int, torn: int) -> None:
-        self.folder, self.resumed_from, self.torn = folder, resumed_from, torn
+    def __init__(self, folder: Path, resumed_from: int) -> None:
+        self.folder, self.resumed_from = folder, resumed_from
         self.answered = 0
         self.started = time.perf_counter()
 
@@ -384,7 +447,7 @@ class _Session:
         RunDir(self.folder).finish_session(SessionEnd(
             finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), answered=self.answered, failed=0,
             resumed_from=self.resumed_from, wall_s=round(time.perf_counter() - self.started, 1),
-            torn_bytes_repaired=self.torn, interrupted=interrupted, stopped=stopped,
+            torn_bytes_repaired=0, interrupted=interrupted, stopped=stopped,
         ))  # fmt: skip
 
 

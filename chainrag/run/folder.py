@@ -19,9 +19,10 @@ recurring experiment's folders too). Each line is a typed record (:mod:`chainrag
 ``run.json`` a :class:`~chainrag.run.meta.RunMeta`.
 
 An experiment's folder is a run folder too (``chainrag experiment recurring``): its
-``run.json`` names the experiment and fixes the questions, and its results are its own files
-(:mod:`chainrag.experiments.recurring`), so ``chainrag run`` refuses the folder and
-``chainrag report`` and ``view`` leave it out.
+``run.json`` names the experiment and fixes the questions, and its results are the run folders
+of its phases below it, whose ``run.json`` names the experiment too
+(:mod:`chainrag.experiments.recurring`), so ``chainrag run`` refuses these folders and
+``chainrag report`` and ``view`` leave them out.
 """
 
 from __future__ import annotations

@@ -115,18 +115,21 @@ def index_identity(shared: Any) -> IndexIdentity:
 
 
 def run_into(
-    recipe: Recipe, path: Path, folder: Path, dataset: str, examples: Sequence[QAExample],
-    llm: Any, *, width: int, slots: int | None, cache: IndexCache | None, shared: Any = None,
-    progress: Progress | None = None, models: ModelStore | None = None,
-    say: Callable[[str], None] = lambda _: None, changes: tuple[str, ...] = (),
-    identity: RunIdentity | None = None,
+    recipe: Recipe, path: Path | None, folder: Path, dataset: str,
+    examples: Sequence[QAExample], llm: Any, *, width: int, slots: int | None,
+    cache: IndexCache | None, shared: Any = None, progress: Progress | None = None,
+    models: ModelStore | None = None, say: Callable[[str], None] = lambda _: None,
+    changes: tuple[str, ...] = (), identity: RunIdentity | None = None,
+    experiment: str | None = None,
 ) -> SessionResult:  # fmt: skip
-    """Run one recipe into ``folder`` and record the session's end, interrupted or not
+    """Run one recipe (read from ``path``; None: given as an object) into ``folder`` and record
+    the session's end, interrupted or not
     (``slots``: LLM requests in flight, None where ``llm`` limits itself below its response
     cache, as :func:`open_job_llm`'s does; ``models``: a model store already holding what the
     questions load, else a new one;
     ``say``: where a warning goes, such as a resumed run's changed llama.cpp build;
-    ``identity``: the run's as its plan computed it, else computed from the dataset's file)."""
+    ``identity``: the run's as its plan computed it, else computed from the dataset's file;
+    ``experiment``: the experiment the run is a part of, which its ``run.json`` records)."""
     if identity is None:
         about = index_identity(shared) if shared is not None else None
         identity = RunIdentity.of(recipe, dataset, dataset_path(dataset)[0], about)
@@ -150,6 +153,7 @@ def run_into(
             say=say,
             changes=changes,
             identity=identity,
+            experiment=experiment,
         )
         result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
                             models=models, cache=cache, index=shared,

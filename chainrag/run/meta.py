@@ -222,8 +222,9 @@ class RunMeta:
     """The question ids of a run whose questions are fixed when it starts
     (:attr:`RunIdentity.questions`); None for a run of ``chainrag run``."""
     experiment: str | None = None
-    """The experiment whose folder this is (``recurring``), whose results are its own files
-    (``outcomes.jsonl``, ``table.md``), not ``predictions.jsonl``; None for a run."""
+    """The experiment whose folder this is, or whose part (``recurring``: the experiment's
+    folder, whose results are its phases' run folders and ``table.md``, and each phase's run
+    folder), which ``chainrag run``, ``report`` and ``view`` leave alone; None for a run."""
 
 
 # --------------------------------------------------------------------------- JSON
