@@ -472,6 +472,47 @@ def test_a_recurring_experiment_folder_is_a_run_folder(tmp_path: Path) -> None:
     assert [e.error for e in failed] == ["ZeroDivisionError"] * 2
 
 
+def test_a_recurring_experiment_stopped_by_ctrl_c_resumes_where_it_stopped(tmp_path: Path) -> None:
+    """Ctrl-C in a phase ends that phase's run as it ends any run (the question in flight
+    finishes and is kept, its session recorded as interrupted), then the experiment's session
+    (recorded too); the same call again finishes it over the reservoir the first phase filled."""
+    import signal
+    import threading
+    import time
+    from contextlib import nullcontext
+
+    from chainrag.experiments import recurring as rec
+    from chainrag.run.folder import RunDir
+
+    recipe = seed_recipe(tmp_path, "four_module", "method:\n" + ONE_ENOUGH)
+    examples = load_dataset("musique", 2)
+    llm = recurring_llm(examples)
+    integrated: list[str] = []
+
+    def answer_then_stop(request: LLMRequest) -> str:
+        integrated.append(request.prompt_id)
+        if len(integrated) == 3:  # the second phase's first question: Ctrl-C in flight
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+            time.sleep(0.2)
+        return "Henry"
+
+    stopping = ScriptedLLM({**llm.script, "cxtint": answer_then_stop})
+    folder = tmp_path / "recurring-musique"
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rec.in_folder(folder, recipe, "musique", examples, lambda: nullcontext(stopping))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    ended = RunDir(folder).meta().sessions[-1].end
+    assert ended is not None and (ended.interrupted, ended.answered) == ("SIGINT", 3)
+    second = RunDir(rec.phase_folder(folder, rec.PHASES[1])).meta().sessions[-1].end
+    assert second is not None and (second.interrupted, second.answered) == ("SIGINT", 1)
+    outcomes = rec.in_folder(folder, recipe, "musique", examples, lambda: nullcontext(llm))
+    assert len(outcomes) == 2 * len(rec.PHASES)
+    assert all(o.from_memory for o in outcomes if o.phase == rec.PHASES[1].name)
+
+
 def test_an_experiment_folder_of_an_earlier_version_reads_back_but_is_not_resumed() -> None:
     from chainrag.experiments import recurring as rec
 
