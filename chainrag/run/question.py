@@ -11,6 +11,7 @@ the calls, cache hits, tokens, latency and cost it took, per prompt id.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from chainrag.core.context import Context, ModelStore
+from chainrag.core.device import cores
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Passage, Prediction, QAExample
 from chainrag.data.metrics import gold_items, qa_scores, retrieval_scores, title_retrieval_scores
@@ -62,14 +64,24 @@ def check_runnable(recipe: Recipe) -> None:
         )
 
 
+BUILDS = threading.BoundedSemaphore(cores())
+"""Questions' indexes built at once in a process: one a core. A build is CPU work (spaCy holds
+the GIL, the embedder a core): 64 questions in flight building at once thrash for the cores
+and the GIL, and none reaches its first LLM call before nearly all are built; in turns, the
+first questions' LLM calls wait on the network while later ones build (bench/api_throughput.py
+at ``--concurrency 64``, docs/benchmarks.md)."""
+
+
 def searchable_index(
     recipe: Recipe, example: QAExample, models: ModelStore, cache: IndexCache | None = None
 ) -> Searchable:
-    """The index of ``example``'s passages as the recipe's retrieval walks it."""
+    """The index of ``example``'s passages as the recipe's retrieval walks it (built in one of
+    the process's :data:`BUILDS`)."""
     check_runnable(recipe)
     assert recipe.index is not None
     assert recipe.retrieval is not None
-    index, _ = build_index(example.passages, recipe.index, Context(models=models), cache)
+    with BUILDS:
+        index, _ = build_index(example.passages, recipe.index, Context(models=models), cache)
     if isinstance(index, SentenceGraph):
         return index.view(recipe.retrieval.edge_weights or None)
     return index
