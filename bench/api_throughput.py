@@ -19,9 +19,13 @@ openai/stand-in --api-base URL --concurrency C`` in a fresh process from an empt
 * the latency-bound ideal: the run's own LLM calls (its records' usage) × the stand-in's mean
   latency ÷ the concurrency, but never less than the question with the most calls × the mean
   latency; and the ratio ideal ÷ wall (1.0: chainrag adds nothing to the LLM's time);
+* the CPU floor: the run's CPU seconds ÷ the cores, the wall time its own work needs at the
+  very least; where it exceeds the ideal, the CPU bounds the run, not the LLM;
 * the top stages by CPU: a sampler in the chainrag process (every 20 ms, every thread, a
   thread waiting on a socket, a lock or a sleep not counted) attributes each sample to the
-  innermost stage on its stack (split, ner, embed, edges, rerank, store, llm client, ...).
+  innermost stage on its stack (split, ner, embed, edges, rerank, store, llm client, ...);
+* the top waits: the share of the questions' time (their threads' samples) spent waiting in a
+  stage: for the LLM's reply (expected), or on a lock (the response cache's, the records').
 
 ``--repeat 3`` runs each cell three times and prints the median. Results as JSON lines in
 ``--out``.
@@ -47,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "fake_openai_server.py"
 
 SAMPLER = ROOT / "bench" / "stage_sampler.py"
+CORES = len(os.sched_getaffinity(0))
 
 
 def note(message: str) -> None:
@@ -131,10 +136,13 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
     ideal = max(sum(calls) * latency_s / concurrency, max(calls) * latency_s)
     cpu = usage.ru_utime + usage.ru_stime
     sampled = json.loads(stages.read_text()) if stages.is_file() else {}
+    question_samples = sampled.get("question_samples", 0) or 1
+    waits = {k: v / question_samples for k, v in sampled.get("waits", {}).items()}
     return {"questions": len(answered), "wall_s": wall, "cpu_s": cpu,
             "cpu_per_q": cpu / len(answered), "q_per_min": 60 * len(answered) / wall,
             "peak_mib": usage.ru_maxrss / 1024, "calls_per_q": sum(calls) / len(answered),
-            "ideal_s": ideal, "ratio": ideal / wall, "stages": sampled,
+            "ideal_s": ideal, "floor_s": cpu / CORES, "ratio": ideal / wall,
+            "stages": sampled.get("cpu", {}), "waits": waits,
             "errors": len(records(out, "errors.jsonl")), "exit": child.returncode}  # fmt: skip
 
 
@@ -151,18 +159,46 @@ def top_stages(stages: dict[str, int], n: int = 4) -> str:
     return ", ".join(f"{name} {100 * count / total:.0f}%" for name, count in ranked)
 
 
+def top_waits(waits: dict[str, float], n: int = 3) -> str:
+    """The ``n`` stages questions waited in longest, as shares of the questions' time."""
+    ranked = sorted(waits.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{name} {100 * share:.0f}%" for name, share in ranked) or "–"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipes", nargs="+",
-                        default=["chainrag/ansint.yaml", "baselines/naive.yaml"])  # fmt: skip
-    parser.add_argument("--datasets", nargs="+", default=["musique", "long:musique"])
-    parser.add_argument("--limit", type=int, default=30, help="0: the dataset's slice as given")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
-    parser.add_argument("--latency", default="fixed:1", help="fixed:S or lognormal:MEDIAN:P99")
+                        default=["chainrag/ansint.yaml", "baselines/naive.yaml"],
+                        help="recipe files under recipes/ (default: %(default)s)")  # fmt: skip
+    parser.add_argument("--datasets", nargs="+", default=["musique", "long:musique"],
+                        help="dataset names or slices, e.g. 'musique[60:80]' "
+                             "(default: %(default)s)")  # fmt: skip
+    parser.add_argument("--limit", type=int, default=30,
+                        help="questions a run; 0: the dataset's slice as given "
+                             "(default: %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        nargs="+",
+        default=[1, 4, 16, 64],
+        help="questions in flight, one run each (default: %(default)s)",
+    )
+    parser.add_argument("--latency", default="fixed:1",
+                        help="the stand-in's seconds a reply: fixed:S or lognormal:MEDIAN:P99 "
+                             "(default: %(default)s)")  # fmt: skip
     parser.add_argument("--bursts", default="", help="EVERY_S:FOR_S of 429s (none by default)")
-    parser.add_argument("--baseline", default="61e250e", help="the old side's commit ('' none)")
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--baseline", default="61e250e",
+                        help="the old side's commit, run beside this checkout; '' for none "
+                             "(default: %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs a cell; the table shows their median (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="a JSON-lines file each cell's runs are appended to"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="api-throughput-"))
     sides = {"new": ROOT}
@@ -170,12 +206,14 @@ def main() -> None:
         sides = {"old": export(args.baseline, work / "old"), **sides}
     latency_s = mean_latency(args.latency)
     print(f"stand-in latency {args.latency} (mean {latency_s:.2f} s), bursts "
-          f"{args.bursts or 'none'}; load average before: {os.getloadavg()[0]:.2f}")  # fmt: skip
+          f"{args.bursts or 'none'}; {CORES} cores; load average before: "
+          f"{os.getloadavg()[0]:.2f}")  # fmt: skip
     header = (f"| {'recipe':<22} | {'dataset':<12} | {'conc':>4} | {'side':<4} | {'q/min':>6} | "
-              f"{'CPU s/q':>7} | {'peak MiB':>8} | {'ideal s':>7} | {'wall s':>7} | "
-              f"{'ratio':>5} | top stages by CPU")  # fmt: skip
+              f"{'CPU s/q':>7} | {'peak MiB':>8} | {'ideal s':>7} | {'CPU floor s':>11} | "
+              f"{'wall s':>7} | {'ratio':>5} | top stages by CPU | "
+              "top waits (question time) |")  # fmt: skip
     print(header)
-    print("|" + "|".join("-" * (len(cell) + 0) for cell in header.split("|")[1:-1]) + "|---|")
+    print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     with standin(args.latency, args.bursts, work) as api_base:
         for recipe in args.recipes:
             for dataset in args.datasets:
@@ -193,8 +231,9 @@ def main() -> None:
                         print(f"| {recipe:<22} | {dataset:<12} | {concurrency:>4} | {side:<4} | "
                               f"{r['q_per_min']:>6.1f} | {r['cpu_per_q']:>7.2f} | "
                               f"{r['peak_mib']:>8.0f} | {r['ideal_s']:>7.1f} | "
-                              f"{r['wall_s']:>7.1f} | {r['ratio']:>5.2f} | "
-                              f"{top_stages(r['stages'])}"
+                              f"{r['floor_s']:>11.1f} | {r['wall_s']:>7.1f} | "
+                              f"{r['ratio']:>5.2f} | {top_stages(r['stages'])} | "
+                              f"{top_waits(r['waits'])} |"
                               + (f" ({r['errors']} questions failed)" if r["errors"] else "")
                               + (f" (exit code {r['exit']})" if r["exit"] else ""),
                               flush=True)  # fmt: skip
