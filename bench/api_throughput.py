@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/api_throughput.py [--recipes chainrag/ansint.yaml baselines/naive.yaml]
         [--datasets musique long:musique] [--limit 30] [--concurrency 1 4 16 64]
-        [--latency fixed:1] [--bursts 60:2] [--baseline 61e250e] [--repeat 1] [--out FILE]
+        [--latency fixed:1] [--bursts 60:2] [--baseline 61e250e] [--sides old new] [--repeat 1]
+        [--out FILE]
 
 Starts the one stand-in server (tests/fake_openai_server.py, in its own process: its CPU is not
 counted) with the latency given (``fixed:S``, or ``lognormal:MEDIAN:P99``, e.g. 1 s median and a
@@ -190,6 +191,8 @@ def main() -> None:
     parser.add_argument("--baseline", default="61e250e",
                         help="the old side's commit, run beside this checkout; '' for none "
                              "(default: %(default)s)")  # fmt: skip
+    parser.add_argument("--sides", nargs="+", choices=["old", "new"], default=["old", "new"],
+                        help="which code sides run (default: both)")  # fmt: skip
     parser.add_argument(
         "--repeat",
         type=int,
@@ -201,8 +204,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="api-throughput-"))
-    sides = {"new": ROOT}
-    if args.baseline:
+    sides = {"new": ROOT} if "new" in args.sides else {}
+    if args.baseline and "old" in args.sides:
         sides = {"old": export(args.baseline, work / "old"), **sides}
     latency_s = mean_latency(args.latency)
     print(f"stand-in latency {args.latency} (mean {latency_s:.2f} s), bursts "
