@@ -35,6 +35,7 @@ openai/stand-in --api-base URL --concurrency C`` in a fresh process from an empt
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -166,7 +167,8 @@ def top_waits(waits: dict[str, float], n: int = 3) -> str:
     return ", ".join(f"{name} {100 * share:.0f}%" for name, share in ranked) or "–"
 
 
-def main() -> None:
+def options() -> argparse.Namespace:
+    """The command line's options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipes", nargs="+",
                         default=["chainrag/ansint.yaml", "baselines/naive.yaml"],
@@ -202,7 +204,21 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=None, help="a JSON-lines file each cell's runs are appended to"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def table_row(recipe: str, dataset: str, concurrency: int, side: str, r: dict[str, Any]) -> str:
+    """A cell's line of the table (``r``: its median run)."""
+    return (f"| {recipe:<22} | {dataset:<12} | {concurrency:>4} | {side:<4} | "
+            f"{r['q_per_min']:>6.1f} | {r['cpu_per_q']:>7.2f} | {r['peak_mib']:>8.0f} | "
+            f"{r['ideal_s']:>7.1f} | {r['floor_s']:>11.1f} | {r['wall_s']:>7.1f} | "
+            f"{r['ratio']:>5.2f} | {top_stages(r['stages'])} | {top_waits(r['waits'])} |"
+            + (f" ({r['errors']} questions failed)" if r["errors"] else "")
+            + (f" (exit code {r['exit']})" if r["exit"] else ""))  # fmt: skip
+
+
+def main() -> None:
+    args = options()
     work = Path(tempfile.mkdtemp(prefix="api-throughput-"))
     sides = {"new": ROOT} if "new" in args.sides else {}
     if args.baseline and "old" in args.sides:
@@ -217,35 +233,25 @@ def main() -> None:
               "top waits (question time) |")  # fmt: skip
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
+    grid = itertools.product(args.recipes, args.datasets, args.concurrency, sides.items())
     with standin(args.latency, args.bursts, work) as api_base:
-        for recipe in args.recipes:
-            for dataset in args.datasets:
-                for concurrency in args.concurrency:
-                    for side, code in sides.items():
-                        runs = []
-                        for i in range(args.repeat):
-                            cell = work / f"{side}-{recipe.replace('/', '_')}-"\
-                                f"{dataset.replace(':', '_')}-{concurrency}-{i}"  # fmt: skip
-                            cell.mkdir(parents=True)
-                            note(f"running {side} {recipe} {dataset} c={concurrency} #{i + 1}")
-                            runs.append(one_run(code, recipe, dataset, args.limit, concurrency,
-                                                api_base, latency_s, cell))  # fmt: skip
-                        r = median_of(runs)
-                        print(f"| {recipe:<22} | {dataset:<12} | {concurrency:>4} | {side:<4} | "
-                              f"{r['q_per_min']:>6.1f} | {r['cpu_per_q']:>7.2f} | "
-                              f"{r['peak_mib']:>8.0f} | {r['ideal_s']:>7.1f} | "
-                              f"{r['floor_s']:>11.1f} | {r['wall_s']:>7.1f} | "
-                              f"{r['ratio']:>5.2f} | {top_stages(r['stages'])} | "
-                              f"{top_waits(r['waits'])} |"
-                              + (f" ({r['errors']} questions failed)" if r["errors"] else "")
-                              + (f" (exit code {r['exit']})" if r["exit"] else ""),
-                              flush=True)  # fmt: skip
-                        if args.out is not None:
-                            row = {"recipe": recipe, "dataset": dataset, "side": side,
-                                   "concurrency": concurrency, "latency": args.latency,
-                                   "bursts": args.bursts, "runs": runs, "median": r}  # fmt: skip
-                            with args.out.open("a") as fh:
-                                fh.write(json.dumps(row) + "\n")
+        for recipe, dataset, concurrency, (side, code) in grid:
+            runs = []
+            for i in range(args.repeat):
+                cell = work / f"{side}-{recipe.replace('/', '_')}-"\
+                    f"{dataset.replace(':', '_')}-{concurrency}-{i}"  # fmt: skip
+                cell.mkdir(parents=True)
+                note(f"running {side} {recipe} {dataset} c={concurrency} #{i + 1}")
+                runs.append(one_run(code, recipe, dataset, args.limit, concurrency,
+                                    api_base, latency_s, cell))  # fmt: skip
+            r = median_of(runs)
+            print(table_row(recipe, dataset, concurrency, side, r), flush=True)
+            if args.out is not None:
+                row = {"recipe": recipe, "dataset": dataset, "side": side,
+                       "concurrency": concurrency, "latency": args.latency,
+                       "bursts": args.bursts, "runs": runs, "median": r}  # fmt: skip
+                with args.out.open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -10,10 +10,9 @@ trained adapter behind one of these) is in :mod:`chainrag.components.linear_adap
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import attrs
@@ -103,9 +102,8 @@ class FlagModelEmbedder:
         model = self._model(ctx)
         on_cpu = model.device == "cpu"
         batch = min(self.batch_size, CPU_BATCH) if on_cpu else self.batch_size
-        with forward_threads(len(texts) >= ALL_CORES_FROM or not on_cpu):
-            vectors = in_batches(model, texts, role, self.max_length, batch)
-        return l2_normalise(vectors)
+        use_threads(len(texts) >= ALL_CORES_FROM or not on_cpu)
+        return l2_normalise(in_batches(model, texts, role, self.max_length, batch))
 
 
 @attrs.frozen
@@ -134,9 +132,8 @@ def load_encoder(path: str, pooling: str, query_instruction: str, device: str) -
     return Encoder(tokenizer, model, pooling, query_instruction, device)
 
 
-@contextlib.contextmanager
-def forward_threads(all_cores: bool) -> Iterator[None]:
-    """torch's intra-op threads for a job's forward passes: every core, or one
+def use_threads(all_cores: bool) -> None:
+    """Set torch's intra-op threads for a job's forward passes: every core, or one
     (:data:`ALL_CORES_FROM`). Process-wide, as torch's setting is; set, not restored, so that
     questions in flight that all want one thread do not undo each other."""
     import torch
@@ -144,13 +141,6 @@ def forward_threads(all_cores: bool) -> Iterator[None]:
     wanted = cores() if all_cores else 1
     if torch.get_num_threads() != wanted:
         torch.set_num_threads(wanted)
-    yield
-
-
-def one_batch(model: Encoder, texts: Sequence[str], role: EmbedRole, max_length: int) -> FloatArray:
-    """The vectors of a job that fits one batch, by one forward pass (:func:`in_batches` with
-    the whole job as its batch)."""
-    return in_batches(model, texts, role, max_length, max(1, len(texts)))
 
 
 def pooled(model: Encoder, hidden: Any, mask: Any) -> Any:
