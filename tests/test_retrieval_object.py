@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import attrs
 import pytest
@@ -79,6 +80,24 @@ def test_a_slow_model_load_does_not_hold_up_another_model() -> None:
     loader.join(10)
     assert store.get("slow", lambda: "again") == "slow" and len(store) == 2
     assert waited < 5  # generous: it waits for nothing; the old store waited for release
+
+
+def test_threads_sharing_an_empty_store_load_a_model_once() -> None:
+    store, loads, gate = ModelStore(), [], threading.Barrier(8)
+
+    def load() -> object:
+        loads.append(1)
+        time.sleep(0.05)  # the others arrive while this load runs
+        return object()
+
+    def ask() -> object:
+        gate.wait(10)
+        return store.get("minilm", load)
+
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: ask(), range(8)))
+    assert len(loads) == 1 and all(g is got[0] for g in got)
+    assert ModelStore()  # an empty store is still a store: never falsy
 
 
 def test_a_retriever_refuses_an_expander_over_an_index_without_a_graph() -> None:

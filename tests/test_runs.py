@@ -206,6 +206,25 @@ class SlowLLM:
         return LLMResponse("Paris", "slow", Usage(calls=1, prompt_tokens=5, completion_tokens=1))
 
 
+def test_questions_in_flight_share_the_runs_model_store_while_it_is_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty store was falsy, so ``models or ModelStore()`` gave each question a store of its
+    own until a model was loaded: over a warm vector store (no model loaded by the index)
+    several questions then loaded the embedder at once and lost to transformers' import race."""
+    import chainrag.run.question as question
+
+    def private_store() -> None:
+        raise AssertionError("a question made a model store of its own")
+
+    monkeypatch.setattr(question, "ModelStore", private_store)
+    recipe_path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 4)
+    run = start(tmp_path, recipe_path, recipe)
+    result = run_recipe(recipe, examples, run, gold_replier(examples), concurrency=4)
+    assert result.failed == 0 and result.answered == 4
+
+
 @pytest.mark.parametrize(("concurrency", "slots"), [(1, 1), (4, 1), (4, 2), (6, 6)])
 def test_concurrency_bounds_llm_requests_in_flight(
     tmp_path: Path, concurrency: int, slots: int

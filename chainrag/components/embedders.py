@@ -18,7 +18,7 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 
-from chainrag.core.context import Context, model_folder
+from chainrag.core.context import IMPORTS, Context, model_folder
 from chainrag.core.device import PLACED, Device, cores, resolve
 from chainrag.core.types import FloatArray
 from chainrag.protocols.index import EmbedRole
@@ -121,13 +121,14 @@ class Encoder:
 def load_encoder(path: str, pooling: str, query_instruction: str, device: str) -> Encoder:
     """The encoder in the folder ``path``, loaded as FlagModel loads it (``AutoTokenizer`` and
     ``AutoModel``, fp32) but without importing FlagEmbedding."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as transformers_logging
+    with IMPORTS:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
 
-    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path, dtype=torch.float32)
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModel.from_pretrained(path, dtype=torch.float32)
     model.to(device).eval()
     return Encoder(tokenizer, model, pooling, query_instruction, device)
 

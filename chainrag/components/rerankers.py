@@ -19,7 +19,7 @@ import attrs
 import numpy as np
 
 from chainrag.components.vectors import query_vector, text_vectors
-from chainrag.core.context import Context, model_folder
+from chainrag.core.context import IMPORTS, Context, model_folder
 from chainrag.core.device import PLACED, Device, resolve
 from chainrag.core.types import Hit
 from chainrag.protocols.index import Embedder
@@ -53,9 +53,10 @@ def cross_encoder(kind: str, model_path: str, ctx: Context, device: Device = "cp
     where = resolve(device, f"the {kind} component")
 
     def load() -> Any:
-        from sentence_transformers import CrossEncoder
+        with IMPORTS:
+            from sentence_transformers import CrossEncoder
 
-        return CrossEncoder(model_folder(kind, "model_path", model_path), device=where)
+            return CrossEncoder(model_folder(kind, "model_path", model_path), device=where)
 
     return ctx.models.get((kind, model_path, where), load)
 
@@ -66,10 +67,11 @@ def flag_reranker(model_path: str, ctx: Context, device: Device = "cpu") -> Any:
     where = resolve(device, "the flag_reranker component")
 
     def load() -> Any:
-        from FlagEmbedding import FlagReranker
-
         folder = model_folder("flag_reranker", "model_path", model_path)
-        return FlagReranker(folder, use_fp16=False, devices=where)
+        with IMPORTS:
+            from FlagEmbedding import FlagReranker
+
+            return FlagReranker(folder, use_fp16=False, devices=where)
 
     return ctx.models.get(("flag_reranker", model_path, where), load)
 

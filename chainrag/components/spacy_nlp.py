@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from chainrag.core.context import Context
+from chainrag.core.context import IMPORTS, Context
 from chainrag.core.device import PLACED, cores
 from chainrag.core.types import Mention, Passage, Sentence
 from chainrag.recipes.registry import NERS, SENTENCE_SPLITTERS
@@ -73,9 +73,10 @@ def load_spacy(ctx: Context, model: str, keep: tuple[str, ...]) -> Any:
     """The spaCy pipeline ``model`` with only the pipes in ``keep`` (loaded once per process)."""
 
     def load() -> Any:
-        import spacy
+        with IMPORTS:
+            import spacy
 
-        nlp = spacy.load(model)
+            nlp = spacy.load(model)
         for name in list(nlp.pipe_names) + list(nlp.disabled):
             if name not in keep:
                 nlp.remove_pipe(name)

@@ -22,11 +22,21 @@ from chainrag.protocols.retrieval import Retrieval, Searchable
 T = TypeVar("T")
 
 
+IMPORTS = threading.RLock()
+"""Held by a model loader around a heavy library's imports and its ``from_pretrained`` (which
+imports the model's modules lazily), whatever store or key asks: transformers' lazy modules are
+not safe to import from several threads at once, and two loaders with different keys (an
+embedder and a reranker) would otherwise import together. Re-entrant. A loader that imports
+nothing heavy does not take it, so its slow load holds up no other model."""
+
+
 class ModelStore:
     """Loads each heavy model once per key (e.g. loader name + model path), lazily.
 
     Components never load models at import or construction; they ask the store when first
-    called, so one process shares one copy of each model across components and questions.
+    called, so one process shares one copy of each model across components and questions. A
+    run makes one store and every question shares it, empty or not: a store is never falsy
+    (pass it on with ``is None`` checks).
     """
 
     def __init__(self) -> None:
@@ -54,7 +64,13 @@ class ModelStore:
             return model
 
     def __len__(self) -> int:
+        """How many models are loaded."""
         return len(self._models)
+
+    def __bool__(self) -> bool:
+        """Always true, empty or not: ``models or ModelStore()`` gave each question of a run a
+        private store while nothing was loaded yet, so that several loaded one model at once."""
+        return True
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ModelStore:
         """A model store is shared, never copied: copies of a context share its models."""

@@ -114,7 +114,7 @@ def answer_question(
     """
     check_runnable(recipe)
     assert recipe.method is not None
-    models = models or ModelStore()
+    models = models if models is not None else ModelStore()
     searchable = index if index is not None else searchable_index(recipe, example, models, cache)
     ledger = Ledger()
     ctx = Context(

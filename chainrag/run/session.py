@@ -160,7 +160,7 @@ def run_recipe(
     """
     started = time.perf_counter()
     records, torn = run.records(repair=True)
-    models = models or ModelStore()
+    models = models if models is not None else ModelStore()
     state = restored_state(recipe, run, records, models)
     if state is not None:
         concurrency = 1  # each question reads the state the one before it left
