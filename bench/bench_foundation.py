@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from chainrag.components.edges import adjacency_band
+from chainrag.components.index.edges import adjacency_band
 from chainrag.recipes.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent

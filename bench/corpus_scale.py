@@ -66,7 +66,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from chainrag.components.edges import (  # noqa: E402
+from chainrag.components.index.edges import (  # noqa: E402
     EntityCooccurrence,
     LayerTooLargeError,
     SimilarityTopK,
@@ -75,8 +75,8 @@ from chainrag.components.edges import (  # noqa: E402
     key_names,
     sentence_counts,
 )
-from chainrag.components.key_entities import BM25KeyEntities, entity_vocabulary  # noqa: E402
-from chainrag.components.search import (  # noqa: E402
+from chainrag.components.index.key_entities import BM25KeyEntities, entity_vocabulary  # noqa: E402
+from chainrag.components.retrieval.search import (  # noqa: E402
     BlockedIVF,
     ExactSearch,
     FaissHNSW,
@@ -585,8 +585,8 @@ def seeds(kind: str) -> Stage:
     def stage(inp: Inputs, config: Config) -> Measurement:
         import torch
 
-        from chainrag.components.embedders import FlagModelEmbedder
-        from chainrag.components.retrievers import DenseRerank
+        from chainrag.components.index.embedders import FlagModelEmbedder
+        from chainrag.components.retrieval.retrievers import DenseRerank
         from chainrag.core.context import Context
         from chainrag.data.datasets import load_dataset
 
@@ -686,8 +686,8 @@ def percentiles(values: list[float]) -> Percentiles:
 def encoders(_: Inputs | None, config: Config) -> Measurement:
     """Sentences/s of spaCy NER and of MiniLM (default threads) on evenly spaced real
     sentences."""
-    from chainrag.components.embedders import FlagModelEmbedder
-    from chainrag.components.spacy_nlp import SpacyNER
+    from chainrag.components.index.embedders import FlagModelEmbedder
+    from chainrag.components.index.spacy_nlp import SpacyNER
     from chainrag.core.context import Context
 
     with contextlib.closing(connect(Path(config.index))) as db:

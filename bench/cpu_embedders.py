@@ -103,7 +103,7 @@ def onnx_path(model: Path, threads: int) -> Callable[[Sequence[str], int], np.nd
     import onnxruntime as ort
     from transformers import AutoTokenizer
 
-    from chainrag.components.embedders import offline_minilm_path
+    from chainrag.components.index.embedders import offline_minilm_path
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
@@ -122,7 +122,7 @@ def onnx_path(model: Path, threads: int) -> Callable[[Sequence[str], int], np.nd
 
 
 def torch_path() -> Callable[[Sequence[str], int], np.ndarray]:
-    from chainrag.components.embedders import FlagModelEmbedder
+    from chainrag.components.index.embedders import FlagModelEmbedder
     from chainrag.core.context import Context
 
     ctx = Context()
@@ -137,7 +137,7 @@ def paths_of(threads: int) -> dict[str, Callable[[Sequence[str], int], np.ndarra
     """PyTorch's path and ONNX Runtime's three, the network exported and quantised anew."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from chainrag.components.embedders import offline_minilm_path
+    from chainrag.components.index.embedders import offline_minilm_path
 
     work = Path(tempfile.mkdtemp(prefix="cpu_embedders_"))
     fp32, int8 = work / "minilm.onnx", work / "minilm.int8.onnx"

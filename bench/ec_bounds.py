@@ -52,7 +52,7 @@ from scipy import sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag.components.edges import (
+from chainrag.components.index.edges import (
     EntityCooccurrence,
     LayerTooLargeError,
     SimilarityTopK,
@@ -62,11 +62,11 @@ from chainrag.components.edges import (
     nearest_pair_count,
     sentence_counts,
 )
-from chainrag.components.embedders import FlagModelEmbedder
-from chainrag.components.expanders import expand_hops
-from chainrag.components.key_entities import BM25KeyEntities
-from chainrag.components.retrievers import top_k_hits
-from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.components.index.embedders import FlagModelEmbedder
+from chainrag.components.index.key_entities import BM25KeyEntities
+from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.components.retrieval.expanders import expand_hops
+from chainrag.components.retrieval.retrievers import top_k_hits
 from chainrag.core.budget import words
 from chainrag.core.context import Context
 from chainrag.core.paths import cache_root

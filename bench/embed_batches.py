@@ -1,6 +1,6 @@
 """The embedder's CPU cost a text by batch size and torch threads, on a question's sentences:
-where ``flag_model``'s :data:`~chainrag.components.embedders.CPU_BATCH` and
-:data:`~chainrag.components.embedders.ALL_CORES_FROM` come from.
+where ``flag_model``'s :data:`~chainrag.components.index.embedders.CPU_BATCH` and
+:data:`~chainrag.components.index.embedders.ALL_CORES_FROM` come from.
 
     .venv/bin/python bench/embed_batches.py [--dataset 'musique[60:80]'] [--questions 5]
         [--batches 8 16 32 64] [--threads 1 2] [--repeats 3]
@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag.components.embedders import FlagModelEmbedder, in_batches
-from chainrag.components.spacy_nlp import SpacySentences
+from chainrag.components.index.embedders import FlagModelEmbedder, in_batches
+from chainrag.components.index.spacy_nlp import SpacySentences
 from chainrag.core.context import Context
 from chainrag.data.datasets import load_dataset
 

@@ -65,7 +65,7 @@ def prepare(folder: Path) -> None:
     import torch
     from safetensors.torch import load_file, save_file
 
-    from chainrag.components.embedders import offline_minilm_path
+    from chainrag.components.index.embedders import offline_minilm_path
     from chainrag.core.context import Context
     from chainrag.index.corpus.source import read_passages
     from chainrag.recipes.recipe import load_recipe
@@ -178,8 +178,8 @@ def agreement(model: str, texts: list[str], real: list[str], args: argparse.Name
     import numpy as np
     import torch
 
-    from chainrag.components.embedders import FlagModelEmbedder
-    from chainrag.components.rerankers import CrossEncoderReranker, FlagRerankerComponent
+    from chainrag.components.index.embedders import FlagModelEmbedder
+    from chainrag.components.retrieval.rerankers import CrossEncoderReranker, FlagRerankerComponent
     from chainrag.core.context import Context
 
     ctx, found = Context(), {}
@@ -212,8 +212,8 @@ def speeds(model: str, texts: list[str], queries: list[str], args: argparse.Name
     call and in calls of ``args.calls``), then the cross-encoder on each: one row each."""
     import torch
 
-    from chainrag.components.embedders import FlagModelEmbedder
-    from chainrag.components.rerankers import CrossEncoderReranker
+    from chainrag.components.index.embedders import FlagModelEmbedder
+    from chainrag.components.retrieval.rerankers import CrossEncoderReranker
     from chainrag.core.context import Context
 
     gpu, ctx, rows = args.device, Context(), []

@@ -32,10 +32,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag.components.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
-from chainrag.components.embedders import FlagModelEmbedder
-from chainrag.components.key_entities import BM25KeyEntities, entity_vocabulary
-from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.components.index.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
+from chainrag.components.index.embedders import FlagModelEmbedder
+from chainrag.components.index.key_entities import BM25KeyEntities, entity_vocabulary
+from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
 from chainrag.core.context import Context
 from chainrag.core.types import GraphInputs, Sentence
 from chainrag.data.datasets import load_corpus

@@ -45,7 +45,7 @@ MILLION = 1_000_000
 
 def worker(recipe: str, sets: list[str], sources: list[str], out: Path) -> dict[str, Any]:
     """Build the index in this process; seconds per stage and the peak RSS."""
-    from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
+    from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
     from chainrag.index.corpus.indexing import build_from_recipe
     from chainrag.recipes.overrides import load_changed, parse_all
 

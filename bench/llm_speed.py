@@ -50,7 +50,7 @@ import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag.components.judges import numbered
+from chainrag.components.retrieval.judges import numbered
 from chainrag.core.types import LLMRequest, LLMResponse, Message, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.llm import PromptCache, open_llm

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag.components.expanders import expand_hops
-from chainrag.components.retrievers import DenseRerank, top_k_hits
+from chainrag.components.retrieval.expanders import expand_hops
+from chainrag.components.retrieval.retrievers import DenseRerank, top_k_hits
 from chainrag.core.budget import words
 from chainrag.core.context import Context
 from chainrag.core.types import Verdict

@@ -47,7 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag.components.search import ExactSearch, FaissHNSW, FaissIVF, exact_top_k
+from chainrag.components.retrieval.search import ExactSearch, FaissHNSW, FaissIVF, exact_top_k
 from chainrag.protocols import VectorSearch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -65,8 +65,8 @@ def real_vectors() -> np.ndarray:
     """MiniLM vectors of the 2Wiki corpus's spaCy sentences (cached)."""
     path = CACHE / "real.npy"
     if not path.exists():
-        from chainrag.components.embedders import FlagModelEmbedder
-        from chainrag.components.spacy_nlp import SpacySentences
+        from chainrag.components.index.embedders import FlagModelEmbedder
+        from chainrag.components.index.spacy_nlp import SpacySentences
         from chainrag.core.context import Context
         from chainrag.data.datasets import load_corpus
 
@@ -181,7 +181,7 @@ GRAPHS = ("blocked_ivf", "faiss_nndescent", "pynndescent")
 def knn_graph(kind: str, spec: str, x: np.ndarray) -> tuple[np.ndarray, str]:
     """Every row's M nearest others by the builder ``kind`` (``spec``: its K), and a label."""
     if kind == "blocked_ivf":
-        from chainrag.components.search import BlockedIVF
+        from chainrag.components.retrieval.search import BlockedIVF
 
         ids, _ = BlockedIVF()(x).self_join(M, 65536)
         return ids, "4·√n lists, nprobe 32, refine 1"
@@ -189,7 +189,7 @@ def knn_graph(kind: str, spec: str, x: np.ndarray) -> tuple[np.ndarray, str]:
     if kind == "faiss_nndescent":
         import faiss
 
-        from chainrag.components.search import NNDescentIndex
+        from chainrag.components.retrieval.search import NNDescentIndex
 
         dense = np.ascontiguousarray(x, dtype=np.float32)
         index = faiss.IndexNNDescentFlat(dense.shape[1], k, faiss.METRIC_INNER_PRODUCT)
@@ -197,7 +197,7 @@ def knn_graph(kind: str, spec: str, x: np.ndarray) -> tuple[np.ndarray, str]:
         graph = faiss.vector_to_array(index.nndescent.final_graph).reshape(len(dense), -1)
         # its K candidates a row, read as chainrag's nndescent index reads pynndescent's
         return NNDescentIndex(dense, graph.astype(np.int64)).self_join(M, 0)[0], f"K={k}"
-    from chainrag.components.search import NNDescentSearch
+    from chainrag.components.retrieval.search import NNDescentSearch
 
     return NNDescentSearch(n_neighbors=k)(x).self_join(M, 0)[0], f"K={k}"
 

@@ -23,16 +23,16 @@ import threading
 from types import CodeType, FrameType
 
 STAGES = [  # (part of the frame's file, function or "", label): the innermost match wins
-    ("chainrag/components/spacy_nlp.py", "SpacySentences.__call__", "split (spaCy)"),
-    ("chainrag/components/spacy_nlp.py", "SpacyNER.__call__", "ner (spaCy)"),
-    ("chainrag/components/spacy_nlp.py", "load", "model loading"),
-    ("chainrag/components/embedders.py", "load", "model loading"),  # _model's loader
-    ("chainrag/components/embedders.py", "", "embed"),
-    ("chainrag/components/rerankers.py", "DenseRerank.__call__", "dense rerank"),
-    ("chainrag/components/edges.py", "", "edges"),
-    ("chainrag/components/key_entities.py", "", "key entities"),
-    ("chainrag/components/retrievers.py", "", "seed retrieval"),
-    ("chainrag/components/expanders.py", "", "graph expansion"),
+    ("chainrag/components/index/spacy_nlp.py", "SpacySentences.__call__", "split (spaCy)"),
+    ("chainrag/components/index/spacy_nlp.py", "SpacyNER.__call__", "ner (spaCy)"),
+    ("chainrag/components/index/spacy_nlp.py", "load", "model loading"),
+    ("chainrag/components/index/embedders.py", "load", "model loading"),  # _model's loader
+    ("chainrag/components/index/embedders.py", "", "embed"),
+    ("chainrag/components/retrieval/rerankers.py", "DenseRerank.__call__", "dense rerank"),
+    ("chainrag/components/index/edges.py", "", "edges"),
+    ("chainrag/components/index/key_entities.py", "", "key entities"),
+    ("chainrag/components/retrieval/retrievers.py", "", "seed retrieval"),
+    ("chainrag/components/retrieval/expanders.py", "", "graph expansion"),
     ("chainrag/core/text_store.py", "", "vector/annotation store"),
     ("chainrag/index/graph.py", "", "index save/load"),
     ("chainrag/llm/cache.py", "", "LLM response cache"),

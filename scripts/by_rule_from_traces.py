@@ -31,7 +31,11 @@ import sys
 from pathlib import Path
 
 from chainrag.analysis.records import predictions
-from chainrag.components.comparisons import parse_comparison, role_sub_questions, rule_comparison
+from chainrag.components.reasoning.comparisons import (
+    parse_comparison,
+    role_sub_questions,
+    rule_comparison,
+)
 from chainrag.data.datasets import load_dataset
 from chainrag.data.metrics import answer_f1
 from chainrag.report.stats import paired

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag.components.embedders import offline_minilm_path
+from chainrag.components.index.embedders import offline_minilm_path
 from chainrag.data.datasets import load_dataset
 from chainrag.training.distill_fit import DistillConfig, pairs_of, student_scores, train_student
 from chainrag.training.teachers import gold_teacher

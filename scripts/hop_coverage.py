@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chainrag.components.embedders import HashedBagOfWords
+from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.core.paths import cache_root
 from chainrag.index.graph import IndexFormatError, SentenceGraph
 

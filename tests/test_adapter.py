@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.embedders import HashedBagOfWords, l2_normalise
-from chainrag.components.linear_adapter import (
+from chainrag.components.index.embedders import HashedBagOfWords, l2_normalise
+from chainrag.components.index.linear_adapter import (
     FORMAT,
     AdaptedEmbedder,
     AdapterError,

@@ -1,4 +1,5 @@
-"""Comparison questions decided by rule (chainrag/components/comparisons.py): what is read from
+"""Comparison questions decided by rule (chainrag/components/reasoning/comparisons.py): what is read
+from
 the question and the sub-answers, when the rule stands aside, and the recipe's flow."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chainrag.components.comparisons import (
+from chainrag.components.reasoning.comparisons import (
     Comparison,
     parse_comparison,
     parse_count,

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import sparse
 
-from chainrag.components.cache_triggers import Popularity
-from chainrag.components.chunkers import WordChunks, word_windows
-from chainrag.components.edges import StructuralAdjacency, adjacency_band
-from chainrag.components.rewrite_triggers import (
+from chainrag.components.index.chunkers import WordChunks, word_windows
+from chainrag.components.index.edges import StructuralAdjacency, adjacency_band
+from chainrag.components.knowledge.cache_triggers import Popularity
+from chainrag.components.reasoning.rewrite_triggers import (
     NumberedReferences,
     PronounWords,
     Substring,

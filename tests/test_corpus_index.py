@@ -279,8 +279,8 @@ def test_run_answers_a_dataset_over_a_prebuilt_corpus_index(tmp_path: Path) -> N
 def test_seed_retrieval_over_a_corpus_index_through_each_search(tmp_path: Path) -> None:
     """Seeds from the memory-mapped embeddings: exact, and FAISS with parameters that make it
     exhaustive, give the same candidates; a built vector index is kept and read again."""
-    from chainrag.components.retrievers import DenseRerank
-    from chainrag.components.search import ExactSearch, FaissHNSW, FaissIVF
+    from chainrag.components.retrieval.retrievers import DenseRerank
+    from chainrag.components.retrieval.search import ExactSearch, FaissHNSW, FaissIVF
 
     pytest.importorskip("faiss")
     _, spec = recipe(tmp_path)
@@ -306,8 +306,8 @@ def test_a_blocked_ivf_index_keeps_its_vectors_in_list_order_beside_it(tmp_path:
     session that built the index and a later one search the lists as slices of that file and
     find the same seeds; a folder from before that file (none beside the index) still gives
     them, by gathering."""
-    from chainrag.components.retrievers import DenseRerank
-    from chainrag.components.search import BlockedIVF, BlockedIVFIndex, lists_file
+    from chainrag.components.retrieval.retrievers import DenseRerank
+    from chainrag.components.retrieval.search import BlockedIVF, BlockedIVFIndex, lists_file
 
     _, spec = recipe(tmp_path)
     build(corpus_file(tmp_path), spec, tmp_path / "idx")
@@ -419,7 +419,7 @@ def test_an_unknown_engine_is_named(tmp_path: Path) -> None:
 
 
 def test_prepare_search_builds_the_seed_retrievers_vector_index(tmp_path: Path) -> None:
-    from chainrag.components.search import FaissIVF
+    from chainrag.components.retrieval.search import FaissIVF
     from chainrag.index.corpus.indexing import build_from_recipe, prepare_search
 
     pytest.importorskip("faiss")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from chainrag.components.judges import numbered
+from chainrag.components.retrieval.judges import numbered
 from chainrag.core.types import LLMRequest
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.server import LocalServer, PromptCache

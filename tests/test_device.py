@@ -11,9 +11,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from chainrag.components.embedders import FlagModelEmbedder
-from chainrag.components.knowledge import NLICrossEncoderFilter
-from chainrag.components.rerankers import CrossEncoderReranker, FlagRerankerComponent
+from chainrag.components.index.embedders import FlagModelEmbedder
+from chainrag.components.knowledge.knowledge import NLICrossEncoderFilter
+from chainrag.components.retrieval.rerankers import CrossEncoderReranker, FlagRerankerComponent
 from chainrag.core import device
 from chainrag.core.context import Context
 from chainrag.core.errors import RecipeError

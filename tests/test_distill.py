@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.rerankers import CrossEncoderReranker
+from chainrag.components.retrieval.rerankers import CrossEncoderReranker
 from chainrag.core.context import Context
 from chainrag.core.types import Hit, Passage, QAExample
 from chainrag.llm.fake import ScriptedLLM

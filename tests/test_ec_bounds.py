@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from chainrag.components.edges import (
+from chainrag.components.index.edges import (
     EntityCooccurrence,
     LayerTooLargeError,
     cooccurrence_bounds,

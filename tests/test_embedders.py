@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from chainrag.components.embedders import (
+from chainrag.components.index.embedders import (
     CPU_BATCH,
     FlagModelEmbedder,
     l2_normalise,

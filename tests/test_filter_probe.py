@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.knowledge import KeepAll, LLMNLIFilter
+from chainrag.components.knowledge.knowledge import KeepAll, LLMNLIFilter
 from chainrag.core.context import Context
 from chainrag.core.types import LLMRequest
 from chainrag.data.datasets import load_dataset

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import sparse
 
-from chainrag.components.edges import (
+from chainrag.components.index.edges import (
     EntityCooccurrence,
     SimilarityTopK,
     StructuralAdjacency,
     topk_similarity_edges,
 )
-from chainrag.components.embedders import HashedBagOfWords
+from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.core.types import GraphInputs, Passage, ScoredEntity, Sentence
 from chainrag.index.graph import SentenceGraph
 

@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
-from chainrag.components.embedders import FlagModelEmbedder, HashedBagOfWords
-from chainrag.components.key_entities import BM25KeyEntities
-from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.components.index.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
+from chainrag.components.index.embedders import FlagModelEmbedder, HashedBagOfWords
+from chainrag.components.index.key_entities import BM25KeyEntities
+from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
 from chainrag.core.context import Context
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache, IndexBuildError, IndexCache, build_index
@@ -80,7 +80,7 @@ def test_a_damaged_index_is_rebuilt(ctx: Context, tmp_path: Path) -> None:
 
 
 def test_chunk_index(ctx: Context, tmp_path: Path) -> None:
-    from chainrag.components.chunkers import WordChunks
+    from chainrag.components.index.chunkers import WordChunks
 
     q = load_dataset("hotpotqa", limit=1)[0]
     spec = IndexSpec(embedder=HashedBagOfWords(dim=32), chunker=WordChunks(size=20))
@@ -147,7 +147,7 @@ def test_what_an_index_offers_is_told_by_its_protocols() -> None:
     optional parts told by ``isinstance`` on a Protocol, not by probing for an attribute."""
     from scipy import sparse
 
-    from chainrag.components.linear_adapter import AdaptedEmbedder
+    from chainrag.components.index.linear_adapter import AdaptedEmbedder
     from chainrag.core.types import Chunk, Passage, Sentence
     from chainrag.index.corpus.store import CorpusIndex
     from chainrag.index.graph import GraphView, units_of

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.judges import LLMYesNo
+from chainrag.components.retrieval.judges import LLMYesNo
 from chainrag.core.context import Context
 from chainrag.core.types import LLMRequest
 from chainrag.data.datasets import load_dataset
@@ -72,7 +72,7 @@ def test_judge_command_refuses_a_recipe_without_a_judge(tmp_path: Path) -> None:
 
 
 def test_answerable_judge_says_no_exactly_when_the_answer_is_unanswerable() -> None:
-    from chainrag.components.reasoning import LLMAnswerable
+    from chainrag.components.reasoning.answerers import LLMAnswerable
 
     examples = load_dataset("musique", 3)
     answers = {e.question: e.answers[0] for e in examples}

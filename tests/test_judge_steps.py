@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.judges import LLMYesProbability, SimilarityJudge, yes_share
+from chainrag.components.index.embedders import HashedBagOfWords
+from chainrag.components.retrieval.judges import LLMYesProbability, SimilarityJudge, yes_share
 from chainrag.core.context import Context
 from chainrag.core.types import GoldStep, LLMRequest, LLMResponse, Verdict
 from chainrag.data.datasets import load_dataset
@@ -245,7 +245,7 @@ def test_the_similarity_judge_says_yes_at_its_threshold_from_the_index_embedding
 def test_sentence_similarity_is_the_best_sentence_of_a_probes_paragraphs() -> None:
     """--similarity-units sentences: the same probes (paragraphs ranked as before), each
     scored by the best cosine of a sentence of its paragraphs."""
-    from chainrag.components.spacy_nlp import SpacySentences
+    from chainrag.components.index.spacy_nlp import SpacySentences
 
     ctx = Context()
     example = load_dataset("musique", 1)[0]

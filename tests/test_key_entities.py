@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chainrag.components.key_entities import (
+from chainrag.components.index.key_entities import (
     BM25KeyEntities,
     bm25_importance,
     entity_vocabulary,

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.embedders import HashedBagOfWords
+from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.core.context import Context
 from chainrag.data.datasets import load_dataset
 from chainrag.experiments.lost_in_retrieval import (

@@ -13,16 +13,15 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.reasoning import (
-    CxtInt,
+from chainrag.components.index.embedders import HashedBagOfWords
+from chainrag.components.reasoning.answer_form import (
     clean_answer,
     final_answer,
     is_unanswerable,
-    mentions,
     misfit,
-    naming_evidence,
 )
+from chainrag.components.reasoning.choosers import mentions, naming_evidence
+from chainrag.components.reasoning.integrators import CxtInt
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import LLMRequest, LLMResponse, QAExample
 from chainrag.data.datasets import load_dataset
@@ -318,7 +317,7 @@ def _chainrag(**changes: Any) -> Recipe:
 
 
 def test_single_hop_judge_keeps_the_question_whole(bergman: QAExample, tmp_path: Path) -> None:
-    from chainrag.components.reasoning import LLMMultiHopJudge
+    from chainrag.components.reasoning.decomposers import LLMMultiHopJudge
 
     recipe = _chainrag(multi_hop_judge=LLMMultiHopJudge())
     llm = ScriptedLLM({"multi_hop": ['{"is_multi_hop": false}'], "sufficiency": lambda r: "yes",
@@ -877,7 +876,7 @@ def test_a_passage_layout_inside_form_checked_is_checked_against_the_index(
 def test_two_integrators_of_one_kind_need_names_of_their_own(tmp_path: Path) -> None:
     """The record keeps answers by name: two cxt_int would have given one answer, the later's,
     scored as the first. Refused at load with the path; named, each keeps its own."""
-    from chainrag.components.reasoning import CxtInt
+    from chainrag.components.reasoning.integrators import CxtInt
     from chainrag.core.errors import RecipeError
     from chainrag.methods.paper import ChainRAG, answer_name
     from chainrag.recipes.recipe import load_recipe

@@ -1,4 +1,5 @@
-"""The ``nndescent`` search (chainrag/components/search/nndescent.py): the SS layer's k-NN graph by
+"""The ``nndescent`` search (chainrag/components/retrieval/search/nndescent.py): the SS layer's
+k-NN graph by
 pynndescent, read best first without the row itself; exact search for queries; saved and
 loaded; the same layer as exact search on a corpus small enough to join exactly."""
 
@@ -9,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chainrag.components.edges import SimilarityTopK
-from chainrag.components.search import ExactSearch
-from chainrag.components.search.nndescent import NNDescentSearch
+from chainrag.components.index.edges import SimilarityTopK
+from chainrag.components.retrieval.search import ExactSearch
+from chainrag.components.retrieval.search.nndescent import NNDescentSearch
 from chainrag.core.types import GraphInputs, Sentence
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chainrag.components.rewrite_triggers import PronounWords
+from chainrag.components.reasoning.rewrite_triggers import PronounWords
 from chainrag.core.errors import RecipeError
 from chainrag.recipes.overrides import load_changed, parse_all
 from chainrag.recipes.recipe import (
@@ -358,7 +358,7 @@ def test_component_defaults_are_explicit_in_the_dump() -> None:
 
 
 def test_edge_weights_must_name_built_layers() -> None:
-    from chainrag.components.edges import StructuralAdjacency
+    from chainrag.components.index.edges import StructuralAdjacency
     from chainrag.recipes.recipe import IndexSpec, RetrievalSpec
     from tests.chainrag_toy_plugin import ToyPeriodSplitter
 

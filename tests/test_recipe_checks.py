@@ -11,9 +11,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from chainrag.components.reasoning import AnsInt, CxtInt
-from chainrag.components.retrievers import DenseRerank
-from chainrag.components.search import ExactSearch
+from chainrag.components.reasoning.integrators import AnsInt, CxtInt
+from chainrag.components.retrieval.retrievers import DenseRerank
+from chainrag.components.retrieval.search import ExactSearch
 from chainrag.core.context import Context
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import Answer, IntegrationInput

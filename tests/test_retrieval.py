@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chainrag.components.chunkers import WordChunks
-from chainrag.components.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
-from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.expanders import IterativeHops, OneStepRerank, expand_hops, words
-from chainrag.components.judges import LLMYesNo, NoCheck, parse_yes_no
-from chainrag.components.key_entities import BM25KeyEntities
-from chainrag.components.rerankers import NoRerank, rescored
-from chainrag.components.retrievers import DenseRerank, reciprocal_rank_fusion, top_k_hits
-from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.components.index.chunkers import WordChunks
+from chainrag.components.index.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
+from chainrag.components.index.embedders import HashedBagOfWords
+from chainrag.components.index.key_entities import BM25KeyEntities
+from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.components.retrieval.expanders import IterativeHops, OneStepRerank, expand_hops, words
+from chainrag.components.retrieval.judges import LLMYesNo, NoCheck, parse_yes_no
+from chainrag.components.retrieval.rerankers import NoRerank, rescored
+from chainrag.components.retrieval.retrievers import DenseRerank, reciprocal_rank_fusion, top_k_hits
 from chainrag.core.context import Context, ModelPathError
 from chainrag.core.types import (
     Expansion,
@@ -135,8 +135,8 @@ def test_a_missing_embedder_model_is_an_error_when_it_loads(tmp_path: Path) -> N
 def test_cross_encoder_reranks_with_a_local_model(tmp_path: Path) -> None:
     from sentence_transformers import CrossEncoder
 
-    from chainrag.components.embedders import offline_minilm_path
-    from chainrag.components.rerankers import CrossEncoderReranker
+    from chainrag.components.index.embedders import offline_minilm_path
+    from chainrag.components.retrieval.rerankers import CrossEncoderReranker
 
     folder = tmp_path / "ce"
     CrossEncoder(offline_minilm_path(), num_labels=1, device="cpu").save(str(folder))
@@ -349,7 +349,7 @@ def test_paragraph_level_metrics_on_musique() -> None:
 def test_real_embedder_finds_gold_evidence(tmp_path: Path) -> None:
     import attrs
 
-    from chainrag.components.embedders import FlagModelEmbedder
+    from chainrag.components.index.embedders import FlagModelEmbedder
 
     spec = attrs.evolve(SPEC, embedder=FlagModelEmbedder())
     ctx = Context()

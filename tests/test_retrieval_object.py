@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 import attrs
 import pytest
 
-from chainrag.components.chunkers import WordChunks
-from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.expanders import IterativeHops
-from chainrag.components.judges import NoCheck
-from chainrag.components.retrievers import DenseRerank
+from chainrag.components.index.chunkers import WordChunks
+from chainrag.components.index.embedders import HashedBagOfWords
+from chainrag.components.retrieval.expanders import IterativeHops
+from chainrag.components.retrieval.judges import NoCheck
+from chainrag.components.retrieval.retrievers import DenseRerank
 from chainrag.core.context import Context, ModelStore
 from chainrag.core.retrieval import IndexData, RetrievalError, Retriever
 from chainrag.core.types import Passage

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components.judges import parse_yes_no
+from chainrag.components.retrieval.judges import parse_yes_no
 from chainrag.core.types import (
     Answer,
     Expansion,

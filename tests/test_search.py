@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chainrag.components.search import (
+from chainrag.components.retrieval.search import (
     BlockedIVF,
     ExactSearch,
     FaissHNSW,
@@ -227,7 +227,7 @@ def test_the_package_imports_and_searches_exactly_without_faiss() -> None:
     code = (
         "import sys; sys.modules['faiss'] = None\n"
         "import numpy as np, chainrag.components\n"
-        "from chainrag.components.search import ExactSearch, FaissIVF\n"
+        "from chainrag.components.retrieval.search import ExactSearch, FaissIVF\n"
         "x = np.eye(4, dtype=np.float32)\n"
         "assert ExactSearch()(x).search(x, 1)[0].tolist() == [[0], [1], [2], [3]]\n"
         "try:\n"

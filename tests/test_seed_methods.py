@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chainrag.components.chunkers import WholePassages
-from chainrag.components.knowledge import LLMNLIFilter, QueryRewriterPlus, nli_label
+from chainrag.components.index.chunkers import WholePassages
+from chainrag.components.knowledge.knowledge import LLMNLIFilter, QueryRewriterPlus, nli_label
 from chainrag.core.context import Context
 from chainrag.core.types import (
     KnowledgeItem,
@@ -169,7 +169,7 @@ def test_llm_nli_keeps_only_entailment() -> None:
 
 
 def test_llm_helps_keeps_only_yes_and_asks_once_per_item() -> None:
-    from chainrag.components.knowledge import LLMHelpsFilter
+    from chainrag.components.knowledge.knowledge import LLMHelpsFilter
 
     llm = ScriptedLLM({"helps": ["Yes.", "no", "It does not, no.", "maybe", "yes, it helps"]})
     items = tuple(KnowledgeItem(f"fact {i}") for i in range(5))
@@ -569,7 +569,7 @@ def test_a_memory_step_of_an_old_trace_reads_as_one() -> None:
 
 
 def test_a_missing_nli_model_is_an_error_when_it_loads() -> None:
-    from chainrag.components.knowledge import NLICrossEncoderFilter
+    from chainrag.components.knowledge.knowledge import NLICrossEncoderFilter
     from chainrag.core.context import Context, ModelPathError
 
     nli = NLICrossEncoderFilter(model_path="/nowhere/nli")  # no check at construction

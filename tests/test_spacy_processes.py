@@ -1,4 +1,4 @@
-"""spaCy in worker processes (``processes``, chainrag/components/spacy_nlp.py): the same
+"""spaCy in worker processes (``processes``, chainrag/components/index/spacy_nlp.py): the same
 sentences and the same mentions as one process, on the shared 2Wiki corpus; ``null`` chooses by
 the job's size; the field changes no digest; Ray's actors keep spaCy in their own process."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from chainrag.components import spacy_nlp
-from chainrag.components.spacy_nlp import SpacyNER, SpacySentences, worker_count
+from chainrag.components.index import spacy_nlp
+from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences, worker_count
 from chainrag.core.context import Context
 from chainrag.core.errors import RecipeError
 from chainrag.data.datasets import load_corpus

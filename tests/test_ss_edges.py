@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import sparse
 
-from chainrag.components.edges import (
+from chainrag.components.index.edges import (
     BLOCK_ELEMENTS,
     SimilarityTopK,
     nearest_others,
@@ -18,7 +18,7 @@ from chainrag.components.edges import (
     similarity_edges,
     topk_similarity_edges,
 )
-from chainrag.components.search import ExactSearch, FaissHNSW, FaissIVF
+from chainrag.components.retrieval.search import ExactSearch, FaissHNSW, FaissIVF
 from chainrag.core.types import GraphInputs, Sentence
 
 

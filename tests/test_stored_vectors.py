@@ -30,8 +30,8 @@ import attrs
 import numpy as np
 import pytest
 
-from chainrag.components import rerankers, retrievers
-from chainrag.components.embedders import HashedBagOfWords
+from chainrag.components.index.embedders import HashedBagOfWords
+from chainrag.components.retrieval import rerankers, retrievers
 from chainrag.core.context import Context, ModelStore
 from chainrag.core.types import FloatArray, Hit, LLMRequest, QAExample
 from chainrag.data.datasets import load_dataset

@@ -13,13 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.components import embedders
-from chainrag.components.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
-from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.judges import SimilarityJudge
-from chainrag.components.key_entities import BM25KeyEntities
-from chainrag.components.rerankers import DenseRerank
-from chainrag.components.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.components.index import embedders
+from chainrag.components.index.edges import EntityCooccurrence, SimilarityTopK, StructuralAdjacency
+from chainrag.components.index.embedders import HashedBagOfWords
+from chainrag.components.index.key_entities import BM25KeyEntities
+from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
+from chainrag.components.retrieval.judges import SimilarityJudge
+from chainrag.components.retrieval.rerankers import DenseRerank
 from chainrag.core.context import Context
 from chainrag.core.text_store import TextStore
 from chainrag.core.types import FloatArray, Hit, Mention, Passage

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 import chainrag.components
 from chainrag.cli.main import app
-from chainrag.components.embedders import HashedBagOfWords
-from chainrag.components.linear_adapter import LinearAdapter
+from chainrag.components.index.embedders import HashedBagOfWords
+from chainrag.components.index.linear_adapter import LinearAdapter
 from chainrag.core.context import Context
 from chainrag.index.build import EmbeddingCache
 from chainrag.training import (
@@ -239,7 +239,7 @@ def test_components_import_no_training_code() -> None:
     for path in folder.glob("*.py"):
         assert not any(n.startswith("chainrag.training") for n in _chainrag_imports(path)), path
     assert not any("linear_adapter" in n for n in _chainrag_imports(folder / "embedders.py"))
-    assert "chainrag.components.linear_adapter.LinearAdapter" in _chainrag_imports(
+    assert "chainrag.components.index.linear_adapter.LinearAdapter" in _chainrag_imports(
         folder.parent / "training" / "adapter_fit.py"
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 
-from chainrag.components.reasoning import Choose, FormChecked
+from chainrag.components.reasoning.choosers import Choose, FormChecked
 from chainrag.core.context import Context
 from chainrag.core.types import Answer, Expansion, IntegrationInput, Verdict
 from chainrag.methods.paper import ChainRAG
@@ -72,7 +72,7 @@ def test_evidence_is_one_entry_a_unit_and_a_reader_sees_each_text_once() -> None
     """Issue 47, item 3: ChainRAG's evidence is kept by unit (two units with one text are two
     entries); what a reader is shown has each text once, at the first unit that gave it, so
     the requests are those of the text-keyed evidence before."""
-    from chainrag.components.reasoning import CxtInt
+    from chainrag.components.reasoning.integrators import CxtInt
     from chainrag.llm.fake import ScriptedLLM
 
     inputs = IntegrationInput(

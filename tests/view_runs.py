@@ -24,7 +24,7 @@ import attrs
 import numpy as np
 from scipy import sparse
 
-from chainrag.components.embedders import HashedBagOfWords
+from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.core.types import (
     Answer,
     Decomposition,

@@ -41,8 +41,8 @@ import numpy as np
 import yaml
 from scipy import sparse
 
-from chainrag.components.edges import EntityCooccurrence, StructuralAdjacency
-from chainrag.components.embedders import HashedBagOfWords
+from chainrag.components.index.edges import EntityCooccurrence, StructuralAdjacency
+from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.core.context import Context
 from chainrag.core.types import (
     GraphInputs,
@@ -122,7 +122,7 @@ def _llm_context() -> Context:
 
 
 def _method_context() -> Context:
-    from chainrag.components.retrievers import DenseRerank
+    from chainrag.components.retrieval.retrievers import DenseRerank
     from chainrag.recipes.recipe import RetrievalSpec
 
     ctx = _llm_context()

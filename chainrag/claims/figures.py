@@ -129,7 +129,8 @@ def choices(
     each answer's pick (:class:`~chainrag.core.types.Pick`, as
     ``components.choosers.Choose`` makes it): questions whose two answers were the same,
     those where one answer is no answer, those decided by the question's form
-    (:func:`~chainrag.components.answer_form.misfit`: yes/no to a question that does not ask
+    (:func:`~chainrag.components.reasoning.answer_form.misfit`:
+    yes/no to a question that does not ask
     it, none of the choices an "A or B?" question names), and those asked of the LLM, with
     how often each took AnsInt, how many
     asks gave P(second) within ``lean``, and what the form's AnsInt answers changed against

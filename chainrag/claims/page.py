@@ -108,7 +108,7 @@ def unread(datasets: Sequence[str]) -> int:
     """How many questions ``datasets`` hold, each checked to be no two-choice comparison the
     rule reads (so its answer is the paper's and the difference 0); a ValueError names one that
     is."""
-    from chainrag.components.comparisons import parse_comparison
+    from chainrag.components.reasoning.comparisons import parse_comparison
     from chainrag.data.datasets import load_dataset
 
     count = 0

@@ -1,62 +1,21 @@
-"""Built-in components. Importing this package registers them (it loads no model).
+"""Built-in components, by family as the pipeline runs. Importing this package registers them
+(it loads no model).
 
-One module per stage family: chunkers, the NER and key-entity scorers, edge builders,
-embedders and searches, rerankers and retrievers, expanders, judges, rewrite and cache
-triggers, knowledge filters, the reasoning steps (decomposers, sub_questions: rewrite and
-summarise, answerers, integrators, choosers, answer_form; ``reasoning`` names them all as
-before), and comparisons decided by rule.
+- :mod:`~chainrag.components.index`: chunkers, sentence splitting and NER, the key-entity
+  filter, edge builders, embedders and the linear adapter: a context becomes a graph.
+- :mod:`~chainrag.components.retrieval`: seed retrievers, rerankers, expanders and their
+  sufficiency judges, query vectors, vector searches: a question finds its evidence.
+- :mod:`~chainrag.components.reasoning`: decomposers, rewrite triggers, rewriters and
+  summarizers, answerers, integrators, choosers, comparisons by rule, answer forms.
+- :mod:`~chainrag.components.knowledge`: Query Rewriter+, knowledge filters, cache triggers.
+
+Each family mirrors its module of :mod:`chainrag.protocols`.
 
 Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols`, :mod:`chainrag.recipes`
 (to register) and :mod:`chainrag.llm` (prompts, structured replies); never the index, methods,
 runs, reports or the CLI.
 """
 
-from chainrag.components import (
-    answer_form,
-    answerers,
-    cache_triggers,
-    choosers,
-    chunkers,
-    comparisons,
-    decomposers,
-    edges,
-    embedders,
-    expanders,
-    integrators,
-    judges,
-    key_entities,
-    knowledge,
-    linear_adapter,
-    reasoning,
-    rerankers,
-    retrievers,
-    rewrite_triggers,
-    search,
-    spacy_nlp,
-    sub_questions,
-)
+from chainrag.components import index, knowledge, reasoning, retrieval
 
-__all__ = [
-    "answer_form",
-    "answerers",
-    "cache_triggers",
-    "choosers",
-    "chunkers",
-    "comparisons",
-    "decomposers",
-    "edges",
-    "embedders",
-    "expanders",
-    "integrators",
-    "judges",
-    "key_entities",
-    "knowledge",
-    "linear_adapter",
-    "reasoning",
-    "rerankers",
-    "retrievers",
-    "rewrite_triggers",
-    "search",
-    "spacy_nlp",
-    "sub_questions",
-]
+__all__ = ["index", "knowledge", "reasoning", "retrieval"]

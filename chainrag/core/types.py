@@ -305,7 +305,7 @@ class Pick:
         why: The reason in words (``the second, 'Yes', is no answer``).
         by: What decided (:data:`DecidedBy`).
         misfit: Where the form decided, how the answer set aside does not fit it (``no
-            answer``; :func:`~chainrag.components.answer_form.misfit`); else None.
+            answer``; :func:`~chainrag.components.reasoning.answer_form.misfit`); else None.
         p_second: ``choose`` by probabilities: the mean share of the second answer over the
             two orders; else None.
         p_yes: ``choose`` by verify: the two answers' P(yes) that the evidence supports them,

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from chainrag.components.judges import numbered, parse_yes_no, yes_share
+from chainrag.components.retrieval.judges import numbered, parse_yes_no, yes_share
 from chainrag.core.context import Context
 from chainrag.core.types import GoldStep, QAExample
 from chainrag.experiments.judge import JudgeProbeError, paragraph_texts

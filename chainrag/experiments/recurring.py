@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from chainrag.components.answer_form import clean_answer
+from chainrag.components.reasoning.answer_form import clean_answer
 from chainrag.core.context import Context, ModelStore
 from chainrag.core.credentials import redact
 from chainrag.core.errors import ChainragError, Interrupted, signal_name

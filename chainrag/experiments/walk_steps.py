@@ -163,7 +163,7 @@ def walk(
 def _stopping_at_first_check(expander: Expander) -> Expander | None:
     """``expander`` judged by ``none`` (the walk as it is when its judge says yes at the first
     check), or None where the judge is already ``none`` or it has no judge to replace."""
-    from chainrag.components.judges import NoCheck
+    from chainrag.components.retrieval.judges import NoCheck
 
     if not isinstance(expander, Judged) or isinstance(expander.judge, NoCheck):
         return None

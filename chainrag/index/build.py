@@ -21,7 +21,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from chainrag.components.key_entities import entity_vocabulary
+from chainrag.components.index.key_entities import entity_vocabulary
 from chainrag.core.context import Context
 from chainrag.core.device import cache_devices
 from chainrag.core.errors import ChainragError

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from chainrag.components.answer_form import final_answer, is_unanswerable, stated_answer
-from chainrag.components.answerers import LLMShortAnswer
-from chainrag.components.decomposers import LLMDecomposer
-from chainrag.components.integrators import AnsInt, CxtInt
-from chainrag.components.judges import numbered
-from chainrag.components.rewrite_triggers import LLMRefersBack, PronounWords
-from chainrag.components.sub_questions import LLMRewriter, LLMSummarizer
+from chainrag.components.reasoning.answer_form import final_answer, is_unanswerable, stated_answer
+from chainrag.components.reasoning.answerers import LLMShortAnswer
+from chainrag.components.reasoning.decomposers import LLMDecomposer
+from chainrag.components.reasoning.integrators import AnsInt, CxtInt
+from chainrag.components.reasoning.rewrite_triggers import LLMRefersBack, PronounWords
+from chainrag.components.reasoning.sub_questions import LLMRewriter, LLMSummarizer
+from chainrag.components.retrieval.judges import numbered
 from chainrag.core.context import Context
 from chainrag.core.types import (
     Answer,

@@ -29,10 +29,10 @@ from typing import Literal
 
 import attrs
 
-from chainrag.components.answerers import LLMShortAnswer
-from chainrag.components.cache_triggers import Popularity
-from chainrag.components.judges import numbered
-from chainrag.components.knowledge import LLMFollowUp, LLMNLIFilter, QueryRewriterPlus
+from chainrag.components.knowledge.cache_triggers import Popularity
+from chainrag.components.knowledge.knowledge import LLMFollowUp, LLMNLIFilter, QueryRewriterPlus
+from chainrag.components.reasoning.answerers import LLMShortAnswer
+from chainrag.components.retrieval.judges import numbered
 from chainrag.core.context import Context
 from chainrag.core.paths import cache_root
 from chainrag.core.types import (

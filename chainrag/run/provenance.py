@@ -131,7 +131,7 @@ def model_files(recipe: Recipe) -> dict[str, str]:
     data = unstructure(recipe)
     found = list(_paths_in(data))
     if _uses_default_embedder(data):
-        from chainrag.components.embedders import offline_minilm_path
+        from chainrag.components.index.embedders import offline_minilm_path
 
         found.append(Path(offline_minilm_path()))
     return {str(p): _path_identity(p) for p in dict.fromkeys(found)}

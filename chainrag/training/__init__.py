@@ -10,7 +10,7 @@ workflow and print its report.
 Layer: training sits above components, index, data and the LLM layer (it embeds, caches
 embeddings, reads datasets, asks an LLM teacher) and below the CLI; nothing else in chainrag
 imports it. What a trained adapter is at inference — its maps, its file format, the
-``linear_adapter`` embedder — lives in :mod:`chainrag.components.linear_adapter`, which this
+``linear_adapter`` embedder — lives in :mod:`chainrag.components.index.linear_adapter`, which this
 package writes files for and never the reverse.
 """
 

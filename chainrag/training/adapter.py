@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from chainrag.components.linear_adapter import LinearAdapter
+from chainrag.components.index.linear_adapter import LinearAdapter
 from chainrag.core.context import Context
 from chainrag.core.device import Device, resolve
 from chainrag.core.types import FloatArray, QAExample

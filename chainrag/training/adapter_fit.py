@@ -1,6 +1,7 @@
 """Patwa et al.'s linear embedding adapter: its training pairs and its fit.
 
-The adapter (:class:`~chainrag.components.linear_adapter.LinearAdapter`) is two D×D linear maps
+The adapter (:class:`~chainrag.components.index.linear_adapter.LinearAdapter`) is two D×D linear
+maps
 with biases, one for queries and one for passages, initialised to the identity plus small
 noise; outputs are L2-normalised. Training (docs/decisions.md §2; the paper's loss as printed is
 garbled, the authors' code fills in the rest): for each (query, gold passage, negative passage)
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from chainrag.components.linear_adapter import LinearAdapter
+from chainrag.components.index.linear_adapter import LinearAdapter
 from chainrag.core.device import Resolved
 from chainrag.core.types import FloatArray, QAExample
 from chainrag.training.common import passage_text

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from chainrag.components.embedders import FlagModelEmbedder, offline_minilm_path
+from chainrag.components.index.embedders import FlagModelEmbedder, offline_minilm_path
 from chainrag.core.context import Context
 from chainrag.core.device import Device, resolve
 from chainrag.data.datasets import load_dataset
@@ -106,7 +106,7 @@ def distill_reranker(
     """Distil ``teacher``'s scores of the first ``limit`` questions (all if None) of each of
     ``train_sets`` into a cross-encoder initialised from the offline MiniLM, split by
     question; save it to ``out`` and measure it on the held-out questions against the dense
-    order (:class:`~chainrag.components.embedders.FlagModelEmbedder`) and the teacher. The
+    order (:class:`~chainrag.components.index.embedders.FlagModelEmbedder`) and the teacher. The
     student is trained (and a reranker teacher scores) on ``device``, as an encoder's
     ``device`` says (:mod:`chainrag.core.device`: ``auto`` is the GPU where torch sees one).
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from chainrag.components.rewrite_triggers import has_substring, has_whole_word
+from chainrag.components.reasoning.rewrite_triggers import has_substring, has_whole_word
 from chainrag.core.types import QAExample, StepTrace
 from chainrag.data.metrics import GoldKey, Level, covers, gold_items
 from chainrag.view.sources import Unit

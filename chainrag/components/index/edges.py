@@ -15,8 +15,8 @@ import attrs
 import numpy as np
 from scipy import sparse
 
-from chainrag.components.key_entities import rows_csr
-from chainrag.components.search import ExactSearch, top_k_lowest_index
+from chainrag.components.index.key_entities import rows_csr
+from chainrag.components.retrieval.search import ExactSearch, top_k_lowest_index
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import GraphInputs, ScoredEntity
 from chainrag.protocols.index import VectorSearch

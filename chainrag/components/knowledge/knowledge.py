@@ -24,10 +24,10 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from chainrag.components.answer_form import clean_answer
-from chainrag.components.decomposers import ask_json
-from chainrag.components.judges import numbered, parse_yes_no
-from chainrag.components.rerankers import _minilm_example, cross_encoder
+from chainrag.components.reasoning.answer_form import clean_answer
+from chainrag.components.reasoning.decomposers import ask_json
+from chainrag.components.retrieval.judges import numbered, parse_yes_no
+from chainrag.components.retrieval.rerankers import _minilm_example, cross_encoder
 from chainrag.core.context import Context
 from chainrag.core.device import PLACED, Device
 from chainrag.core.types import KnowledgeItem, QueryPlan

@@ -11,10 +11,10 @@ from typing import Literal
 
 import attrs
 
-from chainrag.components.answer_form import misfit
-from chainrag.components.integrators import answer_name_ok
-from chainrag.components.judges import first_token_share, numbered, yes_share
-from chainrag.components.sub_questions import history_text
+from chainrag.components.reasoning.answer_form import misfit
+from chainrag.components.reasoning.integrators import answer_name_ok
+from chainrag.components.reasoning.sub_questions import history_text
+from chainrag.components.retrieval.judges import first_token_share, numbered, yes_share
 from chainrag.core.budget import words
 from chainrag.core.context import Context
 from chainrag.core.types import (
@@ -144,7 +144,8 @@ class Choose:
     ``by: verify``: no A/B choice; each answer is checked on its own against the same
     sentences ("Do the passages support this answer?", the ``supports`` prompt, version
     ``prompt_version``) and P(yes) read from the first token's top 5 log-probabilities
-    (:func:`~chainrag.components.judges.yes_share`); ``second``'s answer is taken where its
+    (:func:`~chainrag.components.retrieval.judges.yes_share`);
+    ``second``'s answer is taken where its
     P(yes) is above ``first``'s by more than ``margin`` (default 0: any amount), so no
     position is favoured and a tie keeps ``first``; the answer's pick holds the two P(yes)
     (:attr:`~chainrag.core.types.Pick.p_yes`) and the values weighed. With ``calibrate``,

@@ -24,10 +24,10 @@ from typing import Literal
 
 import attrs
 
-from chainrag.components.answer_form import is_unanswerable
-from chainrag.components.choosers import picked
-from chainrag.components.integrators import answer_name_ok
-from chainrag.components.rewrite_triggers import NUMBERED_REFERENCE
+from chainrag.components.reasoning.answer_form import is_unanswerable
+from chainrag.components.reasoning.choosers import picked
+from chainrag.components.reasoning.integrators import answer_name_ok
+from chainrag.components.reasoning.rewrite_triggers import NUMBERED_REFERENCE
 from chainrag.core.context import Context
 from chainrag.core.types import Answer, Decomposition, IntegrationInput, Pick, SubAnswer
 from chainrag.data.metrics import normalize_answer

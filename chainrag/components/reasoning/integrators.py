@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from chainrag.components.answer_form import clean_answer, final_answer
-from chainrag.components.judges import numbered
-from chainrag.components.rerankers import NoRerank
-from chainrag.components.sub_questions import history_text
+from chainrag.components.reasoning.answer_form import clean_answer, final_answer
+from chainrag.components.reasoning.sub_questions import history_text
+from chainrag.components.retrieval.judges import numbered
+from chainrag.components.retrieval.rerankers import NoRerank
 from chainrag.core.budget import fit, words
 from chainrag.core.context import Context, MissingResourceError
 from chainrag.core.types import (

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from chainrag.components.sub_questions import LLMRewriter, history_text
+from chainrag.components.reasoning.sub_questions import LLMRewriter, history_text
 from chainrag.core.context import Context
 from chainrag.core.types import SubAnswer, Verdict
 from chainrag.llm.prompts import load_prompt

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from chainrag.components.answer_form import clean_answer
-from chainrag.components.judges import numbered
+from chainrag.components.reasoning.answer_form import clean_answer
+from chainrag.components.retrieval.judges import numbered
 from chainrag.core.context import Context
 from chainrag.core.types import (
     SubAnswer,

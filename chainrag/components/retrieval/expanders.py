@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from chainrag.components.judges import LLMYesNo
-from chainrag.components.rerankers import NoRerank
+from chainrag.components.retrieval.judges import LLMYesNo
+from chainrag.components.retrieval.rerankers import NoRerank
 from chainrag.core.budget import fit, words
 from chainrag.core.context import Context
 from chainrag.core.types import Expansion, Hit, Verdict

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from chainrag.components.vectors import query_vector, text_vectors
+from chainrag.components.retrieval.vectors import query_vector, text_vectors
 from chainrag.core.context import Context
 from chainrag.core.types import LLMResponse, Verdict
 from chainrag.llm.prompts import load_prompt

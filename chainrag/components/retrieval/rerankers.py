@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from chainrag.components.vectors import query_vector, text_vectors
+from chainrag.components.retrieval.vectors import query_vector, text_vectors
 from chainrag.core.context import IMPORTS, Context, model_folder
 from chainrag.core.device import PLACED, Device, resolve
 from chainrag.core.types import Hit
@@ -94,7 +94,7 @@ class DenseRerank:
     or, when unset, the searched index's own embedder. No extra model: the offline stand-in for
     the paper's cross-encoder, e.g. for CxtInt's "reranked against the original question".
     With the index's embedder, a candidate that is one of the index's units takes the index's
-    vector and the query is embedded once per index (:mod:`chainrag.components.vectors`):
+    vector and the query is embedded once per index (:mod:`chainrag.components.retrieval.vectors`):
     nothing the index holds is embedded again. Recipe: ``{kind: dense}``.
     """
 
@@ -124,7 +124,7 @@ class DenseRerank:
 
 def _minilm_example() -> dict[str, str]:
     """A folder that loads (with an untrained scoring head): enough for conformance checks."""
-    from chainrag.components.embedders import offline_minilm_path
+    from chainrag.components.index.embedders import offline_minilm_path
 
     return {"model_path": offline_minilm_path()}
 

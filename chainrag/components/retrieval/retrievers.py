@@ -16,9 +16,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from chainrag.components.rerankers import NoRerank
-from chainrag.components.search import ExactSearch
-from chainrag.components.vectors import query_vector
+from chainrag.components.retrieval.rerankers import NoRerank
+from chainrag.components.retrieval.search import ExactSearch
+from chainrag.components.retrieval.vectors import query_vector
 from chainrag.core.context import Context
 from chainrag.core.types import FloatArray, Hit
 from chainrag.protocols.index import VectorIndex, VectorSearch

@@ -220,7 +220,7 @@ def prepare_search(recipe: Path | Recipe, out: Path) -> SearchReady | None:
     """Build the vector index the recipe's seed retriever searches the corpus index in ``out``
     with, so that the first question does not pay for it; None when it searches exactly (no
     vector index) or names no search."""
-    from chainrag.components.search import ExactSearch
+    from chainrag.components.retrieval.search import ExactSearch
     from chainrag.index.corpus.store import CorpusIndex
 
     recipe = loaded(recipe)

@@ -10,14 +10,16 @@ top-k, so memory stays bounded (``tile_elements`` similarities) at any n, and a 
 memory-mapped matrix is converted one tile at a time. ``faiss_hnsw`` and ``faiss_ivf`` are
 approximate; FAISS is imported when one of them is used, never at import.
 
-One module a concern: :mod:`~chainrag.components.search.topk` (the top-k maths every search
-shares), :mod:`~chainrag.components.search.exact`,
-:mod:`~chainrag.components.search.faiss_indexes`,
-:mod:`~chainrag.components.search.blocked_ivf` and :mod:`~chainrag.components.search.nndescent`
+One module a concern: :mod:`~chainrag.components.retrieval.search.topk` (the
+top-k maths every search
+shares), :mod:`~chainrag.components.retrieval.search.exact`,
+:mod:`~chainrag.components.retrieval.search.faiss_indexes`,
+:mod:`~chainrag.components.retrieval.search.blocked_ivf` and
+:mod:`~chainrag.components.retrieval.search.nndescent`
 (the SS layer's graph by pynndescent). Importing the package registers them all.
 """
 
-from chainrag.components.search.blocked_ivf import (
+from chainrag.components.retrieval.search.blocked_ivf import (
     BlockedIVF,
     BlockedIVFIndex,
     in_list_order,
@@ -25,10 +27,15 @@ from chainrag.components.search.blocked_ivf import (
     neighbour_step,
     reverse_neighbours,
 )
-from chainrag.components.search.exact import ExactIndex, ExactSearch
-from chainrag.components.search.faiss_indexes import FaissHNSW, FaissIndex, FaissIVF, load_faiss
-from chainrag.components.search.nndescent import NNDescentIndex, NNDescentSearch
-from chainrag.components.search.topk import (
+from chainrag.components.retrieval.search.exact import ExactIndex, ExactSearch
+from chainrag.components.retrieval.search.faiss_indexes import (
+    FaissHNSW,
+    FaissIndex,
+    FaissIVF,
+    load_faiss,
+)
+from chainrag.components.retrieval.search.nndescent import NNDescentIndex, NNDescentSearch
+from chainrag.components.retrieval.search.topk import (
     FORMAT,
     IntArray,
     best_first,

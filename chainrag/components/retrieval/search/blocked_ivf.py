@@ -10,13 +10,13 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from chainrag.components.search.faiss_indexes import (
+from chainrag.components.retrieval.search.faiss_indexes import (
     _NONE_OR_POSITIVE,
     ADD_BATCH,
     ivf_lists,
     training_sample,
 )
-from chainrag.components.search.topk import (
+from chainrag.components.retrieval.search.topk import (
     _EMPTY,
     IntArray,
     _same_array,

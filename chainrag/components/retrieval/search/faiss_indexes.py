@@ -13,7 +13,7 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 
-from chainrag.components.search.topk import (
+from chainrag.components.retrieval.search.topk import (
     _EMPTY,
     IntArray,
     best_first,

@@ -25,7 +25,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from chainrag.components.search.topk import (
+from chainrag.components.retrieval.search.topk import (
     FORMAT,
     IntArray,
     best_first,

@@ -1,0 +1,36 @@
+"""LLM reasoning stages (ChainRAG §3.3-3.4): decomposition, rewriting, sub-answers, integration.
+
+Modules:
+    ``decomposers``: question decomposition and the multi-hop judge.
+    ``rewrite_triggers``: pronoun-triggered rewriting's triggers and confirmers.
+    ``sub_questions``: the rewriter and the summarizer.
+    ``answerers``: sub-question answerers.
+    ``integrators``: AnsInt and CxtInt.
+    ``choosers``: choosing between the integrations' answers.
+    ``comparisons``: comparison questions decided by rule.
+    ``answer_form``: an answer read out of a reply, and the form a question asks for.
+
+Protocols: :mod:`chainrag.protocols.reasoning`.
+"""
+
+from chainrag.components.reasoning import (
+    answer_form,
+    answerers,
+    choosers,
+    comparisons,
+    decomposers,
+    integrators,
+    rewrite_triggers,
+    sub_questions,
+)
+
+__all__ = [
+    "answer_form",
+    "answerers",
+    "choosers",
+    "comparisons",
+    "decomposers",
+    "integrators",
+    "rewrite_triggers",
+    "sub_questions",
+]
