@@ -14,9 +14,9 @@ from chainrag.core.errors import RecipeError
 from chainrag.recipes.recipe import Recipe
 from chainrag.report.runs import Run
 from chainrag.run.record import RunRecord
+from chainrag.standin.server import FakeOpenAI, serve
 
 from .conftest import ROOT
-from .fake_openai_server import FakeOpenAI, serve
 from .test_runs import fake_llm_recipe
 
 

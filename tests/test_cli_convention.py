@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from chainrag.standin.server import FakeOpenAI, serve
+
 from .conftest import ROOT
-from .fake_openai_server import FakeOpenAI, serve
 from .test_runs import fake_llm_recipe, naive_recipe
 
 CLI = [str(Path(sys.executable).parent / "chainrag")]

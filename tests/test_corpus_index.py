@@ -234,8 +234,7 @@ def test_run_answers_a_dataset_over_a_prebuilt_corpus_index(tmp_path: Path) -> N
 
     from chainrag.cli.main import app
     from chainrag.data.datasets import load_dataset
-
-    from .fake_openai_server import FakeOpenAI, serve
+    from chainrag.standin.server import FakeOpenAI, serve
 
     examples = load_dataset("musique", 3)
     source = tmp_path / "corpus.jsonl"

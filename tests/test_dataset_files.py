@@ -371,7 +371,8 @@ def test_a_missing_file_and_an_unknown_name(tmp_path: Path) -> None:
 
 
 def test_a_run_on_a_file_says_the_format_once_and_is_keyed_by_its_sha256(tmp_path: Path) -> None:
-    from .fake_openai_server import FakeOpenAI, serve
+    from chainrag.standin.server import FakeOpenAI, serve
+
     from .test_runs import naive_recipe
 
     data = _write(tmp_path / "data" / "my_questions.json", _records("musique_dev.jsonl", 2))

@@ -40,9 +40,9 @@ from chainrag.run.jobs import Job
 from chainrag.run.meta import LLMIdentity
 from chainrag.run.plan import PlannedData, plan_run
 from chainrag.run.session import run_recipe
+from chainrag.standin.server import FakeOpenAI, serve
 
 from .conftest import ROOT
-from .fake_openai_server import FakeOpenAI, serve
 from .test_runs import naive_recipe, start
 from .test_scripts import _script as script
 

@@ -15,8 +15,7 @@ from chainrag.core.types import LLMRequest, LLMResponse, Message
 from chainrag.llm import endpoint_identity, open_llm
 from chainrag.llm.cache import ResponseCache, request_key
 from chainrag.recipes.recipe import LLMSpec
-
-from .fake_openai_server import FakeOpenAI, serve
+from chainrag.standin.server import FakeOpenAI, serve
 
 
 def ask(text: str = "capital of France?") -> LLMRequest:

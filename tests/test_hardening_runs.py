@@ -19,8 +19,8 @@ from chainrag.llm.fake import ScriptedLLM
 from chainrag.run.files import RunError, read_lines
 from chainrag.run.folder import RunDir
 from chainrag.run.session import run_recipe
+from chainrag.standin.server import FakeOpenAI, serve
 
-from .fake_openai_server import FakeOpenAI, serve
 from .test_runs import fails_on, naive_recipe, start
 
 

@@ -97,8 +97,7 @@ def test_run_llm_probe_asks_the_recipes_llm_and_saves_what_it_found(
     import json
 
     from chainrag.experiments.probes import SavedProbes, run_llm_probe
-
-    from .fake_openai_server import FakeOpenAI, serve
+    from chainrag.standin.server import FakeOpenAI, serve
 
     monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path / "cache"))
     fake = FakeOpenAI([], reply="Yes.")

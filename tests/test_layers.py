@@ -17,7 +17,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "protocols"),
     ("data",),
     ("recipes",),
-    ("llm",),
+    ("llm", "standin"),
     ("components",),
     ("index",),
     ("methods",),

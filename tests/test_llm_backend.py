@@ -19,8 +19,7 @@ from chainrag.core.errors import (
 )
 from chainrag.core.types import LLMRequest, Message
 from chainrag.llm.backend import LiteLLMBackend, RetryPolicy, redact
-
-from .fake_openai_server import FakeOpenAI, serve
+from chainrag.standin.server import FakeOpenAI, serve
 
 MODEL = "openai/fake-model"
 

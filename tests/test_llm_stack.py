@@ -394,8 +394,7 @@ def test_a_cached_answer_never_waits_for_the_slot_a_live_request_holds(tmp_path:
     from chainrag.core.types import LLMRequest, Message
     from chainrag.llm import open_llm
     from chainrag.recipes.recipe import LLMSpec
-
-    from .fake_openai_server import FakeOpenAI, serve
+    from chainrag.standin.server import FakeOpenAI, serve
 
     def ask(text: str) -> LLMRequest:
         return LLMRequest((Message("user", text),), "p", max_tokens=4)

@@ -260,7 +260,7 @@ def test_a_file_that_cannot_be_padded_is_refused_with_what_to_write(tmp_path: Pa
 
 
 def test_a_run_on_a_padded_file_records_its_setting(tmp_path: Path) -> None:
-    from .fake_openai_server import FakeOpenAI, serve
+    from chainrag.standin.server import FakeOpenAI, serve
 
     (tmp_path / "data").mkdir()
     data = _copy("2wiki", tmp_path / "data" / "held.jsonl", 4)

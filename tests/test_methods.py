@@ -31,9 +31,9 @@ from chainrag.llm.prompts import available
 from chainrag.methods.paper import ChainRAG
 from chainrag.recipes.recipe import Recipe, load_recipe, recipe_files
 from chainrag.run.question import RecipeIncompleteError, answer_question
+from chainrag.standin.server import FakeOpenAI, serve
 
 from .conftest import ROOT
-from .fake_openai_server import FakeOpenAI, serve
 
 
 def fast(recipe: Recipe) -> Recipe:

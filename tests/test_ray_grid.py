@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
+from chainrag.standin.server import FakeOpenAI, serve
 
 from .conftest import ROOT
-from .fake_openai_server import FakeOpenAI, serve
 
 ray = pytest.importorskip("ray", reason="ray is in requirements/lock.txt (make test installs it)")
 

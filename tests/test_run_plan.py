@@ -18,8 +18,8 @@ from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import RunError
 from chainrag.run.jobs import run_grid
 from chainrag.run.plan import FolderState, RunPlan, plan_grid, plan_lines
+from chainrag.standin.server import FakeOpenAI, serve
 
-from .fake_openai_server import FakeOpenAI, serve
 from .test_runs import naive_recipe
 
 

@@ -28,9 +28,9 @@ from chainrag.run.folder import RunDir
 from chainrag.run.interrupts import signals_held
 from chainrag.run.record import RetrievalRecord
 from chainrag.run.session import run_recipe, sigterm_as_interrupt
+from chainrag.standin.server import FakeOpenAI, serve
 
 from .conftest import DATA_ROOT, ROOT
-from .fake_openai_server import FakeOpenAI, serve
 from .run_records import record, write_run
 
 DATA = DATA_ROOT / "musique_dev.jsonl"

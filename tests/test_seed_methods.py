@@ -527,8 +527,7 @@ def test_recurring_command_resumes_and_refuses_another_experiment(tmp_path: Path
 
     from chainrag.cli.main import app
     from chainrag.experiments import recurring as rec
-
-    from .fake_openai_server import FakeOpenAI, serve
+    from chainrag.standin.server import FakeOpenAI, serve
 
     with serve(FakeOpenAI([], reply="Paris")) as api_base:
         recipe = seed_recipe(tmp_path, "four_module")  # checks the recipe loads

@@ -3,7 +3,7 @@
 of long:musique with the ``hashed_bow`` embedder (its vectors do not depend on the batch, so it
 checks that every text of a padded context, shared across questions, gets its own vector,
 sentences and entities back; MiniLM there would embed 16,000 sentences afresh for "before"),
-answered by the deterministic stand-in (tests/fake_openai_server.py's ``standin_reply``).
+answered by the deterministic stand-in (``chainrag.standin.replies.standin_reply``).
 
 "Before" is today's path: each question's index embedded in one call of its own texts, and the
 dense reranker embedding its candidates again; "after" takes every vector from the store of
@@ -43,9 +43,9 @@ from chainrag.llm.prompts import available
 from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.run.question import answer_question
+from chainrag.standin.replies import standin_reply
 
 from .conftest import ROOT
-from .fake_openai_server import standin_reply
 
 RECIPES = ("chainrag/ansint.yaml", "baselines/naive.yaml")
 LARGEST = 1e-5

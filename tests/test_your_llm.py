@@ -1,7 +1,7 @@
 """The researcher's own model: any litellm model on the command line (``--llm``, ``--api-base``),
 what can be checked before paying checked before the first question (credentials, the endpoint),
 and a provider's limits paced rather than discovered by 429s. Every endpoint here is the stand-in
-OpenAI-compatible server on 127.0.0.1 (tests/fake_openai_server.py); nothing reaches a network."""
+OpenAI-compatible server on 127.0.0.1 (chainrag/standin/server.py); nothing reaches a network."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from chainrag.llm.preflight import CheckedLLM
 from chainrag.recipes.overrides import LITELLM_DEFAULTS, llm_section, load_changed
 from chainrag.recipes.recipe import LLMSpec
 from chainrag.run.meta import recipe_digest
+from chainrag.standin.server import FakeOpenAI, serve
 
 from .conftest import ROOT
-from .fake_openai_server import FakeOpenAI, serve
 
 ANSINT = ROOT / "recipes" / "chainrag" / "ansint.yaml"
 

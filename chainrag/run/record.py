@@ -258,7 +258,8 @@ before format 3 (today ``Verdict.checked``)."""
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 """The first standalone yes/no of a judge's reply, as the judges read it
-(``components.retrieval.judges.parse_yes_no``; tests/test_run_records.py checks that the two agree)."""
+(``components.retrieval.judges.parse_yes_no``; tests/test_run_records.py checks that the two
+agree)."""
 
 _PICK = re.compile(r"^\[(first|second|fallback|by rule): (.*)\]$")
 _P_SECOND = re.compile(r"^P\(second\) ([0-9.]+), ")

@@ -15,23 +15,22 @@ answers 429 to every request in the first ``for_s`` seconds of each ``every_s``,
 (:data:`chainrag.llm.preflight.PROBE`, one token) is answered and kept in ``probes``, apart from
 the script and ``bodies``, so a scripted test sees only the run's own requests.
 
-Like a model: ``reply`` is a text, or a function of the request body; :func:`standin_reply`
-answers every prompt of chainrag's methods with something they parse (JSON where a schema is
-asked), deterministically, from the request's own text. ``latency`` gives each answer's
-seconds: :func:`fixed` or :func:`lognormal` (a median and a heavy tail, seeded).
+Like a model: ``reply`` is a text, or a function of the request body;
+:func:`~chainrag.standin.replies.standin_reply` answers every prompt of chainrag's methods with
+something they parse (JSON where a schema is asked), deterministically, from the request's own
+text. ``latency`` gives each answer's seconds: :func:`fixed` or :func:`lognormal` (a median and
+a heavy tail, seeded).
 
 As a process (bench/api_throughput.py runs it so, to measure chainrag's CPU without it):
-``python tests/fake_openai_server.py --latency lognormal:1:5 --bursts 60:2 --port-file F``.
+``python -m chainrag.standin.server --latency lognormal:1:5 --bursts 60:2 --port-file F``.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-Body = dict[str, Any]
+from chainrag.standin.replies import Body, standin_reply
 
 
 def fixed(seconds: float) -> Callable[[], float]:
@@ -51,7 +50,7 @@ def fixed(seconds: float) -> Callable[[], float]:
 def lognormal(median_s: float, p99_s: float, seed: int = 0) -> Callable[[], float]:
     """Answers after a log-normal time: half within ``median_s``, 1 in 100 after ``p99_s``."""
     sigma = math.log(p99_s / median_s) / 2.326  # the 99th percentile of a standard normal
-    draw = random.Random(seed)
+    draw = random.Random(seed)  # noqa: S311 (latencies, not secrets)
     lock = threading.Lock()
 
     def latency() -> float:
@@ -59,81 +58,6 @@ def lognormal(median_s: float, p99_s: float, seed: int = 0) -> Callable[[], floa
             return draw.lognormvariate(math.log(median_s), sigma)
 
     return latency
-
-
-def _digest(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-
-
-def _after(text: str, label: str) -> str:
-    """The first line after ``label`` in ``text`` (numbering like ``[1]`` or ``1.`` dropped)."""
-    rest = text.split(label, 1)[1] if label in text else text
-    for line in rest.splitlines():
-        line = re.sub(r"^\s*(\[\d+\]|\d+[.)]|-)\s*", "", line).strip()
-        if line:
-            return line
-    return ""
-
-
-def _question(text: str) -> str:
-    found = re.findall(r"(?:Main question|Question to rewrite|Question): (.*)", text)
-    return found[-1].strip() if found else text.strip().splitlines()[-1]
-
-
-def _from_schema(schema: Any, text: str) -> Any:
-    """A value of ``schema`` made from the request's ``text``: strings are its question."""
-    kind = schema.get("type") if isinstance(schema, dict) else None
-    if kind == "array":
-        question = _question(text)
-        items = [question, f"What is known about {question.split()[-1].strip('?')}?"]
-        if schema.get("items", {}).get("type", "string") != "string":
-            items = [_from_schema(schema["items"], q) for q in items]
-        return items[: schema.get("maxItems", 2)]
-    if kind == "object":
-        props = schema.get("properties", {})
-        return {name: _from_schema(sub, text) for name, sub in props.items()}
-    if kind in ("integer", "number"):
-        return _digest(text) % 3
-    if kind == "boolean":
-        return _digest(text) % 2 == 0
-    if isinstance(schema, dict) and "enum" in schema:
-        return schema["enum"][_digest(text) % len(schema["enum"])]
-    words = re.findall(r"[A-Z][\w'-]+", _after(text, "Sentences:")) or ["unknown"]
-    return " ".join(words[:2])
-
-
-def _schema(body: Body) -> Any:
-    form = body.get("response_format") or {}
-    if form.get("type") == "json_schema":
-        return form.get("json_schema", {}).get("schema", {})
-    return {"type": "object"} if form.get("type") == "json_object" else None
-
-
-def standin_reply(body: Body) -> str:
-    """A deterministic answer to a chat completion ``body`` that chainrag's methods parse.
-
-    JSON of the schema the request asks for; a yes/no where one is asked (yes for about a third
-    of the evidence texts); a summary, a rewritten question, a short answer taken from the
-    first line of the evidence (or "unanswerable" for about a quarter of sub-questions): each a
-    function of the prompt's text, so a change in what was retrieved changes the answers.
-    """
-    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-    if (schema := _schema(body)) is not None:
-        return json.dumps(_from_schema(schema, text))
-    if "Rewritten question:" in text:
-        return _question(text)
-    if "Summary:" in text:
-        return _after(text, "Sentences:")[:200]
-    if "yes or no" in text.lower() and "enough information" in text:
-        return "yes" if _digest(_after(text, "Sentences:")) % 3 == 0 else "no"
-    if "JSON" in text and "[" in text:
-        return json.dumps([_question(text)])
-    evidence = next((_after(text, label) for label in ("Sentences:", "Context:",
-                     "Sub-questions and answers:", "Passages:") if label in text), "")  # fmt: skip
-    if "unanswerable" in text and _digest(evidence + _question(text)) % 4 == 0:
-        return "unanswerable"
-    words = re.findall(r"[A-Z][\w'-]+", evidence) or evidence.split() or ["yes"]
-    return " ".join(words[:2])
 
 
 def completion_body(text: str = "ok", top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
