@@ -18,6 +18,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from chainrag.core.notes import MethodNotes
+
 if TYPE_CHECKING:
     from chainrag.core.context import Context
     from chainrag.protocols.reasoning import Integrator
@@ -577,7 +579,10 @@ class Prediction:
     (ChainRAG's AnsInt and CxtInt). ``usage`` and ``usage_by_prompt`` count the LLM calls,
     cache hits, tokens, latency and cost the question took, per prompt id. ``read`` is the
     question the final answer was read for where it is not the dataset's own (Shi et al.'s reader
-    answers Query Rewriter+'s rewritten question), else None.
+    answers Query Rewriter+'s rewritten question), else None. ``notes`` is what the method says
+    of how it answered (:class:`~chainrag.core.notes.MethodNotes`: its answers' integrators,
+    its rewriting), which the run adds to the method's prediction; None for a method that says
+    nothing.
     """
 
     answers: tuple[NamedAnswer, ...]
@@ -586,6 +591,7 @@ class Prediction:
     usage: Usage = Usage()
     usage_by_prompt: tuple[tuple[str, Usage], ...] = ()
     read: str | None = None
+    notes: MethodNotes | None = None
 
     @property
     def answer(self) -> str:
