@@ -587,11 +587,11 @@ def seeds(kind: str) -> Stage:
 
         from chainrag.components.index.embedders import FlagModelEmbedder
         from chainrag.components.retrieval.retrievers import DenseRerank
-        from chainrag.core.context import Context
+        from chainrag.context import StageContext
         from chainrag.data.datasets import load_dataset
 
         torch.set_num_threads(1)
-        ctx, search, embedder = Context(), SEARCHES[kind], FlagModelEmbedder()
+        ctx, search, embedder = StageContext(), SEARCHES[kind], FlagModelEmbedder()
         index = vector_index(inp, config, search)
         db = connect(Path(config.index))
         real = db.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
@@ -688,12 +688,12 @@ def encoders(_: Inputs | None, config: Config) -> Measurement:
     sentences."""
     from chainrag.components.index.embedders import FlagModelEmbedder
     from chainrag.components.index.spacy_nlp import SpacyNER
-    from chainrag.core.context import Context
+    from chainrag.context import StageContext
 
     with contextlib.closing(connect(Path(config.index))) as db:
         texts = [t for (t,) in db.execute("SELECT text FROM sentences ORDER BY sid")]
     texts = texts[:: max(1, len(texts) // ENCODER_SENTENCES)][:ENCODER_SENTENCES]
-    ctx, ner, embed = Context(), SpacyNER(), FlagModelEmbedder()
+    ctx, ner, embed = StageContext(), SpacyNER(), FlagModelEmbedder()
     ner(texts[:32], ctx)
     embed(texts[:32], ctx)
     _, ner_run = timed(lambda: ner(texts, ctx))

@@ -123,9 +123,9 @@ def onnx_path(model: Path, threads: int) -> Callable[[Sequence[str], int], np.nd
 
 def torch_path() -> Callable[[Sequence[str], int], np.ndarray]:
     from chainrag.components.index.embedders import FlagModelEmbedder
-    from chainrag.core.context import Context
+    from chainrag.context import StageContext
 
-    ctx = Context()
+    ctx = StageContext()
 
     def embed(texts: Sequence[str], size: int) -> np.ndarray:
         return FlagModelEmbedder(batch_size=size, device="cpu")(list(texts), ctx)

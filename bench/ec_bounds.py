@@ -67,14 +67,15 @@ from chainrag.components.index.key_entities import BM25KeyEntities
 from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
 from chainrag.components.retrieval.expanders import expand_hops
 from chainrag.components.retrieval.retrievers import top_k_hits
+from chainrag.context import StageContext
 from chainrag.core.budget import words
-from chainrag.core.context import Context
 from chainrag.core.paths import cache_root
 from chainrag.core.types import GraphInputs, Passage, QAExample, ScoredEntity, Sentence, Verdict
 from chainrag.data.datasets import load_corpus, load_dataset, pool
 from chainrag.data.metrics import retrieval_scores
 from chainrag.index.build import EmbeddingCache, entity_name
 from chainrag.index.graph import SentenceGraph
+from chainrag.protocols.context import Context
 
 NUMERIC_LABELS = ("NORP", "ORDINAL", "CARDINAL", "QUANTITY", "PERCENT", "MONEY", "DATE", "TIME")
 TOP = 13
@@ -433,7 +434,9 @@ def main() -> int:
         "--scale", type=int, default=1_000_000, help="sentences of the at-scale check (0: skip)"
     )
     args = parser.parse_args()
-    one, pooled = build_graphs(load_dataset("2wiki"), args.questions, not args.no_corpus, Context())
+    one, pooled = build_graphs(
+        load_dataset("2wiki"), args.questions, not args.no_corpus, StageContext()
+    )
     choices = options(args.max_sentences, args.nearest)
     per_question, shared = run(one, pooled, choices, args.repeats)
     n_one = sum(len(g.setting.sentences) for g in one)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainrag.components.index.embedders import FlagModelEmbedder, in_batches
 from chainrag.components.index.spacy_nlp import SpacySentences
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.data.datasets import load_dataset
 
 
@@ -52,7 +52,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    ctx = Context()
+    ctx = StageContext()
     passages = [p for q in load_dataset(args.dataset)[: args.questions] for p in q.passages]
     texts = [s.text for s in SpacySentences()(passages, ctx)]
     model = FlagModelEmbedder(device="cpu")._model(ctx)

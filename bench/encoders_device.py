@@ -66,14 +66,14 @@ def prepare(folder: Path) -> None:
     from safetensors.torch import load_file, save_file
 
     from chainrag.components.index.embedders import offline_minilm_path
-    from chainrag.core.context import Context
+    from chainrag.context import StageContext
     from chainrag.index.corpus.source import read_passages
     from chainrag.recipes.recipe import load_recipe
 
     spec = load_recipe(ROOT / "recipes" / "index" / "sentence_graph.yaml").index
     assert spec is not None
     assert spec.splitter is not None
-    passages, ctx = list(read_passages(CORPUS)), Context()
+    passages, ctx = list(read_passages(CORPUS)), StageContext()
     texts: list[str] = []
     for start in range(0, len(passages), 512):
         texts.extend(s.text for s in spec.splitter(passages[start : start + 512], ctx))
@@ -180,9 +180,9 @@ def agreement(model: str, texts: list[str], real: list[str], args: argparse.Name
 
     from chainrag.components.index.embedders import FlagModelEmbedder
     from chainrag.components.retrieval.rerankers import CrossEncoderReranker, FlagRerankerComponent
-    from chainrag.core.context import Context
+    from chainrag.context import StageContext
 
-    ctx, found = Context(), {}
+    ctx, found = StageContext(), {}
     cpu = FlagModelEmbedder(model_path=model, device="cpu")
     other = FlagModelEmbedder(model_path=model, device=args.device)
     part, queries = texts[: args.agree], real[:64]
@@ -214,9 +214,9 @@ def speeds(model: str, texts: list[str], queries: list[str], args: argparse.Name
 
     from chainrag.components.index.embedders import FlagModelEmbedder
     from chainrag.components.retrieval.rerankers import CrossEncoderReranker
-    from chainrag.core.context import Context
+    from chainrag.context import StageContext
 
-    gpu, ctx, rows = args.device, Context(), []
+    gpu, ctx, rows = args.device, StageContext(), []
 
     def row(what: str, device: str, batch: int, n: int, fn: Callable[[], Any]) -> None:
         if device == "cuda":

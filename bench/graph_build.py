@@ -36,10 +36,11 @@ from chainrag.components.index.edges import EntityCooccurrence, SimilarityTopK, 
 from chainrag.components.index.embedders import FlagModelEmbedder
 from chainrag.components.index.key_entities import BM25KeyEntities, entity_vocabulary
 from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import GraphInputs, Sentence
 from chainrag.data.datasets import load_corpus
 from chainrag.index.build import entity_name
+from chainrag.protocols.context import Context
 
 
 def measure(fn: Callable[[], Any], trace: bool = False) -> tuple[Any, float, float | None]:
@@ -184,7 +185,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="runs of each graph part")
     args = parser.parse_args()
     ref_sizes = set(args.sizes if args.reference_sizes is None else args.reference_sizes)
-    ctx = Context()
+    ctx = StageContext()
     FlagModelEmbedder()(["warm up"], ctx)
     SpacyNER()(["Warm up."], ctx)
     rows = []

@@ -22,12 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainrag.components.retrieval.expanders import expand_hops
 from chainrag.components.retrieval.retrievers import DenseRerank, top_k_hits
+from chainrag.context import StageContext
 from chainrag.core.budget import words
-from chainrag.core.context import Context
 from chainrag.core.types import Verdict
 from chainrag.data.datasets import load_corpus, load_dataset
 from chainrag.index.build import IndexCache, build_index
 from chainrag.index.graph import SentenceGraph
+from chainrag.protocols.context import Context
 from chainrag.recipes.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +61,7 @@ def main() -> int:
     parser.add_argument("--sizes", nargs="+", type=int, default=[2000, 20000])
     parser.add_argument("--queries", type=int, default=50)
     args = parser.parse_args()
-    ctx = Context()
+    ctx = StageContext()
     queries = [q.question for q in load_dataset("2wiki")][: args.queries]
     retriever = DenseRerank(k=3, candidates=100)
     print("| sentences | stage | median ms | p90 ms |")

@@ -67,10 +67,10 @@ def real_vectors() -> np.ndarray:
     if not path.exists():
         from chainrag.components.index.embedders import FlagModelEmbedder
         from chainrag.components.index.spacy_nlp import SpacySentences
-        from chainrag.core.context import Context
+        from chainrag.context import StageContext
         from chainrag.data.datasets import load_corpus
 
-        ctx = Context()
+        ctx = StageContext()
         sentences = SpacySentences()(load_corpus("2wiki_hipporag_corpus"), ctx)
         vectors = FlagModelEmbedder()([s.text for s in sentences], ctx)
         CACHE.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from chainrag.core.context import Context
 from chainrag.core.types import Passage, Sentence
+from chainrag.protocols.resources import Resources
 from chainrag.recipes.registry import REWRITE_TRIGGERS, SENTENCE_SPLITTERS
 
 
@@ -30,7 +30,7 @@ class ToyQuestionMark:
 class ToyPeriodSplitter:
     """Splits passages at ". " (a toy). Recipe: ``{kind: toy_period_splitter}``."""
 
-    def __call__(self, passages: Sequence[Passage], ctx: Context) -> tuple[Sentence, ...]:
+    def __call__(self, passages: Sequence[Passage], ctx: Resources) -> tuple[Sentence, ...]:
         out: list[Sentence] = []
         for p_index, passage in enumerate(passages):
             start = 0

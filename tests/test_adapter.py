@@ -19,7 +19,7 @@ from chainrag.components.index.linear_adapter import (
     AdapterError,
     LinearAdapter,
 )
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import Passage, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache
@@ -149,18 +149,18 @@ def test_adapted_embedder_follows_the_file_content(tmp_path: Path) -> None:
     LinearAdapter.identity(32).save(path)
     embedder = AdaptedEmbedder(HashedBagOfWords(dim=32), str(path))
     texts = ["Paris is in France.", "Rome"]
-    plain = HashedBagOfWords(dim=32)(texts, Context())
-    assert np.allclose(embedder(texts, Context()), plain, atol=1e-6)
+    plain = HashedBagOfWords(dim=32)(texts, StageContext())
+    assert np.allclose(embedder(texts, StageContext()), plain, atol=1e-6)
     cache = EmbeddingCache(tmp_path / "embeddings")
-    first = cache.embed(embedder, texts, Context())
+    first = cache.embed(embedder, texts, StageContext())
     swapped = LinearAdapter.identity(32)
     swapped = LinearAdapter(swapped.wq, swapped.bq, -swapped.wp, swapped.bp)
     swapped.save(path)  # retrained into the same path
-    second = cache.embed(embedder, texts, Context())
+    second = cache.embed(embedder, texts, StageContext())
     assert np.allclose(second, -first, atol=1e-6)  # not the stale cached vectors
     missing = AdaptedEmbedder(HashedBagOfWords(), str(tmp_path / "missing.npz"))  # no check yet
     with pytest.raises(ValueError, match="is not a file"):  # issue 21: checked when it loads
-        missing(texts, Context())
+        missing(texts, StageContext())
 
 
 def test_train_adapter_command_at_toy_size(tmp_path: Path) -> None:
@@ -181,6 +181,6 @@ def test_train_adapter_command_at_toy_size(tmp_path: Path) -> None:
     examples = load_dataset("musique", 1)
     assert examples  # the adapter embeds real text
     vectors = AdaptedEmbedder(HashedBagOfWords(dim=32), str(out))(
-        [examples[0].question], Context(), "query"
+        [examples[0].question], StageContext(), "query"
     )
     assert vectors.shape == (1, 32)

@@ -19,7 +19,7 @@ from chainrag.components.reasoning.rewrite_triggers import (
     Substring,
     resolve_numbered,
 )
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import GraphInputs, Passage, ReservoirMatch, Sentence, SubAnswer
 from chainrag.llm.fake import ScriptedLLM
 
@@ -80,7 +80,7 @@ def test_numbered_references_are_filled_from_the_steps(sub_question: str, resolv
 
 def test_the_numbered_rewriter_asks_the_llm_only_without_a_numbered_reference() -> None:
     llm = ScriptedLLM({"rewrite": ["Where was Li Yang born?"]})
-    rewriter, ctx = NumberedReferences(), Context(llm=llm)
+    rewriter, ctx = NumberedReferences(), StageContext(llm=llm)
     assert rewriter("Where was #1 born?", HISTORY[:1], ctx) == "Where was Li Yang born?"
     assert llm.requests == []  # filled by substitution
     assert rewriter("Where was this director born?", HISTORY[:1], ctx) == "Where was Li Yang born?"

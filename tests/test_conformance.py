@@ -21,7 +21,7 @@ from chainrag.api.conformance import (
     check_round_trip,
     check_signature,
 )
-from chainrag.core.context import Context
+from chainrag.protocols.context import Context
 from chainrag.recipes.registry import REGISTRIES, Entry, Registry
 
 from . import chainrag_toy_plugin  # noqa: F401  (a plugin's components must conform too)

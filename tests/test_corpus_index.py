@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.index.build import build_sentence_graph
 from chainrag.index.corpus.build import build_corpus_index
 from chainrag.index.corpus.source import CorpusError, read_passages
@@ -54,7 +54,7 @@ def corpus_file(tmp_path: Path, n: int = 40, bad: dict[int, object] | None = Non
 
 def build(source: Path, spec: IndexSpec, out: Path, **kw: object) -> dict[str, object]:
     return build_corpus_index(
-        [str(source)], spec, out, Context(), batch_passages=8, batch_sentences=32, **kw
+        [str(source)], spec, out, StageContext(), batch_passages=8, batch_sentences=32, **kw
     )  # type: ignore[arg-type]
 
 
@@ -79,7 +79,7 @@ def test_streamed_build_equals_the_in_memory_build(tmp_path: Path) -> None:
     source = corpus_file(tmp_path)
     build(source, spec, tmp_path / "idx")
     passages = list(read_passages([str(source)]))
-    graph, _ = build_sentence_graph(passages, spec, Context(), None)
+    graph, _ = build_sentence_graph(passages, spec, StageContext(), None)
     index = CorpusIndex.open(tmp_path / "idx", spec.embedder)
     n = len(graph)
     assert len(index) == n and list(index.texts) == list(graph.texts)
@@ -137,7 +137,7 @@ def _rows(folder: Path, table: str) -> int:
 def test_kill_9_during_a_real_build_then_resume_gives_the_same_index(tmp_path: Path) -> None:
     path, spec = recipe(tmp_path)
     source = corpus_file(tmp_path, n=120)
-    build_corpus_index([str(source)], spec, tmp_path / "whole", Context(), batch_passages=8)
+    build_corpus_index([str(source)], spec, tmp_path / "whole", StageContext(), batch_passages=8)
     args = [sys.executable, "-c", "from chainrag.cli.main import entry; entry()", "index",
             "--recipe", str(path), "--corpus", str(source), "--out", str(tmp_path / "part"),
             "--batch-passages", "8"]  # fmt: skip
@@ -182,7 +182,7 @@ def test_a_changed_corpus_or_recipe_is_refused(tmp_path: Path) -> None:
     other = load_recipe(path).index
     assert other is not None
     with pytest.raises(CorpusIndexError, match=r"built otherwise .*batch_passages"):
-        build_corpus_index([str(source)], other, tmp_path / "idx", Context(), batch_passages=4)
+        build_corpus_index([str(source)], other, tmp_path / "idx", StageContext(), batch_passages=4)
 
 
 @pytest.mark.parametrize(
@@ -285,7 +285,7 @@ def test_seed_retrieval_over_a_corpus_index_through_each_search(tmp_path: Path) 
     _, spec = recipe(tmp_path)
     build(corpus_file(tmp_path), spec, tmp_path / "idx")
     index = CorpusIndex.open(tmp_path / "idx", spec.embedder)
-    ctx = Context()
+    ctx = StageContext()
     n = len(index)
     dense = index.embeddings @ spec.embedder(["the film director"], ctx, "query")[0]
     expected = np.lexsort((np.arange(n), -dense))[:20].tolist()
@@ -311,7 +311,7 @@ def test_a_blocked_ivf_index_keeps_its_vectors_in_list_order_beside_it(tmp_path:
     _, spec = recipe(tmp_path)
     build(corpus_file(tmp_path), spec, tmp_path / "idx")
     search = BlockedIVF(nlist=4, nprobe=4)  # every list probed: exact
-    ctx = Context()
+    ctx = StageContext()
     index = CorpusIndex.open(tmp_path / "idx", spec.embedder)
     n = len(index)
     dense = index.embeddings @ spec.embedder(["the film director"], ctx, "query")[0]
@@ -371,9 +371,9 @@ def test_index_contexts_sums_what_the_indexes_hold(tmp_path: Path) -> None:
     contexts = contexts_of("musique", None, 2)
     seen: list[tuple[str, int, int]] = []
     cache = IndexCache(tmp_path / "cache")
-    totals = index_contexts(contexts, spec, Context(), cache, lambda *a: seen.append(a))
+    totals = index_contexts(contexts, spec, StageContext(), cache, lambda *a: seen.append(a))
     assert seen == [("indexing", 0, 2), ("indexing", 1, 2), ("indexing", 2, 2)]
-    reports = [build_index(p, spec, Context(), None)[1] for _, p in contexts]
+    reports = [build_index(p, spec, StageContext(), None)[1] for _, p in contexts]
     assert (totals.contexts, totals.built, totals.chunked) == (2, 2, False)
     assert totals.units == sum(r.units for r in reports)
     assert totals.entities == sum(r.entities for r in reports)
@@ -385,7 +385,7 @@ def test_index_contexts_sums_what_the_indexes_hold(tmp_path: Path) -> None:
         f"sentences: {totals.units:,}   entities: {totals.entities:,}",
     ]
     assert "seconds per stage (built indexes only):" in lines
-    again = index_contexts(contexts, spec, Context(), cache)
+    again = index_contexts(contexts, spec, StageContext(), cache)
     assert (again.built, again.units, dict(again.seconds)) == (0, totals.units, {})
     assert again.lines()[0] == "2 index(es): 0 built, 2 from the cache"
 

@@ -14,8 +14,8 @@ import pytest
 from chainrag.components.index.embedders import FlagModelEmbedder
 from chainrag.components.knowledge.knowledge import NLICrossEncoderFilter
 from chainrag.components.retrieval.rerankers import CrossEncoderReranker, FlagRerankerComponent
+from chainrag.context import StageContext
 from chainrag.core import device
-from chainrag.core.context import Context
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import Passage
 from chainrag.index.build import IndexCache
@@ -65,9 +65,9 @@ def test_without_a_gpu_auto_is_the_cpu_and_cuda_is_an_error_naming_the_component
 ) -> None:
     assert device.resolve("auto", "x") == "cpu"
     with pytest.raises(device.DeviceError, match="the flag_model embedder has device: cuda"):
-        FlagModelEmbedder(device="cuda")._model(Context())
+        FlagModelEmbedder(device="cuda")._model(StageContext())
     with pytest.raises(device.DeviceError, match="cross_encoder component has device: cuda"):
-        CrossEncoderReranker("/nowhere", device="cuda").scores([["q", "t"]], Context())
+        CrossEncoderReranker("/nowhere", device="cuda").scores([["q", "t"]], StageContext())
 
 
 def test_this_machine_without_a_gpu_is_answered_without_importing_torch() -> None:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.components.retrieval.rerankers import CrossEncoderReranker
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import Hit, Passage, QAExample
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.training.distill_eval import by_score, ndcg, ranking_metrics
@@ -92,7 +92,7 @@ def test_train_reranker_command_at_toy_size(tmp_path: Path) -> None:
     assert report["teacher"] == "gold" and report["metrics"]["teacher"]["ndcg@10"] == 1.0
     assert set(report["metrics"]["student"]) >= {"ndcg@10", "hit@4", "mrr", "ms_per_question"}
     reranker = CrossEncoderReranker(str(out))
-    ranked = reranker("q", (Hit(0, 0.1), Hit(1, 0.2)), ("a", "b"), Context())
+    ranked = reranker("q", (Hit(0, 0.1), Hit(1, 0.2)), ("a", "b"), StageContext())
     assert sorted(h.index for h in ranked) == [0, 1]
 
 

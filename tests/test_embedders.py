@@ -16,7 +16,7 @@ from chainrag.components.index.embedders import (
     l2_normalise,
     offline_minilm_path,
 )
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 
 TEXTS = [
     "Who directed The Serpent's Egg?",
@@ -55,7 +55,7 @@ def forward_passes(model: Any) -> list[int]:
 @pytest.mark.slow
 @pytest.mark.parametrize("instruction", ["", "Represent this sentence for searching: "])
 def test_one_batch_is_flag_models_vectors_bit_for_bit(instruction: str) -> None:
-    ctx = Context()
+    ctx = StageContext()
     embedder = FlagModelEmbedder(batch_size=8, query_instruction=instruction, device="cpu")
     calls = forward_passes(embedder._model(ctx))
     model = flag_model(embedder)
@@ -74,7 +74,7 @@ def test_one_batch_is_flag_models_vectors_bit_for_bit(instruction: str) -> None:
 
 @pytest.mark.slow
 def test_a_job_over_one_batch_goes_through_flag_model() -> None:
-    ctx = Context()
+    ctx = StageContext()
     embedder = FlagModelEmbedder(batch_size=2, device="cpu")
     model = flag_model(embedder)
     ours = embedder(TEXTS, ctx)
@@ -89,7 +89,7 @@ def test_a_job_over_one_batch_goes_through_flag_model() -> None:
 def test_a_job_of_several_batches_is_flag_models_vectors_without_its_probe(
     instruction: str,
 ) -> None:
-    ctx = Context()
+    ctx = StageContext()
     embedder = FlagModelEmbedder(batch_size=3, query_instruction=instruction, device="cpu")
     calls = forward_passes(embedder._model(ctx))
     model = flag_model(embedder)
@@ -107,7 +107,7 @@ def test_a_job_of_several_batches_is_flag_models_vectors_without_its_probe(
 
 @pytest.mark.slow
 def test_on_the_cpu_a_forward_pass_takes_at_most_cpu_batch_texts() -> None:
-    ctx = Context()
+    ctx = StageContext()
     embedder = FlagModelEmbedder(batch_size=CPU_BATCH + 8, device="cpu")
     calls = forward_passes(embedder._model(ctx))
     texts = [f"Sentence number {i} of a question's context." for i in range(CPU_BATCH + 1)]
@@ -122,7 +122,7 @@ def test_on_the_cpu_a_forward_pass_takes_at_most_cpu_batch_texts() -> None:
 def test_last_token_pooling_is_each_texts_last_real_token() -> None:
     import torch
 
-    ctx = Context()
+    ctx = StageContext()
     embedder = FlagModelEmbedder(pooling="last_token", device="cpu")
     model = embedder._model(ctx)
     texts = ["Paris.", "The film was released in 1977 and stars Liv Ullmann."]

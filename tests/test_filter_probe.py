@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.components.knowledge.knowledge import KeepAll, LLMNLIFilter
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import LLMRequest
 from chainrag.data.datasets import load_dataset
 from chainrag.experiments import filter_probe as fp
@@ -43,8 +43,8 @@ def test_probe_tells_a_filter_that_reads_from_one_that_keeps_everything() -> Non
         knowledge = request.messages[-1].content.rsplit("Knowledge: ", 1)[1].split("\nLabel:")[0]
         return "entailment" if knowledge in gold_texts else "Neutral."
 
-    careful = fp.run(LLMNLIFilter(), examples, Context(llm=ScriptedLLM({"nli": reads})))
-    everything = fp.run(KeepAll(), examples, Context())
+    careful = fp.run(LLMNLIFilter(), examples, StageContext(llm=ScriptedLLM({"nli": reads})))
+    everything = fp.run(KeepAll(), examples, StageContext())
     assert len(careful) == len(everything) == sum(2 * len(gold_passages(e)) for e in examples)
     assert all(p.kept for p in everything)
     assert all(p.kept == (p.kind == "gold") for p in careful)
@@ -52,7 +52,7 @@ def test_probe_tells_a_filter_that_reads_from_one_that_keeps_everything() -> Non
     assert "+0.0 points" in fp.table(everything, "musique", "all")
     assert "Questions with nothing kept: 0 of 4." in fp.table(careful, "musique", "c")
     neutral = ScriptedLLM({"nli": lambda r: "neutral"})
-    nothing = fp.run(LLMNLIFilter(), examples, Context(llm=neutral))
+    nothing = fp.run(LLMNLIFilter(), examples, StageContext(llm=neutral))
     assert "Questions with nothing kept: 4 of 4." in fp.table(nothing, "musique", "none")
 
 

@@ -14,10 +14,11 @@ from chainrag.components.index.edges import EntityCooccurrence, SimilarityTopK, 
 from chainrag.components.index.embedders import FlagModelEmbedder, HashedBagOfWords
 from chainrag.components.index.key_entities import BM25KeyEntities
 from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache, IndexBuildError, IndexCache, build_index
 from chainrag.index.graph import ChunkIndex, SentenceGraph
+from chainrag.protocols.context import Context
 from chainrag.recipes.recipe import IndexSpec, load_recipe
 
 from .conftest import ROOT
@@ -33,7 +34,7 @@ FAST = IndexSpec(
 
 @pytest.fixture(scope="module")
 def ctx() -> Context:
-    return Context()
+    return StageContext()
 
 
 @pytest.mark.parametrize("dataset", ["musique", "hotpotqa", "2wiki"])
@@ -152,7 +153,7 @@ def test_what_an_index_offers_is_told_by_its_protocols() -> None:
     from chainrag.index.corpus.store import CorpusIndex
     from chainrag.index.graph import GraphView, units_of
     from chainrag.protocols.parts import FileIdentified
-    from chainrag.protocols.retrieval import KeepsVectorIndexes
+    from chainrag.protocols.units import KeepsVectorIndexes
 
     passage = Passage("p0", "Danube", "The Danube rises in Germany.")
     sentence = Sentence(0, passage.text, 0, passage.title, 0, 0, len(passage.text))

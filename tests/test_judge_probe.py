@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.components.retrieval.judges import LLMYesNo
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import LLMRequest
 from chainrag.data.datasets import load_dataset
 from chainrag.experiments import judge as jp
@@ -46,9 +46,9 @@ def test_probe_tells_a_judge_that_reads_from_one_that_always_says_yes() -> None:
         question, text = asked(request)
         return "yes" if answers[question] in text else "no"
 
-    careful = jp.run(LLMYesNo(), examples, Context(llm=ScriptedLLM({"sufficiency": reads})))
+    careful = jp.run(LLMYesNo(), examples, StageContext(llm=ScriptedLLM({"sufficiency": reads})))
     always = jp.run(LLMYesNo(), examples,
-                    Context(llm=ScriptedLLM({"sufficiency": lambda r: "Yes."})))  # fmt: skip
+                    StageContext(llm=ScriptedLLM({"sufficiency": lambda r: "Yes."})))  # fmt: skip
     assert len(careful) == len(always) == 3 * len(examples)
     assert all(p.said_yes for p in always)
     assert "Discrimination, yes(all gold) − yes(distractors): +0.0 points" in jp.table(
@@ -82,7 +82,7 @@ def test_answerable_judge_says_no_exactly_when_the_answer_is_unanswerable() -> N
         return answers[question] if answers[question] in text else "Unanswerable."
 
     llm = ScriptedLLM({"answer_sub": answer})
-    probes = jp.run(LLMAnswerable(), examples, Context(llm=llm))
+    probes = jp.run(LLMAnswerable(), examples, StageContext(llm=llm))
     assert {r.prompt_id for r in llm.requests} == {"answer_sub"}
     by = {(p.qid, p.evidence_set): p for p in probes}
     for e in examples:

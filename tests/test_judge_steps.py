@@ -16,11 +16,12 @@ from typer.testing import CliRunner
 from chainrag.cli.main import app
 from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.components.retrieval.judges import LLMYesProbability, SimilarityJudge, yes_share
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import GoldStep, LLMRequest, LLMResponse, Verdict
 from chainrag.data.datasets import load_dataset
 from chainrag.experiments import judge_steps as js
 from chainrag.llm.fake import ScriptedLLM
+from chainrag.protocols.context import Context
 from chainrag.run.record import CONVERTER, plain, structured
 
 from .conftest import ROOT
@@ -42,7 +43,7 @@ def test_a_sub_question_takes_the_earlier_gold_answers_and_reads_wikidata_steps(
 
 
 def test_each_step_has_a_sufficient_and_an_insufficient_probe_of_equal_size() -> None:
-    ctx = Context()
+    ctx = StageContext()
     for example in load_dataset("musique", 5):
         found = js.drafts(example, EMBEDDER, ctx)
         steps = [s for s in example.decomposition if s.paragraph is not None]
@@ -89,7 +90,7 @@ def test_yes_share_adds_tokens_that_read_alike_and_is_half_without_either() -> N
 def test_the_probability_judge_says_yes_at_its_threshold_and_keeps_its_score() -> None:
     replies = [LLMResponse("Yes", "m", top_logprobs=top(0.6)) for _ in range(2)]
     llm = ScriptedLLM({"sufficiency": replies})
-    ctx = Context(llm=llm)
+    ctx = StageContext(llm=llm)
     strict, lenient = LLMYesProbability(threshold=0.7), LLMYesProbability(threshold=0.6)
     said = strict("Who?", ["a sentence"], ctx), lenient("Who?", ["a sentence"], ctx)
     assert [v.ok for v in said] == [False, True]  # the reply says yes; P(yes) 0.6 decides
@@ -127,7 +128,7 @@ def test_probes_separate_a_judge_that_reads_from_one_that_always_says_yes() -> N
         for e in [*examples, *train]
         for i, s in enumerate(e.decomposition)
     }
-    ctx = Context(llm=ScriptedLLM({"sufficiency": reading_judge(answers, always_yes=True)}))
+    ctx = StageContext(llm=ScriptedLLM({"sufficiency": reading_judge(answers, always_yes=True)}))
     measured = js.probe("musique", examples, EMBEDDER, ctx)
     trained = js.probe("musique_train", train, EMBEDDER, ctx)
     assert {p.split for p in measured} == {"musique"} and len(measured) % 2 == 0
@@ -189,7 +190,7 @@ def test_the_command_refuses_a_dataset_without_decompositions_before_any_llm(
 def test_longer_probes_hold_more_paragraphs_and_the_same_gold_rule() -> None:
     """--paragraphs N: the sufficient probe is the gold paragraph and the N - 1 best others,
     the insufficient one the N best others (walk-length evidence)."""
-    ctx = Context()
+    ctx = StageContext()
     example = load_dataset("musique", 1)[0]
     found = js.drafts(example, EMBEDDER, ctx, paragraphs=6)
     for sufficient, insufficient in zip(found[::2], found[1::2], strict=True):
@@ -198,7 +199,7 @@ def test_longer_probes_hold_more_paragraphs_and_the_same_gold_rule() -> None:
         assert gold in sufficient.paragraphs and gold not in insufficient.paragraphs
         assert len(set(sufficient.paragraphs) & set(insufficient.paragraphs)) == 5
     assert js.drafts(example, EMBEDDER, ctx, paragraphs=len(example.passages)) == []
-    says_yes = Context(llm=ScriptedLLM({"sufficiency": lambda r: "Yes"}))
+    says_yes = StageContext(llm=ScriptedLLM({"sufficiency": lambda r: "Yes"}))
     probes = js.probe("musique", [example], EMBEDDER, says_yes, paragraphs=6)
     assert "6 paragraphs a probe" in js.table(probes, [], "r.yaml")
 
@@ -224,7 +225,7 @@ class ToyIndex:
 def test_the_similarity_judge_says_yes_at_its_threshold_from_the_index_embeddings() -> None:
     """The best cosine over the evidence, read from the index for its units (only the question
     and a text that is no unit are embedded), and "yes" exactly from the threshold up."""
-    ctx = Context()
+    ctx = StageContext()
     texts = ("Paris is the capital of France.", "Berlin is in Germany.", "Rome is old.")
     counting = CountingEmbedder()
     ctx.index = ToyIndex(texts, EMBEDDER(texts, ctx), counting)  # type: ignore[assignment]
@@ -247,7 +248,7 @@ def test_sentence_similarity_is_the_best_sentence_of_a_probes_paragraphs() -> No
     scored by the best cosine of a sentence of its paragraphs."""
     from chainrag.components.index.spacy_nlp import SpacySentences
 
-    ctx = Context()
+    ctx = StageContext()
     example = load_dataset("musique", 1)[0]
     splitter = SpacySentences()
     by_paragraph = js.drafts(example, EMBEDDER, ctx, paragraphs=3)

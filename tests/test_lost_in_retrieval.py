@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.components.index.embedders import HashedBagOfWords
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.data.datasets import load_dataset
 from chainrag.experiments.lost_in_retrieval import (
     fill,
@@ -73,7 +73,7 @@ def test_probes_on_real_questions() -> None:
 
 
 def test_run_and_table() -> None:
-    probes = run(load_dataset("musique", limit=8), HashedBagOfWords(dim=512), Context())
+    probes = run(load_dataset("musique", limit=8), HashedBagOfWords(dim=512), StageContext())
     assert 0 < len(probes) <= 8
     text = table(probes, "musique")
     assert f"| probe ({len(probes)} questions) |" in text
@@ -107,7 +107,7 @@ def test_experiment_saves_the_table_it_returns(tmp_path: Path) -> None:
     saved = experiment(recipe, "musique", 3, tmp_path / "runs", lambda *a: seen.append(a))
     assert saved.folder.name.startswith("lost-in-retrieval-musique-")
     assert saved.table == table(
-        run(load_dataset("musique", 3), HashedBagOfWords(dim=128), Context()), "musique"
+        run(load_dataset("musique", 3), HashedBagOfWords(dim=128), StageContext()), "musique"
     )
     assert (saved.folder / "table.md").read_text() == saved.table + "\n"
     probes = [json.loads(x) for x in (saved.folder / "probes.jsonl").read_text().splitlines()]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.index.corpus.build import build_corpus_index, embed_texts
 from chainrag.index.corpus.ray_engine import (
     EncoderActor,
@@ -77,7 +77,7 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, IndexSpec
     corpus = toy_corpus(root / "corpus.jsonl")
     recipe, spec = toy_recipe(root / "graph.yaml")
     local = root / "local"
-    build_corpus_index([str(corpus)], spec, local, Context(), **BATCHES)  # type: ignore[arg-type]
+    build_corpus_index([str(corpus)], spec, local, StageContext(), **BATCHES)  # type: ignore[arg-type]
     return corpus, recipe, spec, local
 
 
@@ -118,8 +118,8 @@ def test_the_ray_engine_builds_the_local_engines_index(
 ) -> None:
     corpus, _, spec, local = toy
     engine = RayEngine(window=3)  # split: one window of 2 batches; embeddings: two of 3
-    manifest = build_corpus_index([str(corpus)], spec, tmp_path / "ray", Context(), engine=engine,
-                                  **BATCHES)  # type: ignore[arg-type]  # fmt: skip
+    manifest = build_corpus_index([str(corpus)], spec, tmp_path / "ray", StageContext(),
+                                  engine=engine, **BATCHES)  # type: ignore[arg-type]  # fmt: skip
     assert manifest["complete"]
     assert_same_index(local, tmp_path / "ray")
 

@@ -14,10 +14,10 @@ import pytest
 from chainrag.components.reasoning.integrators import AnsInt, CxtInt
 from chainrag.components.retrieval.retrievers import DenseRerank
 from chainrag.components.retrieval.search import ExactSearch
-from chainrag.core.context import Context
 from chainrag.core.errors import RecipeError
 from chainrag.core.types import Answer, IntegrationInput
 from chainrag.methods.paper import ChainRAG
+from chainrag.protocols.context import Context
 from chainrag.protocols.parts import ChecksRecipe, Filtered, InProcesses, Judged, Named
 from chainrag.recipes.recipe import Recipe, load_recipe
 

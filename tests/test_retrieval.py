@@ -19,7 +19,8 @@ from chainrag.components.retrieval.expanders import IterativeHops, OneStepRerank
 from chainrag.components.retrieval.judges import LLMYesNo, NoCheck, parse_yes_no
 from chainrag.components.retrieval.rerankers import NoRerank, rescored
 from chainrag.components.retrieval.retrievers import DenseRerank, reciprocal_rank_fusion, top_k_hits
-from chainrag.core.context import Context, ModelPathError
+from chainrag.context import StageContext
+from chainrag.core.context import ModelPathError
 from chainrag.core.types import (
     Expansion,
     Hit,
@@ -48,7 +49,9 @@ SPEC = IndexSpec(
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> tuple[QAExample, SentenceGraph]:
     q = load_dataset("hotpotqa", limit=1)[0]
-    graph, _ = build_index(q.passages, SPEC, Context(), IndexCache(tmp_path_factory.mktemp("i")))
+    graph, _ = build_index(
+        q.passages, SPEC, StageContext(), IndexCache(tmp_path_factory.mktemp("i"))
+    )
     assert isinstance(graph, SentenceGraph)
     return q, graph
 
@@ -76,7 +79,7 @@ def test_rescored_keeps_first_stage_order_on_ties() -> None:
 
 def test_dense_seed_retrieval_on_a_real_question(real: tuple[QAExample, SentenceGraph]) -> None:
     q, graph = real
-    ctx = Context()
+    ctx = StageContext()
     seeds = DenseRerank(k=3)(q.question, graph, ctx)
     assert len(seeds) == 3 and len({h.index for h in seeds}) == 3
     assert [h.score for h in seeds] == sorted((h.score for h in seeds), reverse=True)
@@ -93,9 +96,9 @@ def test_dense_seed_retrieval_on_a_real_question(real: tuple[QAExample, Sentence
 def test_chunk_mode_uses_the_same_retriever(tmp_path: Path) -> None:
     q = load_dataset("hotpotqa", limit=1)[0]
     spec = IndexSpec(embedder=HashedBagOfWords(dim=256), chunker=WordChunks(size=30))
-    index, _ = build_index(q.passages, spec, Context(), IndexCache(tmp_path))
+    index, _ = build_index(q.passages, spec, StageContext(), IndexCache(tmp_path))
     assert isinstance(index, ChunkIndex)
-    hits = DenseRerank(k=4)(q.question, index, Context())
+    hits = DenseRerank(k=4)(q.question, index, StageContext())
     assert len(hits) == 4
     scores = retrieval_scores(q, [index.chunks[h.index] for h in hits], ks=(2, 4))
     assert scores.level == "sentence" and 0 <= scores.recall[4] <= 1
@@ -110,9 +113,9 @@ def test_missing_model_path_is_an_error_when_the_model_loads(kind: str) -> None:
     assert recipe.retrieval is not None and isinstance(recipe.retrieval.seed, DenseRerank)
     reranker = recipe.retrieval.seed.reranker
     with pytest.raises(ModelPathError, match=r"'model_path' '/nowhere/reranker' does not exist"):
-        reranker("q", [Hit(0, 1.0)], ["a"], Context())
+        reranker("q", [Hit(0, 1.0)], ["a"], StageContext())
     with pytest.raises(ModelPathError, match=f"^{kind}: "):  # the error names the component
-        reranker("q", [Hit(0, 1.0)], ["a"], Context())
+        reranker("q", [Hit(0, 1.0)], ["a"], StageContext())
 
 
 def test_a_missing_embedder_model_is_an_error_when_it_loads(tmp_path: Path) -> None:
@@ -121,14 +124,14 @@ def test_a_missing_embedder_model_is_an_error_when_it_loads(tmp_path: Path) -> N
     recipe = structure(data, "r")  # validates on a machine without the model
     assert recipe.index is not None and recipe.index.embedder is not None
     with pytest.raises(ModelPathError, match=r"^flag_model: 'model_path' '/nowhere/bge' does not"):
-        recipe.index.embedder(["a sentence"], Context())
+        recipe.index.embedder(["a sentence"], StageContext())
     adapter = {"kind": "linear_adapter", "base": {"kind": "hashed_bow", "dim": 16},
                "path": str(tmp_path / "none.npz")}  # fmt: skip
     adapted = structure({"name": "r", "index": {"chunker": {"kind": "word_chunks"},
                                                 "embedder": adapter}}, "r")  # fmt: skip
     assert adapted.index is not None and adapted.index.embedder is not None
     with pytest.raises(ModelPathError, match=r"^linear_adapter: 'path' '.*none\.npz' is not a"):
-        adapted.index.embedder(["a sentence"], Context())
+        adapted.index.embedder(["a sentence"], StageContext())
 
 
 @pytest.mark.slow
@@ -141,7 +144,7 @@ def test_cross_encoder_reranks_with_a_local_model(tmp_path: Path) -> None:
     folder = tmp_path / "ce"
     CrossEncoder(offline_minilm_path(), num_labels=1, device="cpu").save(str(folder))
     hits = [Hit(0, 0.0), Hit(1, 0.0), Hit(2, 0.0)]
-    out = CrossEncoderReranker(model_path=str(folder))("q", hits, ["a", "b", "c"], Context())
+    out = CrossEncoderReranker(model_path=str(folder))("q", hits, ["a", "b", "c"], StageContext())
     assert sorted(h.index for h in out) == [0, 1, 2]
     assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
 
@@ -240,7 +243,7 @@ def test_expansion_invariants(
 def test_iterative_hops_asks_after_each_hop(real: tuple[QAExample, SentenceGraph]) -> None:
     q, graph = real
     llm = ScriptedLLM({"sufficiency": ["No", "no.", "Yes, they do."]})
-    ctx = Context(llm=llm)
+    ctx = StageContext(llm=llm)
     seeds = DenseRerank(k=3)(q.question, graph, ctx)
     out = IterativeHops(word_budget=3000, max_hops=5)(q.question, seeds, graph.view(), ctx)
     assert out.seeds == tuple(h.index for h in seeds)
@@ -254,9 +257,9 @@ def test_iterative_hops_asks_after_each_hop(real: tuple[QAExample, SentenceGraph
 def test_budget_stops_expansion(real: tuple[QAExample, SentenceGraph]) -> None:
     q, graph = real
     llm = ScriptedLLM({"sufficiency": lambda r: "no"})
-    seeds = DenseRerank(k=3)(q.question, graph, Context())
+    seeds = DenseRerank(k=3)(q.question, graph, StageContext())
     out = IterativeHops(word_budget=80, max_hops=10)(
-        q.question, seeds, graph.view(), Context(llm=llm)
+        q.question, seeds, graph.view(), StageContext(llm=llm)
     )
     assert out.words <= 80 and out.budget_cut is True
     assert sum(words(graph.texts[u]) for u in out.units) == out.words
@@ -264,13 +267,13 @@ def test_budget_stops_expansion(real: tuple[QAExample, SentenceGraph]) -> None:
 
 def test_one_step_rerank(real: tuple[QAExample, SentenceGraph]) -> None:
     q, graph = real
-    seeds = DenseRerank(k=7)(q.question, graph, Context())
+    seeds = DenseRerank(k=7)(q.question, graph, StageContext())
     yes = OneStepRerank()(
-        q.question, seeds, graph.view(), Context(llm=ScriptedLLM({"sufficiency": ["yes"]}))
+        q.question, seeds, graph.view(), StageContext(llm=ScriptedLLM({"sufficiency": ["yes"]}))
     )
     assert yes.units == tuple(h.index for h in seeds) and yes.hops == 0
     no = OneStepRerank(reranker=NoRerank())(
-        q.question, seeds, graph.view(), Context(llm=ScriptedLLM({"sufficiency": ["no"]}))
+        q.question, seeds, graph.view(), StageContext(llm=ScriptedLLM({"sufficiency": ["no"]}))
     )
     added = no.units[len(seeds) :]
     assert 0 < len(added) <= 5 and no.hops == 1
@@ -280,11 +283,11 @@ def test_one_step_rerank(real: tuple[QAExample, SentenceGraph]) -> None:
 
 def test_no_check_takes_one_hop_without_a_call(real: tuple[QAExample, SentenceGraph]) -> None:
     q, graph = real
-    seeds = DenseRerank(k=3)(q.question, graph, Context())
-    ctx = Context(llm=ScriptedLLM({}))  # any request would fail: no reply is scripted
+    seeds = DenseRerank(k=3)(q.question, graph, StageContext())
+    ctx = StageContext(llm=ScriptedLLM({}))  # any request would fail: no reply is scripted
     out = IterativeHops(judge=NoCheck(), word_budget=3000)(q.question, seeds, graph.view(), ctx)
     asked = IterativeHops(word_budget=3000)(  # the paper's judge, saying "yes" after hop 1
-        q.question, seeds, graph.view(), Context(llm=ScriptedLLM({"sufficiency": ["yes"]}))
+        q.question, seeds, graph.view(), StageContext(llm=ScriptedLLM({"sufficiency": ["yes"]}))
     )
     assert out.hops == 1 and out.units == asked.units and out.words == asked.words
     assert [(v.ok, v.checked) for v in out.verdicts] == [(True, False)]
@@ -302,7 +305,7 @@ def test_parse_yes_no(reply: str, verdict: bool | None) -> None:
 
 
 def test_unreadable_judge_reply_is_no_and_kept() -> None:
-    ctx = Context(llm=ScriptedLLM({"sufficiency": ["Maybe."]}))
+    ctx = StageContext(llm=ScriptedLLM({"sufficiency": ["Maybe."]}))
     assert LLMYesNo()("q", ["a"], ctx) == Verdict(False, "Maybe.", unread=True)
 
 
@@ -352,7 +355,7 @@ def test_real_embedder_finds_gold_evidence(tmp_path: Path) -> None:
     from chainrag.components.index.embedders import FlagModelEmbedder
 
     spec = attrs.evolve(SPEC, embedder=FlagModelEmbedder())
-    ctx = Context()
+    ctx = StageContext()
     recalls = []
     for q in load_dataset("hotpotqa", limit=5):
         graph, _ = build_index(q.passages, spec, ctx, IndexCache(tmp_path))

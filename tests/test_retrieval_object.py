@@ -18,8 +18,9 @@ from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.components.retrieval.expanders import IterativeHops
 from chainrag.components.retrieval.judges import NoCheck
 from chainrag.components.retrieval.retrievers import DenseRerank
-from chainrag.core.context import Context, ModelStore
-from chainrag.core.retrieval import IndexData, RetrievalError, Retriever
+from chainrag.context import RetrievalError, Retriever, StageContext
+from chainrag.core.context import ModelStore
+from chainrag.core.retrieval import IndexData
 from chainrag.core.types import Passage
 from chainrag.index.build import build_chunk_index
 from chainrag.recipes.recipe import IndexSpec, RetrievalSpec
@@ -104,11 +105,11 @@ def test_a_retriever_refuses_an_expander_over_an_index_without_a_graph() -> None
     embedder = HashedBagOfWords(dim=32)
     passages = (Passage("0", "Paris", "Paris is the capital of France."),)
     spec_index = IndexSpec(embedder=embedder, chunker=WordChunks(size=20))
-    chunks, _ = build_chunk_index(passages, spec_index, Context(), None)
+    chunks, _ = build_chunk_index(passages, spec_index, StageContext(), None)
     spec = RetrievalSpec(DenseRerank(k=1), expander=IterativeHops(judge=NoCheck()))
     with pytest.raises(RetrievalError, match=r"expander \(IterativeHops\).* ChunkIndex"):
-        Retriever(spec, chunks)("Where is Paris?", Context())
-    plain = Retriever(attrs.evolve(spec, expander=None), chunks)("Where is Paris?", Context())
+        Retriever(spec, chunks)("Where is Paris?", StageContext())
+    plain = Retriever(attrs.evolve(spec, expander=None), chunks)("Where is Paris?", StageContext())
     assert plain.units == (0,) and plain.words == len(chunks.texts[0].split())
-    ctx = Context(index=chunks, retrieval=attrs.evolve(spec, expander=None))
+    ctx = StageContext(index=chunks, retrieval=attrs.evolve(spec, expander=None))
     assert ctx.retrieve("Where is Paris?") == plain

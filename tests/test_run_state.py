@@ -13,12 +13,13 @@ from typing import ClassVar
 import attrs
 import pytest
 
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import Answer, NamedAnswer, Prediction, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.index.reservoir import Reservoir
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.methods.seeds import FourModule, ReservoirState
+from chainrag.protocols.context import Context
 from chainrag.protocols.parts import RunState, Stateful
 from chainrag.run.files import RunError
 from chainrag.run.session import STATE_FILE, run_recipe
@@ -99,10 +100,10 @@ def test_a_run_cut_before_its_first_record_goes_back_to_its_start(tmp_path: Path
 
 def test_seed_004s_reservoir_is_its_run_state(tmp_path: Path) -> None:
     method = FourModule(reservoir=str(tmp_path / "r.sqlite"))
-    state = method.run_state(Context())
+    state = method.run_state(StageContext())
     assert isinstance(state, ReservoirState) and isinstance(state, RunState)
     assert state.name == "reservoir" and state.marker() == 0
-    assert FourModule(reservoir=None).run_state(Context()) is None
+    assert FourModule(reservoir=None).run_state(StageContext()) is None
     assert isinstance(state.reservoir, Reservoir)
     state.rollback(0)
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from chainrag.components.index.chunkers import WholePassages
 from chainrag.components.knowledge.knowledge import LLMNLIFilter, QueryRewriterPlus, nli_label
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import (
     KnowledgeItem,
     LLMRequest,
@@ -146,10 +146,10 @@ def test_tree_grows_three_branches(tmp_path: Path, example: QAExample) -> None:
 def test_query_rewriter_plus_and_its_fallback() -> None:
     reply = '{"Rewritten Question": ["Q1?"], "Query": ["a", "b", "a"]}'
     good = ScriptedLLM({"query_plan": [reply]})
-    plan = QueryRewriterPlus(max_queries=3)("Q?", Context(llm=good))
+    plan = QueryRewriterPlus(max_queries=3)("Q?", StageContext(llm=good))
     assert plan.questions == ("Q1?",) and plan.queries == ("Q?", "a", "b")
     bad = ScriptedLLM({"query_plan": ["no json"], "query_plan/repair": ['{"Query": 3}']})
-    fallback = QueryRewriterPlus()("Q?", Context(llm=bad))
+    fallback = QueryRewriterPlus()("Q?", StageContext(llm=bad))
     assert fallback.questions == ("Q?",) and fallback.queries == ("Q?",)
 
 
@@ -165,7 +165,7 @@ def test_nli_labels(reply: str, label: str) -> None:
 def test_llm_nli_keeps_only_entailment() -> None:
     llm = ScriptedLLM({"nli": ["entailment", "neutral", "contradiction", "???"]})
     items = tuple(KnowledgeItem(f"fact {i}") for i in range(4))
-    assert LLMNLIFilter()("q", items, Context(llm=llm)) == (items[0],)
+    assert LLMNLIFilter()("q", items, StageContext(llm=llm)) == (items[0],)
 
 
 def test_llm_helps_keeps_only_yes_and_asks_once_per_item() -> None:
@@ -173,7 +173,7 @@ def test_llm_helps_keeps_only_yes_and_asks_once_per_item() -> None:
 
     llm = ScriptedLLM({"helps": ["Yes.", "no", "It does not, no.", "maybe", "yes, it helps"]})
     items = tuple(KnowledgeItem(f"fact {i}") for i in range(5))
-    assert LLMHelpsFilter()("q", items, Context(llm=llm)) == (items[0], items[4])
+    assert LLMHelpsFilter()("q", items, StageContext(llm=llm)) == (items[0], items[4])
     assert [r.prompt_id for r in llm.requests] == ["helps"] * 5
     assert all(f"Knowledge: fact {i}" in r.messages[-1].content for i, r in enumerate(llm.requests))
 
@@ -568,8 +568,9 @@ def test_a_memory_step_of_an_old_trace_reads_as_one() -> None:
 
 def test_a_missing_nli_model_is_an_error_when_it_loads() -> None:
     from chainrag.components.knowledge.knowledge import NLICrossEncoderFilter
-    from chainrag.core.context import Context, ModelPathError
+    from chainrag.context import StageContext
+    from chainrag.core.context import ModelPathError
 
     nli = NLICrossEncoderFilter(model_path="/nowhere/nli")  # no check at construction
     with pytest.raises(ModelPathError, match=r"^nli_cross_encoder: 'model_path' '/nowhere/nli'"):
-        nli("q", [KnowledgeItem("a")], Context())
+        nli("q", [KnowledgeItem("a")], StageContext())

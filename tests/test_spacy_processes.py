@@ -9,7 +9,7 @@ import pytest
 
 from chainrag.components.index import spacy_nlp
 from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences, worker_count
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.errors import RecipeError
 from chainrag.data.datasets import load_corpus
 from chainrag.index.corpus.build import index_digest
@@ -28,7 +28,7 @@ def test_worker_processes_give_the_same_sentences_and_mentions_on_the_shared_cor
     several batches in each process; the whole corpus is checked by
     ``bench/index_build.py --check-processes``)."""
     passages = load_corpus("2wiki_hipporag_corpus")[:600]
-    one, two = Context(), Context()
+    one, two = StageContext(), StageContext()
     sentences = SpacySentences(processes=1)(passages, one)
     assert SpacySentences(processes=2)(passages, two) == sentences
     texts = [s.text for s in sentences]

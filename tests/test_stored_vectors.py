@@ -32,7 +32,8 @@ import pytest
 
 from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.components.retrieval import rerankers, retrievers
-from chainrag.core.context import Context, ModelStore
+from chainrag.context import StageContext
+from chainrag.core.context import ModelStore
 from chainrag.core.types import FloatArray, Hit, LLMRequest, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import IndexCache, build_chunk_index, build_index, build_sentence_graph
@@ -40,7 +41,8 @@ from chainrag.index.graph import SentenceGraph
 from chainrag.index.stores import AnnotationCache
 from chainrag.llm.fake import ScriptedLLM
 from chainrag.llm.prompts import available
-from chainrag.protocols.retrieval import Searchable
+from chainrag.protocols.context import Context
+from chainrag.protocols.units import Searchable
 from chainrag.recipes.recipe import Recipe, load_recipe
 from chainrag.run.question import answer_question
 from chainrag.standin.replies import standin_reply
@@ -143,14 +145,16 @@ def test_stored_vectors_give_the_same_answers(
         cache = IndexCache(tmp_path / name / "indexes", annotations=ann)
         after: dict[str, tuple[Any, list[Any], FloatArray]] = {}
         for example in reversed(examples):  # fills the store in another order than below
-            index, _ = build_index(example.passages, recipe.index, Context(models=models), cache)
+            index, _ = build_index(
+                example.passages, recipe.index, StageContext(models=models), cache
+            )
             got = answered(recipe, example, searchable(recipe, index), models, recorded)
             after[example.qid] = (*got, index.embeddings)
         with monkeypatch.context() as today:  # the reranker embeds its candidates again
             today.setattr(rerankers, "text_vectors", embedded_again)
             today.setattr(rerankers, "query_vector", query_again)
             for example in examples:
-                index = fresh_index(recipe, example, Context(models=models), ann)
+                index = fresh_index(recipe, example, StageContext(models=models), ann)
                 outcome, requests = answered(recipe, example, searchable(recipe, index), models,
                                              recorded)  # fmt: skip
                 stored_outcome, stored_requests, vectors = after[example.qid]

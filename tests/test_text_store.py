@@ -20,12 +20,13 @@ from chainrag.components.index.key_entities import BM25KeyEntities
 from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences
 from chainrag.components.retrieval.judges import SimilarityJudge
 from chainrag.components.retrieval.rerankers import DenseRerank
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.text_store import TextStore
 from chainrag.core.types import FloatArray, Hit, Mention, Passage
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import IndexCache, build_index, build_sentence_graph
 from chainrag.index.stores import AnnotationCache, EmbeddingCache, space_of, stores
+from chainrag.protocols.context import Context
 from chainrag.recipes.recipe import IndexSpec
 
 from .processes import write_at_once
@@ -77,11 +78,11 @@ def test_a_text_shared_by_questions_is_computed_once(counted: Counted, tmp_path:
     computes only the paragraphs and sentences the first did not have."""
     one, two = load_dataset("long:musique", limit=2)
     cache = IndexCache(tmp_path / "indexes")
-    first, _ = build_index(one.passages, SPEC, Context(), cache)
+    first, _ = build_index(one.passages, SPEC, StageContext(), cache)
     assert len(counted.embedded) == len({s.text for s in first.sentences})
     assert len(counted.split) == len({p.text for p in one.passages})
     before = Counted(list(counted.embedded), list(counted.tagged), list(counted.split))
-    second, _ = build_index(two.passages, SPEC, Context(), cache)
+    second, _ = build_index(two.passages, SPEC, StageContext(), cache)
     shared = {p.text for p in one.passages} & {p.text for p in two.passages}
     assert shared  # the padding repeats paragraphs across questions
     new_split = counted.split[len(before.split) :]
@@ -91,18 +92,18 @@ def test_a_text_shared_by_questions_is_computed_once(counted: Counted, tmp_path:
         s.text for s in first.sentences
     }
     assert set(counted.tagged[len(before.tagged) :]) == set(new_embedded)
-    fresh, _ = build_sentence_graph(two.passages, SPEC, Context(), None)
+    fresh, _ = build_sentence_graph(two.passages, SPEC, StageContext(), None)
     assert fresh == second  # the stored values give the same index as a build without them
 
 
 def test_the_store_keys_on_embedder_role_and_files(tmp_path: Path) -> None:
     cache = EmbeddingCache(tmp_path)
     texts = ["Paris is in France.", "Paris is in France.", "Berlin is in Germany."]
-    a = cache.embed(HashedBagOfWords(dim=16), texts, Context())
+    a = cache.embed(HashedBagOfWords(dim=16), texts, StageContext())
     assert a.shape == (3, 16) and np.array_equal(a[0], a[1])
     assert len(cache.store) == 2  # a text repeated is stored once
-    cache.embed(HashedBagOfWords(dim=32), texts, Context())
-    cache.embed(HashedBagOfWords(dim=16), texts, Context(), role="query")
+    cache.embed(HashedBagOfWords(dim=32), texts, StageContext())
+    cache.embed(HashedBagOfWords(dim=16), texts, StageContext(), role="query")
     assert len(cache.store) == 6
     spaces = {space_of(HashedBagOfWords(dim=16), role=r) for r in ("query", "passage")}
     assert len(spaces) == 2
@@ -132,30 +133,30 @@ def test_a_killed_build_keeps_what_it_computed(counted: Counted, tmp_path: Path)
 
     space = space_of(Dies(), role="passage")
     with pytest.raises(BuildKilledError):
-        cache.embed(Dies(), texts, Context())
+        cache.embed(Dies(), texts, StageContext())
     assert len(cache.store.get(space, texts)) == 4  # the first chunk was kept
     counted.embedded.clear()
-    again = cache.embed(Dies(), texts, Context())
+    again = cache.embed(Dies(), texts, StageContext())
     assert counted.embedded == texts[4:]
-    assert np.array_equal(again, HashedBagOfWords(dim=16)(texts, Context()))
+    assert np.array_equal(again, HashedBagOfWords(dim=16)(texts, StageContext()))
 
 
 def test_a_damaged_store_file_is_replaced(tmp_path: Path) -> None:
     cache = EmbeddingCache(tmp_path)
     texts = ["Paris is in France.", "Berlin is in Germany."]
-    good = cache.embed(HashedBagOfWords(dim=16), texts, Context())
+    good = cache.embed(HashedBagOfWords(dim=16), texts, StageContext())
     path = tmp_path / "vectors.sqlite"
     cache.store.close()
     for part in tmp_path.glob("vectors.sqlite-*"):
         part.unlink()
     path.write_bytes(b"this is not a database at all" * 200)
     reopened = EmbeddingCache(tmp_path)
-    assert np.array_equal(reopened.embed(HashedBagOfWords(dim=16), texts, Context()), good)
+    assert np.array_equal(reopened.embed(HashedBagOfWords(dim=16), texts, StageContext()), good)
     assert (tmp_path / "vectors.sqlite.damaged").is_file()
     assert len(reopened.store) == 2
     # damaged while open: the next statement moves it aside too
     path.write_bytes(b"garbage" * 4096)
-    assert np.array_equal(reopened.embed(HashedBagOfWords(dim=16), texts, Context()), good)
+    assert np.array_equal(reopened.embed(HashedBagOfWords(dim=16), texts, StageContext()), good)
 
 
 def test_the_store_stays_within_its_bound(tmp_path: Path) -> None:
@@ -190,20 +191,20 @@ def test_several_processes_write_at_once(tmp_path: Path) -> None:
 def test_annotations_are_those_of_spacy(tmp_path: Path) -> None:
     q = load_dataset("musique", limit=1)[0]
     cache = AnnotationCache(tmp_path)
-    stored = cache.sentences(SpacySentences(), q.passages, Context())
-    assert stored == SpacySentences()(q.passages, Context())
-    assert cache.sentences(SpacySentences(), q.passages, Context()) == stored
+    stored = cache.sentences(SpacySentences(), q.passages, StageContext())
+    assert stored == SpacySentences()(q.passages, StageContext())
+    assert cache.sentences(SpacySentences(), q.passages, StageContext()) == stored
     texts = [s.text for s in stored]
-    mentions = cache.mentions(SpacyNER(), texts, Context())
-    assert mentions == SpacyNER()(texts, Context())
-    assert cache.mentions(SpacyNER(), texts, Context()) == mentions
+    mentions = cache.mentions(SpacyNER(), texts, StageContext())
+    assert mentions == SpacyNER()(texts, StageContext())
+    assert cache.mentions(SpacyNER(), texts, StageContext()) == mentions
 
 
 def test_dense_rerank_and_judge_take_the_index_vectors(counted: Counted, tmp_path: Path) -> None:
     q = load_dataset("musique", limit=1)[0]
-    graph, _ = build_index(q.passages, SPEC, Context(), IndexCache(tmp_path))
+    graph, _ = build_index(q.passages, SPEC, StageContext(), IndexCache(tmp_path))
     view = graph.view()
-    ctx = Context(index=view)
+    ctx = StageContext(index=view)
     texts = list(view.texts[:20])
     hits = [Hit(i, 0.0) for i in range(20)]
     counted.embedded.clear()
@@ -219,8 +220,8 @@ def test_dense_rerank_and_judge_take_the_index_vectors(counted: Counted, tmp_pat
 
 def test_cache_command_shows_and_clears(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path))
-    EmbeddingCache().embed(HashedBagOfWords(dim=16), ["a text"], Context())
-    AnnotationCache().mentions(SpacyNER(), ["Paris is in France."], Context())
+    EmbeddingCache().embed(HashedBagOfWords(dim=16), ["a text"], StageContext())
+    AnnotationCache().mentions(SpacyNER(), ["Paris is in France."], StageContext())
     runner = CliRunner()
     shown = runner.invoke(app, ["cache"])
     assert shown.exit_code == 0, shown.output

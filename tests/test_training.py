@@ -17,7 +17,7 @@ import chainrag.components
 from chainrag.cli.main import app
 from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.components.index.linear_adapter import LinearAdapter
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.index.build import EmbeddingCache
 from chainrag.training import (
     AdapterReport,
@@ -195,7 +195,7 @@ def test_held_out_rankings_measure_dense_teacher_and_student(tmp_path: Path) -> 
         return -np.asarray([scores[pairs.index(p)] for p in group])
 
     metrics = held_out_rankings(pairs, scores, [0, 2], student, HashedBagOfWords(dim=16),
-                                EmbeddingCache(tmp_path), Context())  # fmt: skip
+                                EmbeddingCache(tmp_path), StageContext())  # fmt: skip
     assert list(metrics) == [DENSE, "teacher", "student"] and asked == [4, 4]
     assert metrics["teacher"].ndcg == 1.0 and metrics["teacher"].mrr == 1.0
     assert metrics["teacher"].ms_per_question is None

@@ -7,9 +7,11 @@ from __future__ import annotations
 import attrs
 
 from chainrag.components.reasoning.choosers import Choose, FormChecked
-from chainrag.core.context import Context
+from chainrag.components.reasoning.integrators import integrated
+from chainrag.context import StageContext
 from chainrag.core.types import Answer, Expansion, IntegrationInput, Verdict
 from chainrag.methods.paper import ChainRAG
+from chainrag.protocols.context import Context
 from chainrag.run.record import CONVERTER, plain, structured
 
 
@@ -59,12 +61,12 @@ def test_an_integrator_runs_once_a_question_for_all_that_build_on_it() -> None:
     first, second = Counted("Yes"), Counted("Fårö")
     integrators = (first, second, FormChecked(first, second), Choose(first, second),
                    Counted("Fårö", name="again"))  # fmt: skip
-    inputs, ctx = IntegrationInput("Where did Ingmar Bergman die?"), Context()
-    answers = [inputs.integrated.answer(i, inputs, ctx) for i in integrators]
+    inputs, ctx = IntegrationInput("Where did Ingmar Bergman die?"), StageContext()
+    answers = [integrated(i, inputs, ctx) for i in integrators]
     assert [a.text for a in answers] == ["Yes", "Fårö", "Fårö", "Fårö", "Fårö"]
     assert CALLS == ["Yes", "Fårö"]
     again = IntegrationInput("Where did Ingmar Bergman die?")  # another question: run again
-    assert again.integrated.answer(first, again, ctx).text == "Yes"
+    assert integrated(first, again, ctx).text == "Yes"
     assert CALLS == ["Yes", "Fårö", "Yes"]
 
 
@@ -84,6 +86,6 @@ def test_evidence_is_one_entry_a_unit_and_a_reader_sees_each_text_once() -> None
     unknown = IntegrationInput("q", evidence=("a", "b", "a"))
     assert unknown.readable() == [("a", None), ("b", None)]
     llm = ScriptedLLM({"cxtint": ["Fårö"]})
-    assert CxtInt()(inputs, Context(llm=llm)).text == "Fårö"
+    assert CxtInt()(inputs, StageContext(llm=llm)).text == "Fårö"
     shown = llm.requests[0].messages[-1].content
     assert shown.count("He died on Fårö.") == 1 and "[2] Bergman was Swedish." in shown

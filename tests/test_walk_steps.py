@@ -11,12 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.core.context import Context, ModelStore
+from chainrag.context import StageContext
+from chainrag.core.context import ModelStore
 from chainrag.data.datasets import load_dataset
 from chainrag.experiments import walk_steps as ws
 from chainrag.experiments.judge import JudgeProbeError
 from chainrag.experiments.judge_steps import sub_question
-from chainrag.protocols.retrieval import Sentenced
+from chainrag.protocols.units import Sentenced
 from chainrag.recipes.recipe import load_recipe
 from chainrag.run.question import searchable_index
 
@@ -47,7 +48,7 @@ def test_each_gold_step_is_walked_and_placed_by_where_its_gold_paragraph_was(
         assert [w.step for w in walks] == [i + 1 for i in steps]
         index = searchable_index(recipe, example, models)
         assert isinstance(index, Sentenced)
-        ctx = Context(models=models, index=index, retrieval=recipe.retrieval)
+        ctx = StageContext(models=models, index=index, retrieval=recipe.retrieval)
         for w, i in zip(walks, steps, strict=True):
             gold = example.decomposition[i].paragraph
             expansion = ctx.retrieve(sub_question(example.decomposition, i))

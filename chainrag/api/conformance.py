@@ -43,7 +43,7 @@ from scipy import sparse
 
 from chainrag.components.index.edges import EntityCooccurrence, StructuralAdjacency
 from chainrag.components.index.embedders import HashedBagOfWords
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import (
     GraphInputs,
     Hit,
@@ -90,7 +90,9 @@ def _toy_graph() -> SentenceGraph:
     texts = ["Paris is in France.", "It is big.", "Berlin is in Germany.", "Rome is old.",
              "France has Paris.", "Tokyo.", "Paris again.", "Lyon is in France."]  # fmt: skip
     sentences = tuple(attrs.evolve(s, text=t) for s, t in zip(inputs.sentences, texts, strict=True))
-    inputs = GraphInputs(sentences, inputs.key_entities, HashedBagOfWords(dim=16)(texts, Context()))
+    inputs = GraphInputs(
+        sentences, inputs.key_entities, HashedBagOfWords(dim=16)(texts, StageContext())
+    )
     return SentenceGraph(
         passages=(Passage("0", "A", " ".join(texts)),),
         sentences=sentences,
@@ -117,11 +119,11 @@ def _reply(request: Any) -> str:
     }.get(request.prompt_id, "Ann")
 
 
-def _llm_context() -> Context:
-    return Context(llm=ScriptedLLM(dict.fromkeys(available(), _reply)))  # every prompt
+def _llm_context() -> StageContext:
+    return StageContext(llm=ScriptedLLM(dict.fromkeys(available(), _reply)))  # every prompt
 
 
-def _method_context() -> Context:
+def _method_context() -> StageContext:
     from chainrag.components.retrieval.retrievers import DenseRerank
     from chainrag.recipes.recipe import RetrievalSpec
 
@@ -131,30 +133,30 @@ def _method_context() -> Context:
     return ctx
 
 
-def _judge_context() -> Context:
+def _judge_context() -> StageContext:
     script = {
         "sufficiency": lambda r: "No." if "Berlin" in str(r) else "Yes",
         "answer_sub": lambda r: "unanswerable" if "Berlin" in str(r) else "France",
     }
-    return Context(llm=ScriptedLLM(script), index=_toy_graph().view())  # a judge may embed
+    return StageContext(llm=ScriptedLLM(script), index=_toy_graph().view())  # a judge may embed
 
 
 EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
     "sentence_splitter": lambda: [
-        ((Passage("0", "A", "One. Two three. Four"), Passage("1", "B", "")), Context()),
-        ((), Context()),
+        ((Passage("0", "A", "One. Two three. Four"), Passage("1", "B", "")), StageContext()),
+        ((), StageContext()),
     ],
     "ner": lambda: [
-        (("Paris is the capital of France.", "It opened in 1889.", ""), Context()),
-        ((), Context()),
+        (("Paris is the capital of France.", "It opened in 1889.", ""), StageContext()),
+        ((), StageContext()),
     ],
     "key_entity_scorer": lambda: [
         ((("paris", "france"), ("paris",), (), ("1889", "eiffel tower", "paris")),),
         ((),),
     ],
     "embedder": lambda: [
-        (("Paris is the capital of France.", "Berlin"), Context(), "passage"),
-        (("capital of France?",), Context(), "query"),
+        (("Paris is the capital of France.", "Berlin"), StageContext(), "passage"),
+        (("capital of France?",), StageContext(), "query"),
     ],
     "rewrite_trigger": lambda: [
         ("Where is the hometown of this author?",),
@@ -170,8 +172,8 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
         (np.zeros((0, 4), dtype=np.float32),),
     ],
     "seed_retriever": lambda: [
-        ("Where is Paris?", _toy_graph(), Context()),
-        ("", _toy_graph(), Context()),
+        ("Where is Paris?", _toy_graph(), StageContext()),
+        ("", _toy_graph(), StageContext()),
     ],
     "expander": lambda: [
         ("Where is Paris?", (Hit(0, 1.0), Hit(3, 0.5)), _toy_graph().view(), _judge_context()),
@@ -200,8 +202,8 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
     ],
     "method": lambda: [(QAExample("q", "toy", "Where is Paris?"), _method_context())],
     "reranker": lambda: [
-        ("q", (Hit(2, 0.9), Hit(0, 0.5), Hit(1, 0.5)), ("c", "a", "b"), Context()),
-        ("q", (), (), Context()),
+        ("q", (Hit(2, 0.9), Hit(0, 0.5), Hit(1, 0.5)), ("c", "a", "b"), StageContext()),
+        ("q", (), (), StageContext()),
     ],
     "chunker": lambda: [
         ((Passage("0", "A", "one two three four five six seven"), Passage("1", "B", "")),),
@@ -223,17 +225,17 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
 }
 
 
-def _context_resources(ctx: Context) -> dict[str, int]:
+def _context_resources(ctx: StageContext) -> dict[str, int]:
     """The identity of each of a context's resources: a component that replaces one (sets
     ``ctx.llm``, ``ctx.index``, …) has mutated the context."""
-    return {f.name: id(getattr(ctx, f.name)) for f in attrs.fields(Context)}
+    return {f.name: id(getattr(ctx, f.name)) for f in attrs.fields(StageContext)}
 
 
 def same(a: Any, b: Any) -> bool:
     """Deep equality that understands sparse matrices and arrays. Contexts are compared by
     :func:`check_behaviour` through their resources' identity (their LLM's log of requests
     grows as it is used), so two contexts count as equal here."""
-    if isinstance(a, Context) and isinstance(b, Context):
+    if isinstance(a, StageContext) and isinstance(b, StageContext):
         return True
     if sparse.issparse(a) or sparse.issparse(b):
         return bool(
@@ -308,11 +310,15 @@ def _names() -> dict[str, Any]:
     import chainrag.core.context
     import chainrag.core.types
     import chainrag.index.graph
+    import chainrag.protocols.context
     import chainrag.protocols.index
+    import chainrag.protocols.resources
+    import chainrag.protocols.units
     import chainrag.recipes.recipe
 
     found: dict[str, Any] = {}
     modules = (collections.abc, typing, chainrag.core.types, chainrag.core.context,
+               chainrag.protocols.resources, chainrag.protocols.context, chainrag.protocols.units,
                chainrag.protocols.index, chainrag.index.graph, chainrag.recipes.recipe)  # fmt: skip
     for module in modules:
         found.update({k: v for k, v in vars(module).items() if not k.startswith("_")})
@@ -407,7 +413,7 @@ def check_behaviour(
     problems = []
     for args in make():
         before = copy.deepcopy(args)
-        contexts = [(a, _context_resources(a)) for a in args if isinstance(a, Context)]
+        contexts = [(a, _context_resources(a)) for a in args if isinstance(a, StageContext)]
         first = obj(*args)
         if not all(same(x, y) for x, y in zip(args, before, strict=True)):
             problems.append(f"{cls.__name__} mutated its inputs")

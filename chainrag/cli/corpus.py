@@ -98,7 +98,7 @@ def index_each(
 ) -> None:
     """Build (or load from the cache) the index of each context of a dataset, or of one
     corpus, with a bar when there are several; print what they hold."""
-    from chainrag.core.context import Context
+    from chainrag.context import StageContext
     from chainrag.index.build import IndexCache
     from chainrag.index.corpus.indexing import contexts_of, index_contexts, index_section
 
@@ -107,7 +107,7 @@ def index_each(
     store = IndexCache() if cache else None
     with Progress("context") as bars:
         shown = bars if len(contexts) > 1 else None
-        totals = index_contexts(contexts, spec, Context(), store, shown)
+        totals = index_contexts(contexts, spec, StageContext(), store, shown)
     for line in totals.lines():
         typer.echo(line)
 

@@ -1,17 +1,20 @@
-"""Types and the context: the bottom layer, with :mod:`chainrag.protocols`.
+"""The values and the tools every layer builds on: the bottom layer.
 
 * :mod:`~chainrag.core.types`: the values every stage passes (sentences, mentions, seeds,
-  expansions, predictions, ``Usage``), frozen attrs classes.
+  expansions, predictions, ``Usage``), frozen attrs classes; :mod:`~chainrag.core.notes`:
+  what a method says of how it answers, written into each record.
 * :mod:`~chainrag.core.trace`: a prediction's step-by-step trace.
-* :mod:`~chainrag.core.context`: the explicit ``Context`` a stage that reaches outside receives
-  (LLM, index, retrieval runtime, model store), its fields typed by the protocols.
+* :mod:`~chainrag.core.context`: what a stage's context is made of below the protocols (the
+  model store, the lock around heavy imports, a missing resource's errors);
+  :mod:`~chainrag.core.retrieval`: what retrieval derives from an index, bounded. The context
+  itself is a Protocol (:mod:`chainrag.protocols.context`), implemented by
+  :class:`chainrag.context.StageContext`.
 * :mod:`~chainrag.core.errors`: ``ChainragError`` and ``Problem``, what every refusal is made of.
 * :mod:`~chainrag.core.paths`, :mod:`~chainrag.core.credentials`,
   :mod:`~chainrag.core.sqlite_file`: where caches and data live, credentials masked by value,
   the SQLite file every store builds on.
 
-Layer: may import :mod:`chainrag.protocols` and the standard library, numpy, attrs; nothing
-else of chainrag, not even under ``TYPE_CHECKING`` (the context's fields are typed by the
-protocols; :mod:`chainrag.run.question` has mypy check that the index and LLM classes conform
-to them). See docs/architecture.md.
+Layer: the bottom; may import the standard library, numpy, attrs; nothing else of chainrag,
+not even under ``TYPE_CHECKING`` (the protocols are the layer above it). See
+docs/architecture.md.
 """

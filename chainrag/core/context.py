@@ -1,23 +1,18 @@
-"""The explicit context passed to stages that need something from outside (no globals).
-
-A stage that calls the LLM or loads a model takes ``ctx: Context``; a pure stage does not.
-Tests build a context around a scripted fake LLM; a run builds one around the real backend.
+"""What a stage's context is made of below the protocols: the model store a heavy model is
+loaded through (once a key, lazily), the lock around heavy imports, and the errors of a stage
+that needs a resource its context lacks. The context itself is a Protocol
+(:class:`chainrag.protocols.context.Context`), which :class:`chainrag.context.StageContext`
+implements.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
-
 from chainrag.core.errors import ChainragError
-from chainrag.core.retrieval import IndexData, Retriever
-from chainrag.core.types import Expansion, Usage
-from chainrag.protocols.llm import LLM, UsageLedger
-from chainrag.protocols.retrieval import Retrieval, Searchable
 
 T = TypeVar("T")
 
@@ -95,64 +90,3 @@ def model_folder(owner: str, field: str, value: str) -> str:
             f"{owner}: '{field}' {value!r} does not exist (a local model folder is needed)"
         )
     return value
-
-
-@attrs.define
-class Context:
-    """What stages may use beyond their inputs.
-
-    Attributes:
-        llm: The LLM backend, or None for runs that make no LLM call.
-        models: The lazily filled model store.
-        index: The index built for the current question or corpus: a ``Searchable`` (chunks),
-            or a ``Graph`` (a sentence graph's view, a corpus index) that expanders walk.
-        retrieval: The recipe's ``retrieval:`` section (seed retriever, expander), which
-            :meth:`retrieve` runs on ``index``.
-        ledger: Where ``llm`` counts its usage (the runner's per-question ``MeteredLLM``), or
-            None when nothing counts it; :meth:`usage` reads it.
-        index_data: What retrieval derives from an index (BM25, vector indexes), per index
-            and bounded (:class:`~chainrag.core.retrieval.IndexData`); shared by copies.
-    """
-
-    llm: LLM | None = None
-    models: ModelStore = attrs.field(factory=ModelStore)
-    index: Searchable | None = None
-    retrieval: Retrieval | None = None
-    ledger: UsageLedger | None = None
-    index_data: IndexData = attrs.field(factory=IndexData)
-
-    def require_llm(self, stage: str) -> LLM:
-        """The LLM, or a clear error naming the stage that needed one."""
-        if self.llm is None:
-            raise MissingResourceError(
-                f"{stage} needs an LLM, but this context has none (set the recipe's llm:)"
-            )
-        return self.llm
-
-    def require_index(self) -> Searchable:
-        """The index, or a clear error: methods need one (the runner sets it)."""
-        if self.index is None:
-            raise MissingResourceError("a method needs ctx.index (the runner sets it)")
-        return self.index
-
-    def retriever(self) -> Retriever:
-        """The recipe's retrieval bound to the index (a
-        :class:`~chainrag.core.retrieval.Retriever`)."""
-        index = self.require_index()
-        if self.retrieval is None:
-            raise MissingResourceError("a method needs ctx.retrieval (the runner sets it)")
-        return Retriever(self.retrieval, index)
-
-    def retrieve(self, query: str) -> Expansion:
-        """What :meth:`retriever` finds for ``query``: seeds, expanded over the graph where the
-        recipe has an expander."""
-        return self.retriever()(query, self)
-
-    def texts(self, units: Sequence[int]) -> list[str]:
-        """The texts of ``units`` of the index."""
-        texts = self.require_index().texts
-        return [texts[u] for u in units]
-
-    def usage(self) -> Usage:
-        """The LLM usage counted so far (zero when nothing counts it)."""
-        return self.ledger.total() if self.ledger is not None else Usage()

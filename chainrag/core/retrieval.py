@@ -1,14 +1,11 @@
-"""Retrieval as its own object: a recipe's retrieval stages bound to one index, and what
-retrieval derives from an index, kept apart from the model store and bounded.
+"""What retrieval derives from an index, kept apart from the model store and bounded.
 
-- :class:`Retriever` runs seeds, then the expander over the index's graph. An expander over
-  an index that is not a graph is an error (a recipe refuses it when it loads; a context put
-  together in code gets the error at the first query), never skipped without a word.
-- :class:`IndexData` holds what is derived from an index (a BM25 index of its texts, a vector
-  index of its embeddings) for as long as the index lives and at most for ``size`` indexes,
-  the least recently used dropped first. The model store keeps models, which outlive every
-  index; per-index data there grew for a whole run and, keyed by ``id()``, could be found
-  again by a new index at a dead one's address.
+:class:`IndexData` holds what is derived from an index (a BM25 index of its texts, a vector
+index of its embeddings) for as long as the index lives and at most for ``size`` indexes, the
+least recently used dropped first. The model store keeps models, which outlive every index;
+per-index data there grew for a whole run and, keyed by ``id()``, could be found again by a
+new index at a dead one's address. (A recipe's retrieval bound to an index is
+:class:`chainrag.context.Retriever`.)
 
 Layer: core.
 """
@@ -18,52 +15,10 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import attrs
-
-from chainrag.core.budget import words
-from chainrag.core.errors import ChainragError
-from chainrag.core.types import Expansion, Hit
-from chainrag.protocols.retrieval import Graph, Retrieval, Searchable
-
-if TYPE_CHECKING:
-    from chainrag.core.context import Context
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
-
-
-class RetrievalError(ChainragError, ValueError):
-    """Retrieval stages that cannot run on the index they were given."""
-
-
-@attrs.frozen
-class Retriever:
-    """A recipe's retrieval (seed retriever, optional expander) bound to one index."""
-
-    spec: Retrieval
-    index: Searchable
-
-    def __call__(self, query: str, ctx: Context) -> Expansion:
-        """Seeds for ``query``, expanded over the graph where the recipe has an expander."""
-        return self.expand(query, self.spec.seed(query, self.index, ctx), ctx)
-
-    def expand(self, query: str, seeds: Sequence[Hit], ctx: Context) -> Expansion:
-        """``seeds`` (this retrieval's seeds for ``query``) expanded over the graph where the
-        recipe has an expander: what :meth:`__call__` returns, for a caller that walks the
-        same seeds with more than one expander."""
-        expander = self.spec.expander
-        if expander is not None:
-            if not isinstance(self.index, Graph):
-                raise RetrievalError(
-                    f"the retrieval has an expander ({type(expander).__name__}), which walks a "
-                    f"graph, but the index is a {type(self.index).__name__}, which has none"
-                )
-            return expander(query, seeds, self.index, ctx)
-        units = tuple(h.index for h in seeds)
-        texts = self.index.texts
-        return Expansion(units, units, 0, (), sum(words(texts[u]) for u in units))
 
 
 class IndexData:

@@ -12,17 +12,13 @@ rewriting, answers), and the LLM request/response pair with its accounting.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Literal
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
 from chainrag.core.notes import MethodNotes
-
-if TYPE_CHECKING:
-    from chainrag.core.context import Context
-    from chainrag.protocols.reasoning import Integrator
 
 FloatArray = NDArray[np.float32]
 """A float32 array; embeddings are (n, d) and L2-normalised."""
@@ -344,33 +340,6 @@ class Answer:
     picks: tuple[Pick, ...] = ()
 
 
-class Integrated:
-    """The answers integrators gave for one question, by what each computes: an integrator
-    that builds on others (``form_checked``, ``choose``, a comparison's fallback) asks for
-    theirs here, so each integrator runs once a question, whatever the response cache's mode
-    (with ``cache_mode: bypass`` a repeated integrator used to pay for its calls twice). Two
-    integrators that differ only in their answer's ``name`` compute the same answer."""
-
-    def __init__(self) -> None:
-        self._answers: dict[object, Answer] = {}
-
-    def answer(self, integrator: Integrator, inputs: IntegrationInput, ctx: Context) -> Answer:
-        """``integrator``'s answer to ``inputs``: computed the first time it is asked for."""
-        from chainrag.protocols.parts import Named  # at call time: protocols import these types
-
-        key: object = integrator
-        if isinstance(integrator, Named) and attrs.has(type(integrator)):
-            key = attrs.evolve(cast("Any", integrator), name=None)  # attrs.has: an attrs class
-        try:
-            hash(key)
-        except TypeError:  # a value that cannot be a key: computed each time, as before
-            answer: Answer = integrator(inputs, ctx)
-            return answer
-        if key not in self._answers:
-            self._answers[key] = integrator(inputs, ctx)
-        return self._answers[key]
-
-
 @attrs.frozen
 class IntegrationInput:
     """Everything an integrator may use to produce the final answer.
@@ -384,8 +353,9 @@ class IntegrationInput:
             sees).
         evidence_units: The index unit of each evidence text, aligned with ``evidence``
             (CxtInt's passage layout reads their provenance); empty when unknown.
-        integrated: The answers of the integrators already run for this question
-            (:class:`Integrated`), shared by those that build on them.
+        integrated: The answers of the integrators already run for this question, by what
+            each computes (:func:`chainrag.components.reasoning.integrators.integrated` fills
+            and reads it), shared by those that build on them.
     """
 
     question: str
@@ -393,7 +363,7 @@ class IntegrationInput:
     original_sub_questions: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
     evidence_units: tuple[int, ...] = ()
-    integrated: Integrated = attrs.field(factory=Integrated, eq=False, repr=False)
+    integrated: dict[object, Answer] = attrs.field(factory=dict, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.evidence_units and len(self.evidence_units) != len(self.evidence):

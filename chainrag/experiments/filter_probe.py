@@ -13,13 +13,13 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from chainrag.core.context import Context
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import KnowledgeItem, QAExample
 from chainrag.experiments.judge import distractors, gold_passages
 from chainrag.experiments.probes import LLMProbe
 from chainrag.experiments.shares import Shares, probe_table
 from chainrag.protocols import KnowledgeFilter
+from chainrag.protocols.context import Context
 from chainrag.protocols.parts import Filtered
 from chainrag.recipes.recipe import Recipe
 

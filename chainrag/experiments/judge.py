@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from chainrag.core.context import Context
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import QAExample, Verdict
 from chainrag.experiments.probes import LLMProbe
 from chainrag.experiments.shares import Shares, probe_table
+from chainrag.protocols.context import Context
 from chainrag.recipes.recipe import Recipe
 
 SETS = ("all gold", "gold minus one", "distractors")

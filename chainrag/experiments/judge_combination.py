@@ -11,7 +11,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from chainrag.experiments.judge_steps import StepProbe
+    from chainrag.experiments.step_probe import StepProbe
 
 FEATURES = ("P(yes)", "similarity", "overlap")
 """The scores the combined judge is fit on."""

@@ -30,7 +30,8 @@ measured probes: its yes-rate on insufficient and on sufficient evidence. This m
 the probes; :mod:`~chainrag.experiments.roc` (the ROC statistics),
 :mod:`~chainrag.experiments.judge_combination` (the logistic fit) and
 :mod:`~chainrag.experiments.judge_steps_table` (the table) measure them, and their names are
-importable from here too.
+importable from here too; a probe is a :class:`~chainrag.experiments.step_probe.StepProbe`,
+which those modules read without importing this one.
 
 Layer: experiments.
 """
@@ -46,14 +47,16 @@ import attrs
 import numpy as np
 
 from chainrag.components.retrieval.judges import numbered, parse_yes_no, yes_share
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import GoldStep, QAExample
 from chainrag.experiments.judge import JudgeProbeError, paragraph_texts
 from chainrag.experiments.judge_combination import FEATURES, combination, features
 from chainrag.experiments.judge_steps_table import JUDGES, JudgeRow, rows, table
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
 from chainrag.experiments.roc import auc_interval, best_threshold, roc_auc
+from chainrag.experiments.step_probe import StepProbe
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.protocols.index import Embedder, SentenceSplitter
 from chainrag.recipes.recipe import Recipe, load_recipe
 
@@ -68,34 +71,6 @@ TOP_LOGPROBS = 10
 
 _REFERENCE = re.compile(r"#(\d+)")
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-@attrs.frozen
-class StepProbe:
-    """One probe: a sub-question, two paragraphs, whether they hold its gold paragraph, and
-    what each judge said (``combined`` is computed from the others when the table is made)."""
-
-    split: str
-    qid: str
-    step: int
-    sub_question: str
-    sufficient: bool
-    paragraphs: tuple[int, ...]
-    words: int
-    said_yes: bool
-    p_yes: float
-    similarity: float
-    overlap: float
-    raw: str
-
-    def score(self, judge: str) -> float:
-        """The probe's score by ``judge`` (one of :data:`JUDGES` but ``combined``)."""
-        return {
-            "llm_yes_no": float(self.said_yes),
-            "P(yes)": self.p_yes,
-            "similarity": self.similarity,
-            "overlap": self.overlap,
-        }[judge]
 
 
 @attrs.frozen
@@ -318,7 +293,7 @@ def experiment(
     training = with_decompositions(load_dataset(train, limit), train) if train else []
     found: dict[str, list[StepProbe]] = {}
     with open_llm(resolved.llm, cache_path=llm_cache_path(), cache_mode=cache_mode) as llm:
-        ctx = Context(llm=llm)
+        ctx = StageContext(llm=llm)
         for split, examples in ((train, training), (dataset, measured)):
             if split:
                 label = f"probing {split}"

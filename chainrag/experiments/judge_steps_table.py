@@ -13,7 +13,7 @@ from chainrag.experiments.judge_combination import FEATURES, combination
 from chainrag.experiments.roc import auc_interval, best_threshold, roc_auc
 
 if TYPE_CHECKING:
-    from chainrag.experiments.judge_steps import StepProbe
+    from chainrag.experiments.step_probe import StepProbe
 
 JUDGES = ("llm_yes_no", *FEATURES, "combined")
 

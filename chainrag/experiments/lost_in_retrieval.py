@@ -24,12 +24,13 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
 from chainrag.index.build import EmbeddingCache
+from chainrag.protocols.context import Context
 from chainrag.protocols.index import Embedder, EmbedRole
 from chainrag.recipes.recipe import load_recipe
 
@@ -220,7 +221,7 @@ def experiment(
     examples = load_dataset(dataset, limit)
     if not any(q.decomposition for q in examples):
         raise LostInRetrievalError(f"{dataset} has no gold decompositions (musique has)")
-    probes = run(counted(examples, progress), resolved.index.embedder, Context(),
+    probes = run(counted(examples, progress), resolved.index.embedder, StageContext(),
                  cache=EmbeddingCache())  # fmt: skip
     text = table(probes, dataset)
     name = dataset.replace(":", "-")  # long:musique → long-musique, a portable folder name

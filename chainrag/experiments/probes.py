@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import QAExample
+from chainrag.protocols.context import Context
 from chainrag.recipes.recipe import Recipe, load_recipe
 
 if TYPE_CHECKING:
@@ -106,6 +107,6 @@ def run_llm_probe(
     component = probe.component(resolved)
     examples = load_dataset(dataset, limit)
     with open_llm(resolved.llm, cache_path=llm_cache_path(), cache_mode=cache_mode) as llm:
-        probes = probe.run(component, counted(examples, progress), Context(llm=llm))
+        probes = probe.run(component, counted(examples, progress), StageContext(llm=llm))
     table = probe.table(probes, dataset, repr(component))
     return save_probes(out / f"{probe.name}-{dataset}", table, resolved, probes)

@@ -35,14 +35,16 @@ from typing import Protocol
 
 import attrs
 
-from chainrag.core.context import Context, MissingResourceError, ModelStore
+from chainrag.context import StageContext
+from chainrag.core.context import MissingResourceError, ModelStore
 from chainrag.core.types import Expansion, QAExample
 from chainrag.experiments.judge import JudgeProbeError
 from chainrag.experiments.judge_steps import sub_question, with_decompositions
 from chainrag.experiments.probes import Progress, SavedProbes, counted, save_probes
 from chainrag.index.build import IndexCache
 from chainrag.protocols.parts import Judged
-from chainrag.protocols.retrieval import Expander, Graph, Sentenced
+from chainrag.protocols.retrieval import Expander
+from chainrag.protocols.units import Graph, Sentenced
 from chainrag.recipes.recipe import Recipe, RetrievalSpec
 
 
@@ -120,7 +122,7 @@ def walk(
     index = sentence_graph(recipe, example, models, cache)
     retrieval, expander = walkable(recipe)
     first_check = _stopping_at_first_check(expander)
-    ctx = Context(models=models, index=index, retrieval=retrieval)
+    ctx = StageContext(models=models, index=index, retrieval=retrieval)
     retriever = ctx.retriever()
     stopping = (
         None

@@ -22,7 +22,6 @@ import attrs
 import numpy as np
 
 from chainrag.components.index.key_entities import entity_vocabulary
-from chainrag.core.context import Context
 from chainrag.core.device import cache_devices
 from chainrag.core.errors import ChainragError
 from chainrag.core.paths import cache_root
@@ -33,6 +32,7 @@ from chainrag.index.stores import EmbeddingCache as EmbeddingCache  # where call
 from chainrag.index.stores import digest as digest
 from chainrag.index.stores import file_identities as file_identities
 from chainrag.protocols.index import Embedder
+from chainrag.protocols.resources import Resources
 from chainrag.recipes.recipe import IndexSpec
 from chainrag.recipes.structure import identity
 
@@ -95,7 +95,7 @@ def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
 
 
 def _embed(
-    embedder: Embedder, texts: Sequence[str], ctx: Context, cache: EmbeddingCache | None
+    embedder: Embedder, texts: Sequence[str], ctx: Resources, cache: EmbeddingCache | None
 ) -> FloatArray:
     vectors = cache.embed(embedder, texts, ctx) if cache is not None else embedder(texts, ctx)
     return vectors.reshape(len(texts), -1) if len(texts) == 0 else vectors
@@ -104,7 +104,7 @@ def _embed(
 def build_sentence_graph(
     passages: Sequence[Passage],
     spec: IndexSpec,
-    ctx: Context,
+    ctx: Resources,
     embeddings: EmbeddingCache | None,
     annotations: AnnotationCache | None = None,
 ) -> tuple[SentenceGraph, dict[str, float]]:
@@ -159,7 +159,7 @@ def build_sentence_graph(
 
 
 def build_chunk_index(
-    passages: Sequence[Passage], spec: IndexSpec, ctx: Context, embeddings: EmbeddingCache | None
+    passages: Sequence[Passage], spec: IndexSpec, ctx: Resources, embeddings: EmbeddingCache | None
 ) -> tuple[ChunkIndex, dict[str, float]]:
     """Build a :class:`ChunkIndex` (chunk mode) from ``passages``; seconds per stage."""
     if spec.chunker is None or spec.embedder is None:
@@ -174,7 +174,7 @@ def build_chunk_index(
 
 
 def build_index(
-    passages: Sequence[Passage], spec: IndexSpec, ctx: Context, cache: IndexCache | None = None
+    passages: Sequence[Passage], spec: IndexSpec, ctx: Resources, cache: IndexCache | None = None
 ) -> tuple[Index, BuildReport]:
     """Load the index for ``passages`` from ``cache`` or build (and store) it."""
     chunked = spec.chunker is not None

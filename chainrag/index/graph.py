@@ -26,7 +26,7 @@ from scipy import sparse
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Chunk, FloatArray, Passage, ScoredEntity, Sentence
 from chainrag.protocols.index import Embedder
-from chainrag.protocols.retrieval import Chunked, Searchable, Sentenced
+from chainrag.protocols.units import Chunked, Searchable, Sentenced
 
 FORMAT_VERSION = 2
 

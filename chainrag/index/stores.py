@@ -29,7 +29,6 @@ from typing import Literal, TypeVar
 import attrs
 import numpy as np
 
-from chainrag.core.context import Context
 from chainrag.core.device import cache_devices
 from chainrag.core.parts import parts
 from chainrag.core.paths import cache_root, llm_cache_path
@@ -37,6 +36,7 @@ from chainrag.core.text_store import TextStore
 from chainrag.core.types import FloatArray, Mention, Passage, Sentence
 from chainrag.protocols.index import NER, Embedder, EmbedRole, SentenceSplitter, VersionedModel
 from chainrag.protocols.parts import FileIdentified
+from chainrag.protocols.resources import Resources
 from chainrag.recipes.structure import identity
 
 T = TypeVar("T")
@@ -139,7 +139,7 @@ class EmbeddingCache:
         return self._store
 
     def embed(
-        self, embedder: Embedder, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+        self, embedder: Embedder, texts: Sequence[str], ctx: Resources, role: EmbedRole = "passage"
     ) -> FloatArray:
         """The (n, d) vectors of ``texts``; only the texts the store lacks are embedded."""
         if not texts:
@@ -208,7 +208,7 @@ class AnnotationCache:
         return self._store
 
     def mentions(
-        self, ner: NER, texts: Sequence[str], ctx: Context
+        self, ner: NER, texts: Sequence[str], ctx: Resources
     ) -> tuple[tuple[Mention, ...], ...]:
         """``ner``'s mentions of each of ``texts``; only the texts the store lacks are tagged."""
         space = space_of(ner, role="ner")
@@ -217,7 +217,7 @@ class AnnotationCache:
         return tuple(rows)
 
     def sentences(
-        self, splitter: SentenceSplitter, passages: Sequence[Passage], ctx: Context
+        self, splitter: SentenceSplitter, passages: Sequence[Passage], ctx: Resources
     ) -> tuple[Sentence, ...]:
         """``splitter``'s sentences of ``passages``: a passage's sentences depend on its text
         only, so only the passage texts the store lacks are split."""

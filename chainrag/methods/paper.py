@@ -16,11 +16,10 @@ import attrs
 from chainrag.components.reasoning.answer_form import final_answer, is_unanswerable, stated_answer
 from chainrag.components.reasoning.answerers import LLMShortAnswer
 from chainrag.components.reasoning.decomposers import LLMDecomposer
-from chainrag.components.reasoning.integrators import AnsInt, CxtInt
+from chainrag.components.reasoning.integrators import AnsInt, CxtInt, integrated
 from chainrag.components.reasoning.rewrite_triggers import LLMRefersBack, PronounWords
 from chainrag.components.reasoning.sub_questions import LLMRewriter, LLMSummarizer
 from chainrag.components.retrieval.judges import numbered
-from chainrag.core.context import Context
 from chainrag.core.notes import Integration, MethodNotes, Reads, Rewriting
 from chainrag.core.types import (
     Answer,
@@ -35,6 +34,7 @@ from chainrag.core.types import (
     Verdict,
 )
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.protocols.parts import AnsweringJudge, Named, Reading, Worded
 from chainrag.protocols.reasoning import (
     Answerer,
@@ -181,8 +181,7 @@ class ChainRAG:
             evidence_units=tuple(evidence),
         )
         answers = tuple(
-            NamedAnswer(answer_name(i), inputs.integrated.answer(i, inputs, ctx))
-            for i in self.integrators
+            NamedAnswer(answer_name(i), integrated(i, inputs, ctx)) for i in self.integrators
         )
         return Prediction(answers, tuple(steps), decomposition)
 

@@ -33,7 +33,6 @@ from chainrag.components.knowledge.cache_triggers import Popularity
 from chainrag.components.knowledge.knowledge import LLMFollowUp, LLMNLIFilter, QueryRewriterPlus
 from chainrag.components.reasoning.answerers import LLMShortAnswer
 from chainrag.components.retrieval.judges import numbered
-from chainrag.core.context import Context
 from chainrag.core.paths import cache_root
 from chainrag.core.types import (
     Answer,
@@ -48,6 +47,7 @@ from chainrag.core.types import (
 from chainrag.index.graph import units_of
 from chainrag.index.reservoir import Reservoir
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.protocols.knowledge import CacheTrigger, KnowledgeFilter, QueryRewriter
 from chainrag.protocols.reasoning import Answerer, FollowUpWriter
 from chainrag.recipes.registry import METHODS

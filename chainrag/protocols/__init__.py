@@ -1,9 +1,21 @@
 """One ``typing.Protocol`` per stage. Components implement them; recipes compose them.
 
-Layer: the bottom, with :mod:`chainrag.core`; may import :mod:`chainrag.core.types` and
-:mod:`chainrag.core.errors`, nothing else of chainrag.
+Beside the stages' (:mod:`~chainrag.protocols.index`, :mod:`~chainrag.protocols.retrieval`,
+:mod:`~chainrag.protocols.reasoning`, :mod:`~chainrag.protocols.knowledge`,
+:mod:`~chainrag.protocols.method`): what an index is to a query
+(:mod:`~chainrag.protocols.units`), the LLM (:mod:`~chainrag.protocols.llm`), what a stage may
+reach beyond its inputs (:mod:`~chainrag.protocols.resources` for index-time stages,
+:mod:`~chainrag.protocols.context` for the others and the methods) and the optional parts of
+components (:mod:`~chainrag.protocols.parts`). Inside the layer each module imports only the
+ones before it in this order: llm, resources, index, units, context, then the stages' and parts.
+
+Layer: above :mod:`chainrag.core`; may import :mod:`chainrag.core.types`,
+:mod:`chainrag.core.notes` and :mod:`chainrag.core.errors` (the values and errors),
+:mod:`chainrag.core.context` and :mod:`chainrag.core.retrieval` (the model store and the index
+data a context holds), nothing else of chainrag, not even under ``TYPE_CHECKING``.
 """
 
+from chainrag.protocols.context import Context
 from chainrag.protocols.index import (
     NER,
     Chunker,
@@ -29,15 +41,15 @@ from chainrag.protocols.reasoning import (
     RewriteTrigger,
     Summarizer,
 )
+from chainrag.protocols.resources import Resources
 from chainrag.protocols.retrieval import (
     Expander,
-    Graph,
     Reranker,
     Retrieval,
-    Searchable,
     SeedRetriever,
     SufficiencyJudge,
 )
+from chainrag.protocols.units import Graph, Searchable
 
 __all__ = [
     "LLM",
@@ -45,6 +57,7 @@ __all__ = [
     "Answerer",
     "CacheTrigger",
     "Chunker",
+    "Context",
     "Decomposer",
     "EdgeBuilder",
     "EmbedRole",
@@ -59,6 +72,7 @@ __all__ = [
     "MultiHopJudge",
     "QueryRewriter",
     "Reranker",
+    "Resources",
     "Retrieval",
     "RewriteConfirmer",
     "RewriteTrigger",

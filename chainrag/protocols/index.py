@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from scipy.sparse import csr_matrix
 
-    from chainrag.core.context import Context
     from chainrag.core.types import GraphInputs
+    from chainrag.protocols.resources import Resources
 
 EmbedRole = Literal["query", "passage"]
 
@@ -28,7 +28,7 @@ class SentenceSplitter(Protocol):
     A passage's sentences depend on its text only (not its title or neighbours): an index
     build splits each distinct passage text once (:mod:`chainrag.index.stores`)."""
 
-    def __call__(self, passages: Sequence[Passage], ctx: Context) -> tuple[Sentence, ...]: ...
+    def __call__(self, passages: Sequence[Passage], ctx: Resources) -> tuple[Sentence, ...]: ...
 
 
 @runtime_checkable
@@ -43,7 +43,7 @@ class NER(Protocol):
     """Texts → the named-entity mentions of each text, aligned with the input; a text's
     mentions depend on that text only (each distinct text is tagged once)."""
 
-    def __call__(self, texts: Sequence[str], ctx: Context) -> tuple[tuple[Mention, ...], ...]: ...
+    def __call__(self, texts: Sequence[str], ctx: Resources) -> tuple[tuple[Mention, ...], ...]: ...
 
 
 @runtime_checkable
@@ -81,7 +81,7 @@ class Embedder(Protocol):
     """
 
     def __call__(
-        self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+        self, texts: Sequence[str], ctx: Resources, role: EmbedRole = "passage"
     ) -> FloatArray: ...
 
 

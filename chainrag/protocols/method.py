@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from chainrag.core.types import Prediction, QAExample
 
 if TYPE_CHECKING:
-    from chainrag.core.context import Context
+    from chainrag.protocols.context import Context
 
 
 @runtime_checkable

@@ -32,8 +32,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from chainrag.core.context import Context
     from chainrag.core.notes import MethodNotes, Reads
+    from chainrag.protocols.context import Context
     from chainrag.protocols.index import VectorSearch
     from chainrag.protocols.knowledge import KnowledgeFilter
     from chainrag.protocols.method import Method

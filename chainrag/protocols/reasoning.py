@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from chainrag.core.types import Answer, Decomposition, IntegrationInput, SubAnswer, Verdict
 
 if TYPE_CHECKING:
-    from chainrag.core.context import Context
+    from chainrag.protocols.context import Context
 
 
 @runtime_checkable

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from chainrag.core.context import Context, ModelStore
+from chainrag.context import StageContext
+from chainrag.core.context import ModelStore
 from chainrag.core.device import cores
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Passage, Prediction, QAExample
@@ -27,7 +28,7 @@ from chainrag.index.build import IndexCache, build_index
 from chainrag.index.graph import SentenceGraph, units_of
 from chainrag.llm.stack import Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM, UsageLedger
-from chainrag.protocols.retrieval import Searchable
+from chainrag.protocols.units import Searchable
 from chainrag.recipes.recipe import Recipe
 from chainrag.run.notes import notes_of
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer
@@ -36,12 +37,12 @@ if TYPE_CHECKING:
     from chainrag.index.corpus.store import CorpusIndex
     from chainrag.index.graph import ChunkIndex, GraphView
     from chainrag.llm.cache import CacheMode
-    from chainrag.protocols.retrieval import Graph
+    from chainrag.protocols.units import Graph
 
     def _indexes_conform(
         view: GraphView, corpus: CorpusIndex, chunks: ChunkIndex, ledger: Ledger
     ) -> tuple[Graph, Graph, Searchable, UsageLedger]:
-        """What a question's ``Context`` holds, checked by mypy: a question's graph view and a
+        """What a question's context holds, checked by mypy: a question's graph view and a
         corpus index are graphs that expanders walk, a chunk index is searchable only, and the
         ledger is what the context reads usage from."""
         return view, corpus, chunks, ledger
@@ -82,7 +83,7 @@ def searchable_index(
     assert recipe.index is not None
     assert recipe.retrieval is not None
     with BUILDS:
-        index, _ = build_index(example.passages, recipe.index, Context(models=models), cache)
+        index, _ = build_index(example.passages, recipe.index, StageContext(models=models), cache)
     if isinstance(index, SentenceGraph):
         return index.view(recipe.retrieval.edge_weights or None)
     return index
@@ -97,7 +98,7 @@ def warm_up(
     the seed reranker. The LLM is not called."""
     searchable = index if index is not None else searchable_index(recipe, example, models)
     assert recipe.retrieval is not None  # checked by searchable_index
-    recipe.retrieval.seed(example.question, searchable, Context(models=models))
+    recipe.retrieval.seed(example.question, searchable, StageContext(models=models))
 
 
 def answer_question(
@@ -119,7 +120,7 @@ def answer_question(
     models = models if models is not None else ModelStore()
     searchable = index if index is not None else searchable_index(recipe, example, models, cache)
     ledger = Ledger()
-    ctx = Context(
+    ctx = StageContext(
         llm=MeteredLLM(llm, ledger),
         models=models,
         index=searchable,

@@ -37,7 +37,8 @@ from typing import TypeVar
 
 import attrs
 
-from chainrag.core.context import Context, ModelStore
+from chainrag.context import StageContext
+from chainrag.core.context import ModelStore
 from chainrag.core.credentials import redact
 from chainrag.core.errors import ChainragError, Interrupted, RunStopError, signal_name
 from chainrag.core.types import QAExample
@@ -45,7 +46,7 @@ from chainrag.index.build import IndexCache
 from chainrag.llm.stack import LimitedLLM
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.parts import RunState, Stateful
-from chainrag.protocols.retrieval import Searchable
+from chainrag.protocols.units import Searchable
 from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import LineWriter, RunError, write_json
 from chainrag.run.folder import ERRORS, RunDir
@@ -247,7 +248,7 @@ def restored_state(
     rolled back to what the last recorded question left (to the run's start when none is
     recorded), so that a question cut off part way leaves nothing; None without state."""
     method = recipe.method
-    state = method.run_state(Context(models=models)) if isinstance(method, Stateful) else None
+    state = method.run_state(StageContext(models=models)) if isinstance(method, Stateful) else None
     if state is None:
         return None
     start_file = run.folder / STATE_FILE

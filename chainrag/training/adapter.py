@@ -19,11 +19,12 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from chainrag.components.index.linear_adapter import LinearAdapter
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.device import Device, resolve
 from chainrag.core.types import FloatArray, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache
+from chainrag.protocols.context import Context
 from chainrag.protocols.index import Embedder, EmbedRole
 from chainrag.training.adapter_eval import Separation, separation, strict_hits
 from chainrag.training.adapter_fit import TrainConfig, pair_set, train, triplets
@@ -142,7 +143,7 @@ def train_adapter(
     n_triplets = len(triplets(pairs, fit_q))
     say(f"{len(pairs.questions)} questions ({len(fit_q)} train / {len(val_q)} validation), "
         f"{len(pairs.passages)} paragraphs, {n_triplets} training triplets")  # fmt: skip
-    ctx, cache = Context(), cache or EmbeddingCache()
+    ctx, cache = StageContext(), cache or EmbeddingCache()
     say("embedding with the base embedder…")
     queries = cache.embed(base, pairs.questions, ctx, role="query")
     passages = cache.embed(base, pairs.passages, ctx, role="passage")

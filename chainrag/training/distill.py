@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from chainrag.components.index.embedders import FlagModelEmbedder, offline_minilm_path
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.device import Device, resolve
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache
@@ -137,7 +137,7 @@ def distill_reranker(
     tokenizer.save_pretrained(out)
     student = partial(student_scores, model, tokenizer, max_length=config.max_length, device=on)
     metrics = held_out_rankings(pairs, scores, held_q, student, FlagModelEmbedder(),
-                                cache or EmbeddingCache(), Context())  # fmt: skip
+                                cache or EmbeddingCache(), StageContext())  # fmt: skip
     report = DistillReport(
         out=out,
         teacher=teacher,

@@ -16,8 +16,8 @@ from typing import TypeVar
 import attrs
 import numpy as np
 
-from chainrag.core.context import Context
 from chainrag.index.build import EmbeddingCache
+from chainrag.protocols.context import Context
 from chainrag.protocols.index import Embedder
 from chainrag.training.distill_fit import Pair
 

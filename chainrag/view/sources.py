@@ -22,7 +22,8 @@ from pathlib import Path
 import attrs
 from scipy import sparse
 
-from chainrag.core.context import Context, ModelStore
+from chainrag.context import StageContext
+from chainrag.core.context import ModelStore
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Chunk, QAExample, Sentence
 from chainrag.data.datasets import dataset_path, load_dataset
@@ -180,7 +181,7 @@ class Indexes:
                     self.progress(
                         f"building the index of {example.qid} ({len(example.passages)} passages)"
                     )
-                ctx = Context(models=self._models)
+                ctx = StageContext(models=self._models)
                 found = build_index(example.passages, spec, ctx, self.cache)[0]
             else:
                 found = Unavailable(

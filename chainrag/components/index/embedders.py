@@ -18,10 +18,11 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 
-from chainrag.core.context import IMPORTS, Context, model_folder
+from chainrag.core.context import IMPORTS, model_folder
 from chainrag.core.device import PLACED, Device, cores, resolve
 from chainrag.core.types import FloatArray
 from chainrag.protocols.index import EmbedRole
+from chainrag.protocols.resources import Resources
 from chainrag.recipes.registry import EMBEDDERS
 
 
@@ -79,7 +80,7 @@ class FlagModelEmbedder:
     max_length: int = attrs.field(default=256, validator=attrs.validators.ge(8))
     device: Device = attrs.field(default="auto", metadata=PLACED)
 
-    def _model(self, ctx: Context) -> Encoder:
+    def _model(self, ctx: Resources) -> Encoder:
         path = self.model_path or offline_minilm_path()
         device = resolve(self.device, "the flag_model embedder")
 
@@ -95,7 +96,7 @@ class FlagModelEmbedder:
         return ctx.models.get(key, load)
 
     def __call__(
-        self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+        self, texts: Sequence[str], ctx: Resources, role: EmbedRole = "passage"
     ) -> FloatArray:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
@@ -221,6 +222,6 @@ class HashedBagOfWords:
     dim: int = attrs.field(default=512, validator=attrs.validators.ge(2))
 
     def __call__(
-        self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+        self, texts: Sequence[str], ctx: Resources, role: EmbedRole = "passage"
     ) -> FloatArray:
         return hashed_bag_of_words(texts, self.dim)

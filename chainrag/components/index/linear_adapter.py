@@ -20,10 +20,11 @@ import attrs
 import numpy as np
 
 from chainrag.components.index.embedders import l2_normalise
-from chainrag.core.context import Context, ModelPathError
+from chainrag.core.context import ModelPathError
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import FloatArray
 from chainrag.protocols.index import Embedder, EmbedRole
+from chainrag.protocols.resources import Resources
 from chainrag.recipes.registry import EMBEDDERS
 
 FORMAT = "chainrag-linear-adapter/1"
@@ -127,7 +128,7 @@ class AdaptedEmbedder:
         return file_sha256(self.adapter_file())
 
     def __call__(
-        self, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
+        self, texts: Sequence[str], ctx: Resources, role: EmbedRole = "passage"
     ) -> FloatArray:
         path = self.adapter_file()
         adapter = ctx.models.get(

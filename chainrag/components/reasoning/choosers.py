@@ -12,11 +12,10 @@ from typing import Literal
 import attrs
 
 from chainrag.components.reasoning.answer_form import misfit
-from chainrag.components.reasoning.integrators import answer_name_ok
+from chainrag.components.reasoning.integrators import answer_name_ok, integrated
 from chainrag.components.reasoning.sub_questions import history_text
 from chainrag.components.retrieval.judges import first_token_share, numbered, yes_share
 from chainrag.core.budget import words
-from chainrag.core.context import Context
 from chainrag.core.types import (
     Answer,
     IntegrationInput,
@@ -25,6 +24,7 @@ from chainrag.core.types import (
 )
 from chainrag.data.metrics import normalize_answer
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.reasoning import Integrator
 from chainrag.recipes.registry import (
@@ -48,10 +48,10 @@ class FormChecked:
 
     The fallback is asked only for those questions, so it adds a call only to them; when the
     recipe's list also holds the fallback, its answer is that one's, computed once a question
-    (:class:`~chainrag.core.types.Integrated`). Made for issue 24: with the passage layout
-    the 1.5B reader answered "Yes" to 5 of 60 which/who questions, where AnsInt named one.
-    The answer's first :class:`~chainrag.core.types.Pick` says which integrator answered and
-    why.
+    (:func:`~chainrag.components.reasoning.integrators.integrated`). Made for issue 24: with
+    the passage layout the 1.5B reader answered "Yes" to 5 of 60 which/who questions, where
+    AnsInt named one. The answer's first :class:`~chainrag.core.types.Pick` says which
+    integrator answered and why.
     Recipe: ``{kind: form_checked, integrator: {kind: cxt_int, …}, fallback: {kind: ans_int}}``.
     """
 
@@ -61,11 +61,11 @@ class FormChecked:
     """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
-        first = inputs.integrated.answer(self.integrator, inputs, ctx)
+        first = integrated(self.integrator, inputs, ctx)
         why = misfit(inputs.question, first.text)
         if why is None:
             return picked(first, Pick("first", "fits", "form"))
-        other = inputs.integrated.answer(self.fallback, inputs, ctx)
+        other = integrated(self.fallback, inputs, ctx)
         if misfit(inputs.question, other.text) is not None:
             note = f"{why}; the fallback's {other.text!r} does not fit either"
             return picked(first, Pick("first", note, "form", misfit=why))
@@ -186,8 +186,8 @@ class Choose:
             )
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
-        first = inputs.integrated.answer(self.first, inputs, ctx)
-        second = inputs.integrated.answer(self.second, inputs, ctx)
+        first = integrated(self.first, inputs, ctx)
+        second = integrated(self.second, inputs, ctx)
         if normalize_answer(first.text) == normalize_answer(second.text):
             return picked(first, Pick("first", "both said it", "same"))
         first_misfit = misfit(inputs.question, first.text)

@@ -26,11 +26,11 @@ import attrs
 
 from chainrag.components.reasoning.answer_form import is_unanswerable
 from chainrag.components.reasoning.choosers import picked
-from chainrag.components.reasoning.integrators import answer_name_ok
+from chainrag.components.reasoning.integrators import answer_name_ok, integrated
 from chainrag.components.reasoning.rewrite_triggers import NUMBERED_REFERENCE
-from chainrag.core.context import Context
 from chainrag.core.types import Answer, Decomposition, IntegrationInput, Pick, SubAnswer
 from chainrag.data.metrics import normalize_answer
+from chainrag.protocols.context import Context
 from chainrag.protocols.reasoning import Decomposer, Integrator
 from chainrag.recipes.registry import DECOMPOSERS, INTEGRATORS
 
@@ -266,7 +266,7 @@ class ComparedByRule:
         ruling = rule_comparison(inputs.question, inputs.sub_answers, inputs.original_sub_questions)
         if ruling is not None:
             return Answer(ruling.answer, picks=(Pick("rule", ruling.why, "rule"),))
-        other = inputs.integrated.answer(self.fallback, inputs, ctx)
+        other = integrated(self.fallback, inputs, ctx)
         return picked(other, Pick("fallback", "no comparison the rule decides", "rule"))
 
 

@@ -8,7 +8,6 @@ from typing import Any, TypeVar
 
 import attrs
 
-from chainrag.core.context import Context
 from chainrag.core.errors import LLMOutputError
 from chainrag.core.types import (
     Decomposition,
@@ -16,6 +15,7 @@ from chainrag.core.types import (
 )
 from chainrag.llm.prompts import load_prompt
 from chainrag.llm.structured import complete_json
+from chainrag.protocols.context import Context
 from chainrag.recipes.registry import (
     DECOMPOSERS,
     MULTI_HOP_JUDGES,

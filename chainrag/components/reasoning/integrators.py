@@ -14,7 +14,7 @@ from chainrag.components.reasoning.sub_questions import history_text
 from chainrag.components.retrieval.judges import numbered
 from chainrag.components.retrieval.rerankers import NoRerank
 from chainrag.core.budget import fit, words
-from chainrag.core.context import Context, MissingResourceError
+from chainrag.core.context import MissingResourceError
 from chainrag.core.notes import Reads
 from chainrag.core.types import (
     Answer,
@@ -23,7 +23,10 @@ from chainrag.core.types import (
     Sentence,
 )
 from chainrag.llm.prompts import load_prompt
-from chainrag.protocols.retrieval import Reranker, Sentenced
+from chainrag.protocols.context import Context
+from chainrag.protocols.reasoning import Integrator
+from chainrag.protocols.retrieval import Reranker
+from chainrag.protocols.units import Sentenced
 from chainrag.recipes.registry import INTEGRATORS, kind_of
 
 if TYPE_CHECKING:
@@ -42,6 +45,32 @@ def answer_name_ok(
         raise ValueError(
             f"name {value!r}: an answer's name is lower-case letters, digits and _, a letter first"
         )
+
+
+def integrated(integrator: Integrator, inputs: IntegrationInput, ctx: Context) -> Answer:
+    """``integrator``'s answer to ``inputs``, computed the first time it is asked for this
+    question (kept in ``inputs.integrated``): an integrator that builds on others
+    (``form_checked``, ``choose``, a comparison's fallback) asks for theirs here, so each
+    integrator runs once a question, whatever the response cache's mode (with ``cache_mode:
+    bypass`` a repeated integrator used to pay for its calls twice). Two integrators that
+    differ only in their answer's ``name`` compute the same answer."""
+    key = computes(integrator)
+    try:
+        hash(key)
+    except TypeError:  # a value that cannot be a key: computed each time
+        return integrator(inputs, ctx)
+    if key not in inputs.integrated:
+        inputs.integrated[key] = integrator(inputs, ctx)
+    return inputs.integrated[key]
+
+
+def computes(integrator: Integrator) -> object:
+    """What ``integrator`` computes: itself, or for an attrs integrator its class and its
+    fields but ``name`` (the answer's name changes no answer)."""
+    cls = type(integrator)
+    if not attrs.has(cls):
+        return integrator
+    return (cls, *(getattr(integrator, f.name) for f in attrs.fields(cls) if f.name != "name"))
 
 
 @INTEGRATORS.register("ans_int")

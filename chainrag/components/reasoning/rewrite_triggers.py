@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from chainrag.components.reasoning.sub_questions import LLMRewriter, history_text
-from chainrag.core.context import Context
 from chainrag.core.types import SubAnswer, Verdict
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.protocols.reasoning import Rewriter
 from chainrag.recipes.registry import REWRITE_CONFIRMERS, REWRITE_TRIGGERS, REWRITERS
 

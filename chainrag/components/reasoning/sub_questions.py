@@ -10,11 +10,11 @@ import attrs
 
 from chainrag.components.reasoning.answer_form import clean_answer
 from chainrag.components.retrieval.judges import numbered
-from chainrag.core.context import Context
 from chainrag.core.types import (
     SubAnswer,
 )
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.recipes.registry import (
     REWRITERS,
     SUMMARIZERS,

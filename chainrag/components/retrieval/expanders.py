@@ -19,9 +19,10 @@ import attrs
 from chainrag.components.retrieval.judges import LLMYesNo
 from chainrag.components.retrieval.rerankers import NoRerank
 from chainrag.core.budget import fit, words
-from chainrag.core.context import Context
 from chainrag.core.types import Expansion, Hit, Verdict
-from chainrag.protocols.retrieval import Graph, Reranker, SufficiencyJudge
+from chainrag.protocols.context import Context
+from chainrag.protocols.retrieval import Reranker, SufficiencyJudge
+from chainrag.protocols.units import Graph
 from chainrag.recipes.registry import EXPANDERS
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ import attrs
 import numpy as np
 
 from chainrag.components.retrieval.vectors import query_vector, text_vectors
-from chainrag.core.context import Context
 from chainrag.core.types import LLMResponse, Verdict
 from chainrag.llm.prompts import load_prompt
+from chainrag.protocols.context import Context
 from chainrag.recipes.registry import SUFFICIENCY_JUDGES
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)

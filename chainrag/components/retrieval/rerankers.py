@@ -19,9 +19,10 @@ import attrs
 import numpy as np
 
 from chainrag.components.retrieval.vectors import query_vector, text_vectors
-from chainrag.core.context import IMPORTS, Context, model_folder
+from chainrag.core.context import IMPORTS, model_folder
 from chainrag.core.device import PLACED, Device, resolve
 from chainrag.core.types import Hit
+from chainrag.protocols.context import Context
 from chainrag.protocols.index import Embedder
 from chainrag.recipes.registry import RERANKERS
 

@@ -19,10 +19,11 @@ import numpy as np
 from chainrag.components.retrieval.rerankers import NoRerank
 from chainrag.components.retrieval.search import ExactSearch
 from chainrag.components.retrieval.vectors import query_vector
-from chainrag.core.context import Context
 from chainrag.core.types import FloatArray, Hit
+from chainrag.protocols.context import Context
 from chainrag.protocols.index import VectorIndex, VectorSearch
-from chainrag.protocols.retrieval import KeepsVectorIndexes, Reranker, Searchable
+from chainrag.protocols.retrieval import Reranker
+from chainrag.protocols.units import KeepsVectorIndexes, Searchable
 from chainrag.recipes.registry import SEED_RETRIEVERS
 
 

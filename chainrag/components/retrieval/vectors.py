@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from chainrag.core.context import Context
 from chainrag.core.types import FloatArray
-from chainrag.protocols.retrieval import Searchable
+from chainrag.protocols.context import Context
+from chainrag.protocols.units import Searchable
 
 
 def text_vectors(index: Searchable, texts: Sequence[str], ctx: Context) -> FloatArray:

@@ -13,7 +13,8 @@ from pathlib import Path
 import attrs
 
 from chainrag.components.reasoning.answer_form import clean_answer
-from chainrag.core.context import Context, ModelStore
+from chainrag.context import StageContext
+from chainrag.core.context import ModelStore
 from chainrag.core.errors import Interrupted
 from chainrag.core.types import QAExample
 from chainrag.experiments.recurring.folder import (
@@ -218,7 +219,7 @@ def reservoir_state(recipe: Recipe, reservoir: Path, models: ModelStore) -> RunS
     (:class:`~chainrag.protocols.parts.Stateful`), opened in ``models``, where the method's
     questions find the same one."""
     method = with_reservoir(recipe, reservoir).method
-    state = method.run_state(Context(models=models)) if isinstance(method, Stateful) else None
+    state = method.run_state(StageContext(models=models)) if isinstance(method, Stateful) else None
     if state is None:
         raise RecurringError(f"recipe {recipe.name!r}: its method declares no reservoir state")
     return state

@@ -39,7 +39,6 @@ import attrs
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from chainrag.core.context import Context
 from chainrag.core.device import resolved_devices
 from chainrag.core.types import Chunk, GraphInputs, Passage, ScoredEntity, Sentence
 from chainrag.index.build import IndexBuildError, digest, entity_name
@@ -54,6 +53,7 @@ from chainrag.index.corpus.store import (
     save_layer,
     write_manifest,
 )
+from chainrag.protocols.resources import Resources
 from chainrag.recipes.recipe import IndexSpec
 from chainrag.recipes.structure import identity, unstructure
 
@@ -64,9 +64,9 @@ Progress = Callable[[str, int, int], None]
 SplitRows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[int, str]]]
 
 
-Encoder = Callable[[Context, IndexSpec, Any], Any]
+Encoder = Callable[[Resources, IndexSpec, Any], Any]
 """An encoding step: ``fn(ctx, spec, batch)``, a module-level function (a worker may be another
-process or machine, with its own :class:`Context` and models)."""
+process or machine, with its own :class:`~chainrag.context.StageContext` and models)."""
 
 
 class Engine(Protocol):
@@ -78,7 +78,7 @@ class Engine(Protocol):
 class LocalEngine:
     """Every batch in this process, one after another, with the caller's context (models)."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Resources) -> None:
         self.ctx = ctx
 
     def map(self, fn: Encoder, spec: IndexSpec, batches: Iterable[Any]) -> Iterator[Any]:
@@ -105,7 +105,7 @@ def build_corpus_index(
     sources: Sequence[str],
     spec: IndexSpec,
     out: Path,
-    ctx: Context,
+    ctx: Resources,
     *,
     batch_passages: int = 512,
     batch_sentences: int = 4096,
@@ -199,7 +199,7 @@ def _batches(items: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
         yield batch
 
 
-def encode_passages(ctx: Context, spec: IndexSpec, batch: list[Passage]) -> SplitRows:
+def encode_passages(ctx: Resources, spec: IndexSpec, batch: list[Passage]) -> SplitRows:
     """Split (or chunk) and NER of one batch of passages (pids are their corpus positions): the
     rows to write, with unit ids relative to the batch."""
     sentences: Sequence[Sentence | Chunk]
@@ -274,7 +274,7 @@ def _split_stage(
 # --------------------------------------------------------------------------- 2. embeddings
 
 
-def embed_texts(ctx: Context, spec: IndexSpec, texts: list[str]) -> np.ndarray:
+def embed_texts(ctx: Resources, spec: IndexSpec, texts: list[str]) -> np.ndarray:
     """The embeddings of one batch of sentence texts, float32."""
     assert spec.embedder is not None
     return np.asarray(spec.embedder(texts, ctx, "passage"), dtype=np.float32)

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.types import Passage
 from chainrag.data.datasets import load_corpus, load_dataset, shared_corpus
 from chainrag.index.build import IndexBuildError, IndexCache, build_index
@@ -30,6 +30,7 @@ from chainrag.index.corpus.build import Dtype, Engine, LocalEngine, build_corpus
 from chainrag.index.corpus.store import CorpusIndexError
 from chainrag.protocols.index import VectorSearch
 from chainrag.protocols.parts import Searched
+from chainrag.protocols.resources import Resources
 from chainrag.recipes.recipe import IndexSpec, Recipe, load_recipe
 
 Progress = Callable[[str, int, int], None]
@@ -110,7 +111,7 @@ class IndexTotals:
 def index_contexts(
     contexts: Contexts,
     spec: IndexSpec,
-    ctx: Context,
+    ctx: Resources,
     cache: IndexCache | None = None,
     progress: Progress | None = None,
 ) -> IndexTotals:
@@ -173,7 +174,7 @@ class CorpusBuild:
         ]
 
 
-def engine_named(name: str, ctx: Context) -> Engine:
+def engine_named(name: str, ctx: Resources) -> Engine:
     """The encoding engine called ``name``: ``local`` (this process, ``ctx``'s models) or
     ``ray`` (Ray Data; ``RAY_ADDRESS`` joins a cluster)."""
     if name == "local":
@@ -200,7 +201,7 @@ def build_from_recipe(
     recipe's ``index:`` section (see :func:`build_corpus_index`)."""
     started = time.perf_counter()
     spec = index_section(recipe)
-    ctx = Context()
+    ctx = StageContext()
     manifest = build_corpus_index(
         sources, spec, out, ctx, batch_passages=batch_passages, batch_sentences=batch_sentences,
         dtype=dtype, engine=engine_named(engine, ctx), progress=progress,

@@ -9,7 +9,7 @@ where ``payload`` is the pickled batch as bytes: an Arrow binary column carries 
 object exactly, where letting Ray Data turn lists of attrs objects, tuples of mixed types or
 float32 matrices into Arrow columns would change their types. ``map_batches`` runs one batch
 per call (``batch_size=1``) on a fixed pool of actors (one CPU each), each of which builds its
-own :class:`~chainrag.core.context.Context` once, so its models (spaCy, the embedder) load once for
+own :class:`~chainrag.context.StageContext` once, so its models (spaCy, the embedder) load once for
 the window, and returns ``{seq, ok, payload}``: the pickled result, or the exception, which is
 raised again in the caller (caught in the actor, so Ray never retries a deterministic failure).
 
@@ -24,7 +24,7 @@ window pays the actors' start and model loads again: measured on this 2-core mac
 window (64 batches of 512 passages, or of 4,096 sentences) takes to encode.
 
 Remote workers must be able to import ``chainrag`` (install it on every node, or pass a
-``runtime_env``). Layer: index. May import ``chainrag.core.context``,
+``runtime_env``). Layer: index. May import ``chainrag.context``,
 ``chainrag.core.errors`` and the types of ``chainrag.index.corpus.build``; ``ray`` and
 ``pyarrow`` only inside functions, so that the package imports without Ray.
 """
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from chainrag.core.context import Context
+from chainrag.context import StageContext
 from chainrag.core.errors import ChainragError
 from chainrag.protocols.parts import InProcesses
 
@@ -188,7 +188,7 @@ class EncoderActor:
     """A Ray Data actor: its own context (models loaded once), one pickled batch per call."""
 
     def __init__(self, fn: Encoder, spec: IndexSpec) -> None:
-        self.fn, self.spec, self.ctx = fn, in_one_process(spec), Context()
+        self.fn, self.spec, self.ctx = fn, in_one_process(spec), StageContext()
 
     def __call__(self, table: Any) -> Any:
         import pyarrow as pa
