@@ -30,7 +30,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from chainrag.analysis.records import predictions
 from chainrag.components.reasoning.comparisons import (
     parse_comparison,
     role_sub_questions,
@@ -39,6 +38,7 @@ from chainrag.components.reasoning.comparisons import (
 from chainrag.data.datasets import load_dataset
 from chainrag.data.metrics import answer_f1
 from chainrag.report.stats import paired
+from chainrag.run.reading import predictions
 from chainrag.run.record import RunRecord
 
 

@@ -49,14 +49,13 @@ from pathlib import Path
 import attrs
 
 from chainrag.analysis.paired import load
-from chainrag.analysis.records import predictions_file
 from chainrag.data.metrics import normalize_answer, qa_scores
 from chainrag.index.build import IndexCache
-from chainrag.report.runs import Run, load_run
 from chainrag.report.stats import paired
 from chainrag.run.files import RunError
+from chainrag.run.reading import Run, load_run, predictions_file
 from chainrag.run.record import RunRecord
-from chainrag.view.sources import Examples, Indexes, Unavailable
+from chainrag.run.sources import Examples, Indexes, Unavailable
 
 SETS = ("long-musique", "long-2wiki", "long-hotpotqa")
 BASELINES = ("naive", "naive_qd", "iter_retgen")

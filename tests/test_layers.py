@@ -280,3 +280,20 @@ def test_the_circle_check_sees_a_planted_circle(tmp_path: Path) -> None:
     assert circles(import_graph(package)) == [["chainrag.core.a", "chainrag.core.b",
                                                "chainrag.core.c"]]  # fmt: skip
     assert circles({"a": ["b"], "b": ["a"], "c": ["c"]}) == [["a", "b"]]
+
+
+READERS = ("chainrag.report", "chainrag.view", "chainrag.analysis", "chainrag.claims")
+"""The readers of finished runs: each reads a run through :mod:`chainrag.run.reading` (and what
+its questions were asked over through :mod:`chainrag.run.sources`), never the folder's files
+(:mod:`chainrag.run.folder`) itself."""
+
+
+def test_the_readers_of_runs_read_them_through_one_module() -> None:
+    found = [
+        f"{path.name}:{line}: {name} -> {imported}"
+        for path in modules()
+        if (name := module_name(path)).startswith(READERS)
+        for line, imported, _ in imports(ast.parse(path.read_text(encoding="utf-8")))
+        if _within(imported, ("chainrag.run.folder",))
+    ]
+    assert found == []

@@ -4,15 +4,15 @@ than noise (:mod:`~chainrag.analysis.paired`), what ChainRAG's graph walks did
 (:mod:`~chainrag.analysis.integration_gap`). The commands ``chainrag compare``, ``chainrag
 walks`` and ``chainrag integration-gap`` print what these functions return.
 
-Layer: this package may import the run folders and their records (:mod:`chainrag.run.files`,
-:mod:`~chainrag.run.folder`, :mod:`~chainrag.run.record`, :mod:`~chainrag.run.meta`), the
-report's run reader and statistics (:mod:`chainrag.report`, :mod:`chainrag.report.stats`), the
-answer metrics (:mod:`chainrag.data.metrics`) and the errors; never the LLM layer
-(:mod:`chainrag.llm`, nor components that pull it in) nor the CLI. It reads stored records
-only: no LLM call, and no model except in :mod:`~chainrag.analysis.gold_walks` (``chainrag
-walks --gold``), which reads the questions' indexes through the view's sources
-(:mod:`chainrag.view.sources`) and, asked to build a missing one, loads the recipe's models;
-it is not imported here, so that importing this package stays light.
+Layer: this package reads runs through :mod:`chainrag.run.reading` (their folders, records,
+recipes, answers by name, walks) and may import the typed records (:mod:`chainrag.run.record`,
+:mod:`chainrag.run.files`' errors), the report's rows and statistics (:mod:`chainrag.report`,
+:mod:`chainrag.report.stats`), the answer metrics (:mod:`chainrag.data.metrics`) and the
+errors; never the LLM layer (:mod:`chainrag.llm`, nor components that pull it in) nor the CLI.
+It reads stored records only: no LLM call, and no model except in
+:mod:`~chainrag.analysis.gold_walks` (``chainrag walks --gold``), which reads the questions'
+indexes through :mod:`chainrag.run.sources` and, asked to build a missing one, loads the
+recipe's models; it is not imported here, so that importing this package stays light.
 """
 
 from chainrag.analysis.integration_gap import IntegrationGap, Split, holds, integration_gap

@@ -41,8 +41,9 @@ from chainrag.analysis.walks import kept
 from chainrag.core.types import Expansion, QAExample, StepTrace
 from chainrag.data.metrics import gold_items
 from chainrag.index.build import IndexCache
-from chainrag.report.runs import Run, find_runs
-from chainrag.view.sources import Examples, Indexes, Progress, Unavailable, Unit
+from chainrag.run.reading import Run, find_runs
+from chainrag.run.reading import walks as walks_of
+from chainrag.run.sources import Examples, Indexes, Progress, Unavailable, Unit
 
 
 @attrs.frozen
@@ -125,7 +126,7 @@ def question_walks(run: Run, examples: Examples, indexes: Indexes) -> list[Quest
     """The walks of every question of ``run`` that has any."""
     out = []
     for record in run.records:
-        count = sum(1 for s in record.trace.steps if s.expansion is not None)
+        count = len(walks_of(record))
         if not count:
             continue
         example = examples.example(run, record.id)

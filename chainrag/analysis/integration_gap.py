@@ -18,8 +18,9 @@ from pathlib import Path
 
 import attrs
 
-from chainrag.analysis.records import predictions, reading
+from chainrag.analysis.records import reading
 from chainrag.data.metrics import normalize_answer, qa_scores
+from chainrag.run.reading import answer_by_kind, predictions
 from chainrag.run.record import RunRecord
 
 
@@ -61,12 +62,10 @@ class Split:
 def split_question(record: RunRecord, right: float) -> Split:
     """The split of one ChainRAG record; ValueError if it has no AnsInt and CxtInt answers."""
     gold = record.gold
-    texts = {a.name: a.answer.text for a in record.trace.answers}
-    notes = record.trace.notes
-    names = [notes.answer_of(kind) if notes else None for kind in ("ans_int", "cxt_int")]
-    if not all(name in texts for name in names):
+    ans, cxt = answer_by_kind(record, "ans_int"), answer_by_kind(record, "cxt_int")
+    if ans is None or cxt is None:
         raise ValueError(f"question {record.id} has no AnsInt and CxtInt answers")
-    ansint, cxtint = (qa_scores(texts[str(k)], gold)[1] >= right for k in names)
+    ansint, cxtint = (qa_scores(text, gold)[1] >= right for text in (ans, cxt))
     steps = record.trace.steps
     subs = tuple(s.answer.answer for s in steps if s.answer is not None)
     return Split(record.id, ansint, cxtint, any(holds(s, gold) for s in subs), gold, subs,

@@ -23,11 +23,10 @@ from pathlib import Path
 
 import attrs
 
-from chainrag.analysis.records import predictions_file
-from chainrag.report import load_run
 from chainrag.report.stats import RESAMPLES, SEED, Paired, paired, sign_test
 from chainrag.report.tables import check_detect, power_cells, power_heads, power_legend
 from chainrag.run.files import RunError
+from chainrag.run.reading import load_run, predictions_file
 from chainrag.run.record import RunRecord
 
 __all__ = ["Comparison", "Paired", "compare", "compare_runs", "load", "paired", "pooled",

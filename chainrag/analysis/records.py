@@ -1,4 +1,5 @@
-"""Reading a run folder's records for an analysis, with errors that name the folder."""
+"""An analysis's errors that name the run folder it read (the reading itself is
+:mod:`chainrag.run.reading`'s)."""
 
 from __future__ import annotations
 
@@ -7,27 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from chainrag.run.files import RunError
-from chainrag.run.folder import PREDICTIONS, RunDir
-from chainrag.run.record import RunRecord
-
-
-def predictions_file(folder: Path) -> Path:
-    """The folder's predictions file; a RunError naming the folder if there is none."""
-    path = folder / PREDICTIONS
-    if not path.is_file():
-        raise RunError(f"{folder}: no {PREDICTIONS} — no such file (not a run directory?)")
-    return path
-
-
-def predictions(folder: Path) -> list[RunRecord]:
-    """The finished records of a run folder, read without changing it (a torn last line is
-    ignored; :meth:`~chainrag.run.folder.RunDir.records`); a RunError naming the folder when
-    it has no predictions file, no line yet, or a line that is not a record."""
-    path = predictions_file(folder)
-    records, _ = RunDir(folder).records(repair=False)
-    if not records:
-        raise RunError(f"{path}: no predictions yet")
-    return records
 
 
 @contextmanager

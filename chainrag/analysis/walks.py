@@ -21,9 +21,9 @@ from pathlib import Path
 
 import attrs
 
-from chainrag.analysis.records import predictions
 from chainrag.core.types import StepTrace
 from chainrag.run.files import RunError
+from chainrag.run.reading import all_walks, predictions
 from chainrag.run.record import RunRecord
 
 
@@ -56,7 +56,7 @@ def changed(step: StepTrace) -> bool:
 def summary(records: Sequence[RunRecord]) -> WalkSummary:
     """Counts over the records' trace steps."""
     steps = [s for r in records for s in r.trace.steps]
-    walks = [s.expansion for s in steps if s.expansion is not None]
+    walks = all_walks(records)
     verdicts = [v for w in walks for v in w.verdicts if v.checked]
     yes = sum(1 for v in verdicts if v.ok)
     return WalkSummary(

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from chainrag.analysis import compare_runs
-from chainrag.analysis.records import predictions
 from chainrag.report import load_run, rows_of
 from chainrag.report.stats import Paired, paired
 from chainrag.run.files import RunError
+from chainrag.run.reading import all_walks, predictions
 
 DIGITS = 4
 """Decimals kept in the claims file: enough for every figure the page shows."""
@@ -84,8 +84,7 @@ def gold_recall(root: Path, sets: Sequence[str], run: str) -> float:
 def first_checks(root: Path, sets: Sequence[str], run: str) -> Figure:
     """ChainRAG's walks over ``sets``: the first sufficiency checks and how many said "yes",
     the walks that went past the first hop, and how many of those the word budget cut."""
-    walks = [step.expansion for s in sets for record in predictions(root / s / run)
-             for step in record.trace.steps if step.expansion is not None]  # fmt: skip
+    walks = [walk for s in sets for walk in all_walks(predictions(root / s / run))]
     first = [w.verdicts[0] for w in walks if w.verdicts and w.verdicts[0].checked]
     went_on = [w for w in walks if w.hops > 1]
     return {"walks": len(walks), "first_checks": len(first),

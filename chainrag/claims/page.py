@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from chainrag.analysis.records import predictions
 from chainrag.claims.figures import (
     Figure,
     choices,
@@ -30,6 +29,7 @@ from chainrag.claims.figures import (
     stored_json,
 )
 from chainrag.report.stats import detectable, questions_needed
+from chainrag.run.reading import predictions
 
 LONG = ("long-musique", "long-2wiki", "long-hotpotqa")
 """The three long dev sets, 30 questions each."""

@@ -1,4 +1,5 @@
-"""Stored runs as the report reads them, and the rows it prints: one per answer variant of a
+"""The rows the report prints of stored runs (read by :mod:`chainrag.run.reading`, whose
+``Run``, ``load_run`` and ``find_runs`` this module's names are): one per answer variant of a
 run, averaged over its questions, F1 and EM with their 95% bootstrap intervals; the
 comparisons (tables) they fall into; each row's paired difference from a baseline's.
 """
@@ -6,16 +7,18 @@ comparisons (tables) they fall into; each row's paired difference from a baselin
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import attrs
 
 from chainrag.report.paper import ABLATION_LABELS
 from chainrag.report.stats import Interval, Paired, interval, paired
 from chainrag.run.files import RunError
-from chainrag.run.folder import RunDir
-from chainrag.run.meta import RunMeta
+from chainrag.run.reading import Run as Run
+from chainrag.run.reading import answer_f1 as answer_f1
+from chainrag.run.reading import find_runs as find_runs
+from chainrag.run.reading import load_run as load_run
+from chainrag.run.reading import variants_of as variants_of
 from chainrag.run.record import RunRecord
 
 PRETTY = {
@@ -39,66 +42,6 @@ SEED_LABELS = {"vanilla": "Vanilla RAG, 4 passages (Patwa et al.)",
 
 ABLATIONS = tuple(name for name in ABLATION_LABELS if name != "full")
 K_SWEEP = ("k1", "k2", "k3", "k4", "k5")
-
-
-@attrs.frozen
-class Run:
-    """A stored run: its directory, description and finished records."""
-
-    folder: Path
-    meta: RunMeta
-    records: tuple[RunRecord, ...]
-    failed: int
-
-    @property
-    def name(self) -> str:
-        return self.meta.recipe_name
-
-    @property
-    def dataset(self) -> str:
-        """The dataset, or ``DATASET@CORPUS`` for a run over a shared corpus index."""
-        if self.meta.index is None:
-            return self.meta.dataset
-        from chainrag.index.corpus.store import corpus_label
-
-        return f"{self.meta.dataset}@{corpus_label(self.meta.index.sources)}"
-
-    @property
-    def llm(self) -> str:
-        return self.meta.models.llm.model
-
-
-def load_run(folder: Path) -> Run:
-    """Read a run directory without changing it (a torn last line is ignored, not cut)."""
-    run = RunDir(folder)
-    meta = run.meta()
-    records, _ = run.records(repair=False)
-    failed_ids = {e.id for e in run.errors()} - {r.id for r in records}
-    return Run(folder, meta, tuple(records), len(failed_ids))
-
-
-def find_runs(paths: Iterable[Path]) -> list[Run]:
-    """Runs in the given folders: each folder is a run or holds runs below it (an experiment's
-    folder below it, such as ``chainrag experiment recurring``'s, is not a run: left out)."""
-    runs: list[Run] = []
-    for path in paths:
-        if not path.is_dir():
-            raise RunError(f"{path}: no such run directory")
-        found = (
-            [path]
-            if (path / "run.json").is_file()
-            else sorted(p.parent for p in path.rglob("run.json"))
-        )
-        if not found:
-            raise RunError(f"{path}: no run.json in it or below it")
-        loaded = [load_run(p) for p in found]
-        if found == [path] and loaded[0].meta.experiment is not None:
-            raise RunError(
-                f"{path}: the {loaded[0].meta.experiment} experiment's folder, not a run; its "
-                "results are its table.md"
-            )
-        runs.extend(run for run in loaded if run.meta.experiment is None)
-    return runs
 
 
 @attrs.frozen
@@ -256,16 +199,6 @@ class Against:
     variant: str
     base_variant: str
     paired: Paired
-
-
-def variants_of(run: Run) -> list[str]:
-    """The answer variants of a run's records, the primary one first."""
-    return list(dict.fromkeys(v for r in run.records for v in r.answers))
-
-
-def answer_f1(run: Run, variant: str) -> dict[str, float]:
-    """Question id -> F1 of one answer variant of a run, in the records' order."""
-    return {r.id: r.answers[variant].f1 for r in run.records if variant in r.answers}
 
 
 def against(runs: Sequence[Run], baseline: str) -> list[Against]:

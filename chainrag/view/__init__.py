@@ -11,15 +11,17 @@ when it is viewed) with three views:
    (:mod:`~chainrag.view.walk`).
 
 Unit texts and the graph's edges come from the index cache, or are built on request
-(:mod:`~chainrag.view.sources`); without them the page says so and shows unit numbers.
+(:mod:`chainrag.run.sources`); without them the page says so and shows unit numbers.
 
-Layer: beside the report, which it reads runs through; it may import the run folders and
-records, the report, the data and index layers and the recipes, never the LLM layer nor the
-CLI. It calls no LLM; it loads a model only when asked to build a missing index.
+Layer: beside the report; it reads runs through :mod:`chainrag.run.reading` and what their
+questions were asked over through :mod:`chainrag.run.sources`, and may import the records, the
+report, the data and index layers and the recipes, never the LLM layer nor the CLI. It calls no
+LLM; it loads a model only when asked to build a missing index.
 """
 
-from chainrag.view.page import Page, read_runs, render, run_folders, write_view
-from chainrag.view.sources import Examples, Indexes, Unavailable, Units
+from chainrag.run.reading import run_folders
+from chainrag.run.sources import Examples, Indexes, Unavailable, Units
+from chainrag.view.page import Page, read_runs, render, write_view
 from chainrag.view.walk import Walk, layout, walk_of, walk_svg
 
 __all__ = [

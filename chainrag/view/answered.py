@@ -10,11 +10,11 @@ import attrs
 from chainrag.core.notes import MethodNotes
 from chainrag.core.types import QAExample, StepTrace
 from chainrag.data.metrics import GoldKey, Level
-from chainrag.report.runs import Run
+from chainrag.run.reading import Run
 from chainrag.run.record import RunRecord
+from chainrag.run.sources import Unavailable, Units
 from chainrag.view.evidence import GoldItem, gold_cover, gold_evidence, retrieved
 from chainrag.view.html import el, esc
-from chainrag.view.sources import Unavailable, Units
 
 SHOW_UNITS = 12
 """Units listed before the rest of a list folds away."""

@@ -17,7 +17,7 @@ from chainrag.components.reasoning.rewrite_triggers import has_substring, has_wh
 from chainrag.core.notes import Rewriting
 from chainrag.core.types import QAExample, StepTrace
 from chainrag.data.metrics import GoldKey, Level, covers, gold_items
-from chainrag.view.sources import Unit
+from chainrag.run.sources import Unit
 
 
 @attrs.frozen

@@ -21,27 +21,14 @@ import attrs
 
 from chainrag.index.build import IndexCache
 from chainrag.report.figures import plots as report_plots
-from chainrag.report.runs import Run, comparisons, load_run, rows_of
+from chainrag.report.runs import comparisons, rows_of
 from chainrag.run.files import RunError
-from chainrag.run.folder import RUN_FILE
+from chainrag.run.reading import Run, load_run, run_folders
+from chainrag.run.sources import Examples, Indexes, Unavailable
 from chainrag.view.answered import Answered, Question
 from chainrag.view.html import esc
 from chainrag.view.overview import overview, question_list
 from chainrag.view.question import question_section
-from chainrag.view.sources import Examples, Indexes, Unavailable
-
-
-def run_folders(path: Path) -> list[Path]:
-    """``path`` if it is a run folder, else the run folders below it (sorted); a RunError
-    naming it if it is not a folder or holds no run."""
-    if not path.is_dir():
-        raise RunError(f"{path}: no such run directory")
-    if (path / RUN_FILE).is_file():
-        return [path]
-    found = sorted(p.parent for p in path.rglob(RUN_FILE))
-    if not found:
-        raise RunError(f"{path}: no {RUN_FILE} in it or below it")
-    return found
 
 
 def read_runs(paths: Iterable[Path]) -> tuple[list[Run], list[str]]:

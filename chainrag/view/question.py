@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from chainrag.core.types import Sentence
 from chainrag.data.metrics import GoldKey
 from chainrag.run.record import RunRecord
+from chainrag.run.sources import Unavailable, Units
 from chainrag.view.answered import (
     Answered,
     Gold,
@@ -27,7 +28,6 @@ from chainrag.view.evidence import (
     units_of_items,
 )
 from chainrag.view.html import el, esc, num, usage_text
-from chainrag.view.sources import Unavailable, Units
 from chainrag.view.steps import by_prompt, chain_steps, other_steps
 from chainrag.view.walk import layout, walk_of, walk_svg
 

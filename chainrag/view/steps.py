@@ -8,6 +8,7 @@ from __future__ import annotations
 from chainrag.core.notes import Integration, MethodNotes
 from chainrag.core.types import Decomposition, Sentence, StepTrace, SubAnswer, Usage
 from chainrag.run.record import RunRecord
+from chainrag.run.sources import Unavailable, Units
 from chainrag.view.answered import (
     Answered,
     Gold,
@@ -16,7 +17,6 @@ from chainrag.view.answered import (
 )
 from chainrag.view.evidence import retrieved, rewrite_reason
 from chainrag.view.html import el, esc, usage_text
-from chainrag.view.sources import Unavailable, Units
 from chainrag.view.walk import combined, hop_levels
 
 # --------------------------------------------------------------------------- ChainRAG

@@ -1,6 +1,7 @@
-"""What a question's page needs beyond the run folder: the question as the dataset file holds
-it (passages, gold evidence), and the index the run searched — the texts the trace's unit
-numbers point at and, for a sentence graph, its edge layers.
+"""What a run's questions were asked over, beyond the run folder: the question as the dataset
+file holds it (passages, gold evidence), and the index the run searched — the texts the
+trace's unit numbers point at and, for a sentence graph, its edge layers. The view's pages and
+the analyses of walks (:mod:`chainrag.analysis.gold_walks`) read them here.
 
     examples = Examples()                      # dataset files, each read once
     indexes = Indexes(IndexCache(), build=False)
@@ -12,6 +13,9 @@ passages and the recipe's ``index:`` section, :meth:`~chainrag.index.build.Index
 with ``build`` a missing one is built as ``chainrag run`` built it (loading the recipe's spaCy
 and embedding models) and cached. Whatever cannot be found is an :class:`Unavailable` saying
 why, which the page shows in its place: nothing here raises for a missing file.
+
+Layer: run (the reading side: a run's recipe through :mod:`chainrag.run.reading`); loads a
+model only when asked to build a missing index, never the LLM layer nor the methods.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from chainrag.core.types import Chunk, QAExample, Sentence
 from chainrag.data.datasets import dataset_path, load_dataset
 from chainrag.index.build import IndexCache, build_index
 from chainrag.index.graph import ChunkIndex, SentenceGraph
-from chainrag.recipes.recipe import Recipe, check_recipe
-from chainrag.report.runs import Run
-from chainrag.run.folder import RECIPE_FILE
+from chainrag.recipes.recipe import Recipe
+from chainrag.run.files import RunError
 from chainrag.run.meta import file_fingerprint
+from chainrag.run.reading import Run, read_recipe
 
 Unit = Sentence | Chunk
 
@@ -97,15 +101,12 @@ class Examples:
 
 
 def recipe_of(folder: Path) -> Recipe | Unavailable:
-    """The run's stored recipe, its plugins not imported (a plugin's components make it
-    :class:`Unavailable`)."""
+    """The run's stored recipe (:func:`~chainrag.run.reading.read_recipe`), or why it cannot
+    be read."""
     try:
-        checked = check_recipe(folder / RECIPE_FILE, load_plugins=False)
-    except (ChainragError, OSError) as exc:
-        return Unavailable(f"{folder / RECIPE_FILE} cannot be read: {exc}")
-    if checked.recipe is None:
-        return Unavailable(f"{folder / RECIPE_FILE} names components of plugins not loaded")
-    return checked.recipe
+        return read_recipe(folder)
+    except RunError as exc:
+        return Unavailable(str(exc))
 
 
 def walked_layers(recipe: Recipe, graph: SentenceGraph) -> dict[str, sparse.csr_matrix]:
