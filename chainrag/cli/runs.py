@@ -141,6 +141,20 @@ def check_cache_mode(cache_mode: str) -> None:
         raise fail(f"--cache-mode must be use, bypass or refresh, not {cache_mode!r}", 2)
 
 
+def check_run_options(
+    cache_mode: str, engine: str, estimate: bool, sample: int | None, yes: bool
+) -> None:
+    """Refuse (exit code 2) a cache mode or engine that is none, and --sample or --yes
+    without --estimate."""
+    check_cache_mode(cache_mode)
+    if engine not in ("local", "ray"):
+        raise fail(f"--engine must be local or ray, not {engine!r}", 2)
+    if sample is not None and not estimate:
+        raise fail("--sample applies to --estimate only", 2)
+    if yes and not estimate:
+        raise fail("--yes applies to --estimate only (it allows the sample's paid calls)", 2)
+
+
 @reports_errors()
 def run(
     recipes: Recipes, dataset: Datasets, limit: Limit = None, concurrency: Concurrency = None,
@@ -157,13 +171,7 @@ def run(
     from chainrag.run.plan import plan_grid
 
     out_dir = renamed("--out", "--out-dir", out, out_dir)
-    check_cache_mode(cache_mode)
-    if engine not in ("local", "ray"):
-        raise fail(f"--engine must be local or ray, not {engine!r}", 2)
-    if sample is not None and not estimate:
-        raise fail("--sample applies to --estimate only", 2)
-    if yes and not estimate:
-        raise fail("--yes applies to --estimate only (it allows the sample's paid calls)", 2)
+    check_run_options(cache_mode, engine, estimate, sample, yes)
     plan = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
                      cache_mode=cache_mode, index=index, say=said,
                      overrides=with_api_base(set_, api_base), llm=llm)  # fmt: skip

@@ -25,13 +25,13 @@ from chainrag.components.index.key_entities import entity_vocabulary
 from chainrag.core.device import cache_devices
 from chainrag.core.errors import ChainragError
 from chainrag.core.paths import cache_root
-from chainrag.core.types import FloatArray, GraphInputs, Mention, Passage, ScoredEntity
+from chainrag.core.types import FloatArray, GraphInputs, Mention, Passage, ScoredEntity, Sentence
 from chainrag.index.graph import FORMAT_VERSION, ChunkIndex, IndexFormatError, SentenceGraph
 from chainrag.index.stores import AnnotationCache
 from chainrag.index.stores import EmbeddingCache as EmbeddingCache  # where callers found them
 from chainrag.index.stores import digest as digest
 from chainrag.index.stores import file_identities as file_identities
-from chainrag.protocols.index import Embedder
+from chainrag.protocols.index import NER, Embedder, SentenceSplitter
 from chainrag.protocols.resources import Resources
 from chainrag.recipes.recipe import IndexSpec
 from chainrag.recipes.structure import identity
@@ -101,6 +101,35 @@ def _embed(
     return vectors.reshape(len(texts), -1) if len(texts) == 0 else vectors
 
 
+def annotated(
+    passages: Sequence[Passage],
+    splitter: SentenceSplitter,
+    ner: NER | None,
+    ctx: Resources,
+    annotations: AnnotationCache | None,
+    seconds: dict[str, float],
+) -> tuple[tuple[Sentence, ...], list[list[str]]]:
+    """The passages' sentences and each one's entity names (none without ``ner``), from the
+    annotation store where it holds them; the seconds of each stage go into ``seconds``."""
+    with _timed(seconds, "split"):
+        sentences = (
+            annotations.sentences(splitter, passages, ctx)
+            if annotations is not None
+            else splitter(passages, ctx)
+        )
+    names: list[list[str]] = [[] for _ in sentences]
+    if ner is not None:
+        texts = [s.text for s in sentences]
+        with _timed(seconds, "ner"):
+            mentions = (
+                annotations.mentions(ner, texts, ctx)
+                if annotations is not None
+                else ner(texts, ctx)
+            )
+        names = [[n for n in map(entity_name, row) if n] for row in mentions]
+    return tuple(sentences), names
+
+
 def build_sentence_graph(
     passages: Sequence[Passage],
     spec: IndexSpec,
@@ -113,22 +142,8 @@ def build_sentence_graph(
     if spec.splitter is None or spec.embedder is None:
         raise IndexBuildError("a sentence graph needs index.splitter and index.embedder")
     seconds: dict[str, float] = {}
-    with _timed(seconds, "split"):
-        sentences = (
-            annotations.sentences(spec.splitter, passages, ctx)
-            if annotations is not None
-            else spec.splitter(passages, ctx)
-        )
+    sentences, names = annotated(passages, spec.splitter, spec.ner, ctx, annotations, seconds)
     texts = [s.text for s in sentences]
-    names: list[list[str]] = [[] for _ in sentences]
-    if spec.ner is not None:
-        with _timed(seconds, "ner"):
-            mentions = (
-                annotations.mentions(spec.ner, texts, ctx)
-                if annotations is not None
-                else spec.ner(texts, ctx)
-            )
-        names = [[n for n in map(entity_name, row) if n] for row in mentions]
     with _timed(seconds, "key_entities"):
         if spec.key_entities is not None:
             keys = spec.key_entities(names)

@@ -163,13 +163,7 @@ def run_recipe(
     records, torn = run.records(repair=True)
     models = models if models is not None else ModelStore()
     state = restored_state(recipe, run, records, models)
-    if state is not None:
-        concurrency = 1  # each question reads the state the one before it left
-    remaining = pending(examples, records)
-    tally = Tally()
-    wanted = {e.qid for e in examples}
-    for record in (r for r in records if r.id in wanted):
-        tally.add(record)
+    tally = tally_of(examples, records)
     skipped = tally.n  # the examples with a line
     limited = LimitedLLM.at_most(llm, llm_slots) if llm_slots is not None else llm
 
@@ -177,6 +171,37 @@ def run_recipe(
         return answer_and_score(recipe, example, limited, models, cache, index)
 
     answer = with_state(answer_one, state) if state is not None else answer_one
+    width = 1 if state is not None else concurrency  # a question reads the state before it
+    recorder = _Recorder(run, tally, len(examples), progress)
+    interrupted, stopped = answer_pending(answer, pending(examples, records), width, recorder)
+    return SessionResult(
+        answered=tally.n - skipped,
+        failed=tally.failed,
+        skipped=skipped,
+        torn_bytes=torn,
+        seconds=time.perf_counter() - started,
+        interrupted=interrupted,
+        stopped=stopped,
+    )
+
+
+def tally_of(examples: Sequence[QAExample], records: Sequence[RunRecord]) -> Tally:
+    """The running figures of the examples that have a line already."""
+    tally, wanted = Tally(), {e.qid for e in examples}
+    for record in (r for r in records if r.id in wanted):
+        tally.add(record)
+    return tally
+
+
+def answer_pending(
+    answer: Callable[[QAExample], RunRecord],
+    remaining: Sequence[QAExample],
+    width: int,
+    recorder: _Recorder,
+) -> tuple[str | None, ChainragError | None]:
+    """``remaining`` answered ``width`` at a time, each settled by ``recorder`` as it finishes;
+    returns the signal that ended the session (None) and the error that stopped the run
+    (None): once one has, the questions not started are not (:class:`NotStartedError`)."""
     stopping: list[ChainragError] = []  # the error that stops the run, once one has
 
     def work(example: QAExample) -> RunRecord:
@@ -191,23 +216,12 @@ def run_recipe(
 
     interrupted = None
     try:
-        with (
-            _Recorder(run, tally, len(examples), progress) as recorder,
-            QuestionPool(concurrency) as pool,
-        ):
+        with recorder, QuestionPool(width) as pool:
             interrupted = _answer_all(pool, work, remaining, recorder.settle)
     except ChainragError as exc:
         if not stops_run(exc):
             raise
-    return SessionResult(
-        answered=tally.n - skipped,
-        failed=tally.failed,
-        skipped=skipped,
-        torn_bytes=torn,
-        seconds=time.perf_counter() - started,
-        interrupted=interrupted,
-        stopped=stopping[0] if stopping else None,
-    )
+    return interrupted, stopping[0] if stopping else None
 
 
 def guarded(state: RunState, work: Callable[[], T]) -> tuple[T, int]:

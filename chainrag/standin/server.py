@@ -153,6 +153,28 @@ def is_probe(body: dict[str, Any]) -> bool:
     return body.get("max_tokens") == 1 and body.get("messages") == wanted
 
 
+def completed(fake: FakeOpenAI, body: dict[str, Any]) -> tuple[int, str]:
+    """The status and body answering a completion request that passed the key and rate
+    checks, as the server's next behaviour says (after its delay and latency): the answer, a
+    timeout then the answer, a malformed or empty body, or an injected error status."""
+    fake.bodies.append(body)
+    behaviour = fake.next_behaviour()
+    time.sleep(fake.delay_s + (fake.latency() if fake.latency is not None else 0.0))
+    if behaviour == "timeout":
+        time.sleep(fake.hang_s)
+        behaviour = "ok"
+    if behaviour == "ok":
+        top = fake.top if body.get("logprobs") else None
+        return 200, json.dumps(completion_body(fake.answer(body), top))
+    if behaviour == "malformed":
+        return 200, '{"id": "x", "choices": [ this is not json'
+    if behaviour == "empty":
+        return 200, json.dumps({"id": "x", "object": "chat.completion", "choices": []})
+    status = int(behaviour)
+    error = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
+    return status, json.dumps(error)
+
+
 def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -179,23 +201,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                          "code": "rate_limit_exceeded"}  # fmt: skip
                 self._send(429, json.dumps({"error": error}), {"Retry-After": f"{wait:.3f}"})
                 return
-            fake.bodies.append(body)
-            behaviour = fake.next_behaviour()
-            time.sleep(fake.delay_s + (fake.latency() if fake.latency is not None else 0.0))
-            if behaviour == "timeout":
-                time.sleep(fake.hang_s)
-                behaviour = "ok"
-            if behaviour == "ok":
-                top = fake.top if fake.bodies[-1].get("logprobs") else None
-                self._send(200, json.dumps(completion_body(fake.answer(body), top)))
-            elif behaviour == "malformed":
-                self._send(200, '{"id": "x", "choices": [ this is not json')
-            elif behaviour == "empty":
-                self._send(200, json.dumps({"id": "x", "object": "chat.completion", "choices": []}))
-            else:
-                status = int(behaviour)
-                body = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
-                self._send(status, json.dumps(body))
+            self._send(*completed(fake, body))
 
         def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
             data = body.encode()

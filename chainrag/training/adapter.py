@@ -20,14 +20,14 @@ import attrs
 
 from chainrag.components.index.linear_adapter import LinearAdapter
 from chainrag.context import StageContext
-from chainrag.core.device import Device, resolve
+from chainrag.core.device import Device, Resolved, resolve
 from chainrag.core.types import FloatArray, QAExample
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache
 from chainrag.protocols.context import Context
 from chainrag.protocols.index import Embedder, EmbedRole
 from chainrag.training.adapter_eval import Separation, separation, strict_hits
-from chainrag.training.adapter_fit import TrainConfig, pair_set, train, triplets
+from chainrag.training.adapter_fit import PairSet, TrainConfig, pair_set, train, triplets
 from chainrag.training.common import (
     TRAIN_SETS,
     Progress,
@@ -134,50 +134,93 @@ def train_adapter(
     """
     started = time.perf_counter()
     on = resolve(device, "train adapter")
-    examples = [e for name in train_sets for e in load_dataset(name)]
+    pairs, fit_q, val_q = training_pairs(train_sets, config, say)
     dev = {name: load_dataset(name, eval_limit) for name in eval_sets}
-    pairs = pair_set(examples, random.Random(config.seed))  # noqa: S311 (reproducible sampling)
-    if len(pairs.questions) < 2:
-        raise TrainingError("fewer than 2 training questions with gold paragraphs")
-    fit_q, val_q = split_questions(len(pairs.questions), config.validation, config.seed)
-    n_triplets = len(triplets(pairs, fit_q))
-    say(f"{len(pairs.questions)} questions ({len(fit_q)} train / {len(val_q)} validation), "
-        f"{len(pairs.passages)} paragraphs, {n_triplets} training triplets")  # fmt: skip
     ctx, cache = StageContext(), cache or EmbeddingCache()
     say("embedding with the base embedder…")
-    queries = cache.embed(base, pairs.questions, ctx, role="query")
-    passages = cache.embed(base, pairs.passages, ctx, role="passage")
-
-    def epoch_done(epoch: int, loss: float) -> None:
-        progress("training", epoch, config.epochs, {"loss": f"{loss:.4f}"})
-
-    progress("training", 0, config.epochs, {})
-    trained, history = train(
-        queries, passages, pairs, fit_q, config, repr(base), epoch_done, device=on
-    )
-    before = separation(queries, passages, pairs, fit_q, val_q)
+    queries, passages = embedded(base, pairs, cache, ctx)
+    trained, history = fit_adapter(queries, passages, pairs, fit_q, config, repr(base), progress,
+                                   on)  # fmt: skip
     adapted = (trained.apply(queries, "query"), trained.apply(passages, "passage"))
-    after = separation(*adapted, pairs, fit_q, val_q)
-    hits = {}
-    for name, questions in dev.items():
-        say(f"strict Hit@K on {name} ({len(questions)} questions)…")
-        hits[name] = dev_hits(questions, base, trained, cache, ctx)
+    measured = BaseAndAdapted(separation(queries, passages, pairs, fit_q, val_q),
+                              separation(*adapted, pairs, fit_q, val_q))  # fmt: skip
+    hits = strict_hit_of(dev, base, trained, cache, ctx, say)
     report = AdapterReport(
         out=out,
         train_sets=tuple(train_sets),
         train_questions=len(fit_q),
         validation_questions=len(val_q),
         paragraphs=len(pairs.passages),
-        triplets=n_triplets,
+        triplets=len(triplets(pairs, fit_q)),
         config=config,
-        separation=BaseAndAdapted(before, after),
+        separation=measured,
         strict_hit=hits,
         loss=tuple(history),
         seconds=round(time.perf_counter() - started, 1),
     )
-    trained.save(out, {"report": report.as_json()})
+    return saved(trained, report)
+
+
+def embedded(
+    base: Embedder, pairs: PairSet, cache: EmbeddingCache, ctx: Context
+) -> tuple[FloatArray, FloatArray]:
+    """The pairs' questions and passages embedded by ``base`` (through ``cache``)."""
+    queries = cache.embed(base, pairs.questions, ctx, role="query")
+    return queries, cache.embed(base, pairs.passages, ctx, role="passage")
+
+
+def saved(trained: LinearAdapter, report: AdapterReport) -> AdapterReport:
+    """``report``, once the adapter is saved at its ``out`` (the report in its header) and
+    the report beside it."""
+    trained.save(report.out, {"report": report.as_json()})
     report.json_path.write_text(json.dumps(report.as_json(), indent=2) + "\n", encoding="utf-8")
     return report
+
+
+def fit_adapter(
+    queries: FloatArray, passages: FloatArray, pairs: PairSet, fit_q: Sequence[int],
+    config: TrainConfig, base: str, progress: Progress, device: Resolved,
+) -> tuple[LinearAdapter, list[float]]:  # fmt: skip
+    """The adapter fit on ``fit_q``'s triplets on ``device`` (:func:`train`), and its loss
+    history; ``progress`` hears each epoch."""
+
+    def epoch_done(epoch: int, loss: float) -> None:
+        progress("training", epoch, config.epochs, {"loss": f"{loss:.4f}"})
+
+    progress("training", 0, config.epochs, {})
+    return train(queries, passages, pairs, fit_q, config, base, epoch_done, device=device)
+
+
+def training_pairs(
+    train_sets: Sequence[str], config: TrainConfig, say: Say
+) -> tuple[PairSet, list[int], list[int]]:
+    """The pairs of ``train_sets``' questions (gold paragraphs positive; distractors and other
+    questions' gold negative) and the questions split into training and validation, said.
+
+    Raises:
+        TrainingError: fewer than 2 training questions have gold paragraphs.
+    """
+    examples = [e for name in train_sets for e in load_dataset(name)]
+    pairs = pair_set(examples, random.Random(config.seed))  # noqa: S311 (reproducible sampling)
+    if len(pairs.questions) < 2:
+        raise TrainingError("fewer than 2 training questions with gold paragraphs")
+    fit_q, val_q = split_questions(len(pairs.questions), config.validation, config.seed)
+    say(f"{len(pairs.questions)} questions ({len(fit_q)} train / {len(val_q)} validation), "
+        f"{len(pairs.passages)} paragraphs, {len(triplets(pairs, fit_q))} training "
+        "triplets")  # fmt: skip
+    return pairs, fit_q, val_q
+
+
+def strict_hit_of(
+    dev: Mapping[str, Sequence[QAExample]], base: Embedder, trained: LinearAdapter,
+    cache: EmbeddingCache, ctx: Context, say: Say,
+) -> dict[str, BaseAndAdapted[Mapping[int, float]]]:  # fmt: skip
+    """Strict Hit@K of each dev set's questions, before and after the adapter, said."""
+    hits = {}
+    for name, questions in dev.items():
+        say(f"strict Hit@K on {name} ({len(questions)} questions)…")
+        hits[name] = dev_hits(questions, base, trained, cache, ctx)
+    return hits
 
 
 def dev_hits(

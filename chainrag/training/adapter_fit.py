@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -25,6 +26,9 @@ from chainrag.components.index.linear_adapter import LinearAdapter
 from chainrag.core.device import Resolved
 from chainrag.core.types import FloatArray, QAExample
 from chainrag.training.common import passage_text
+
+if TYPE_CHECKING:
+    import torch
 
 
 @attrs.frozen
@@ -109,9 +113,36 @@ def train(
     import torch
 
     torch.manual_seed(config.seed)
-    dim = query_vectors.shape[1]
     q0 = torch.from_numpy(np.asarray(query_vectors, dtype=np.float32)).to(device)
     p0 = torch.from_numpy(np.asarray(passage_vectors, dtype=np.float32)).to(device)
+    weights = starting_weights(query_vectors.shape[1], config, device)
+    optimiser = torch.optim.Adam(weights, lr=config.lr)
+    schedule = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.decay)
+    data = triplets(pairs, train_questions)
+    rng = random.Random(config.seed)  # noqa: S311 (reproducible shuffling)
+    history = []
+    for epoch in range(config.epochs):
+        rng.shuffle(data)
+        total = 0.0
+        for start in range(0, len(data), config.batch_size):
+            batch = torch.tensor(data[start : start + config.batch_size], device=device)
+            loss = batch_loss(q0, p0, batch, weights, config)
+            optimiser.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            optimiser.step()
+            total += float(loss.detach()) * len(batch)
+        schedule.step()
+        history.append(total / max(len(data), 1))
+        if progress:
+            progress(epoch + 1, history[-1])
+    wq, wp, bq, bp = (w.detach().cpu().numpy().astype(np.float32) for w in weights)
+    return LinearAdapter(wq, bq, wp, bp, base=base), history
+
+
+def starting_weights(dim: int, config: TrainConfig, device: Resolved) -> list[torch.nn.Parameter]:
+    """The adapter's parameters to fit, ``[wq, wp, bq, bp]``: maps near the identity and
+    biases near zero (``config.noise``), drawn on the CPU and moved to ``device``."""
+    import torch
 
     def near_identity() -> torch.Tensor:
         return torch.eye(dim) + config.noise * torch.randn(dim, dim)
@@ -123,34 +154,27 @@ def train(
     wp = parameter(near_identity())
     bq = parameter(config.noise * torch.randn(dim))
     bp = parameter(config.noise * torch.randn(dim))
-    optimiser = torch.optim.Adam([wq, wp, bq, bp], lr=config.lr)
-    schedule = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.decay)
-    data = triplets(pairs, train_questions)
-    rng = random.Random(config.seed)  # noqa: S311 (reproducible shuffling)
-    history = []
-    for epoch in range(config.epochs):
-        rng.shuffle(data)
-        total = 0.0
-        for start in range(0, len(data), config.batch_size):
-            batch = torch.tensor(data[start : start + config.batch_size], device=device)
-            qi, pi, ni = batch[:, 0], batch[:, 1], batch[:, 2]
-            q = torch.nn.functional.normalize(q0[qi] @ wq.T + bq, dim=1)
-            pos = torch.nn.functional.normalize(p0[pi] @ wp.T + bp, dim=1)
-            neg = torch.nn.functional.normalize(p0[ni] @ wp.T + bp, dim=1)
-            hinge = torch.relu(config.margin - (q * pos).sum(1) + (q * neg).sum(1)).mean()
-            change = ((pos - p0[pi]) ** 2).sum(1).mean() + ((neg - p0[ni]) ** 2).sum(1).mean()
-            change = change / 2 + config.query_weight * ((q - q0[qi]) ** 2).sum(1).mean()
-            loss = hinge + config.penalty * change
-            optimiser.zero_grad()
-            loss.backward()  # type: ignore[no-untyped-call]
-            optimiser.step()
-            total += float(loss.detach()) * len(batch)
-        schedule.step()
-        history.append(total / max(len(data), 1))
-        if progress:
-            progress(epoch + 1, history[-1])
+    return [wq, wp, bq, bp]
 
-    def out(t: torch.Tensor) -> FloatArray:
-        return t.detach().cpu().numpy().astype(np.float32)
 
-    return LinearAdapter(out(wq), out(bq), out(wp), out(bp), base=base), history
+def batch_loss(
+    q0: torch.Tensor,
+    p0: torch.Tensor,
+    batch: torch.Tensor,
+    weights: Sequence[torch.Tensor],
+    config: TrainConfig,
+) -> torch.Tensor:
+    """The loss of one batch of (question, positive, negative) triplets: the margin hinge
+    plus the change penalty (how far the adapter moves the passages, and the queries weighted
+    ``config.query_weight``), as Patwa et al.'s code computes it."""
+    import torch
+
+    wq, wp, bq, bp = weights
+    qi, pi, ni = batch[:, 0], batch[:, 1], batch[:, 2]
+    q = torch.nn.functional.normalize(q0[qi] @ wq.T + bq, dim=1)
+    pos = torch.nn.functional.normalize(p0[pi] @ wp.T + bp, dim=1)
+    neg = torch.nn.functional.normalize(p0[ni] @ wp.T + bp, dim=1)
+    hinge = torch.relu(config.margin - (q * pos).sum(1) + (q * neg).sum(1)).mean()
+    change = ((pos - p0[pi]) ** 2).sum(1).mean() + ((neg - p0[ni]) ** 2).sum(1).mean()
+    change = change / 2 + config.query_weight * ((q - q0[qi]) ** 2).sum(1).mean()
+    return hinge + config.penalty * change

@@ -19,16 +19,18 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import numpy as np
 
 from chainrag.components.index.embedders import FlagModelEmbedder, offline_minilm_path
 from chainrag.context import StageContext
-from chainrag.core.device import Device, resolve
+from chainrag.core.device import Device, Resolved, resolve
 from chainrag.data.datasets import load_dataset
 from chainrag.index.build import EmbeddingCache
 from chainrag.training.common import TRAIN_SETS, Progress, Say, silent, split_questions
 from chainrag.training.distill_eval import RankingMetrics, held_out_rankings
 from chainrag.training.distill_fit import (
     DistillConfig,
+    Pair,
     epoch_size,
     pairs_of,
     student_scores,
@@ -115,26 +117,14 @@ def distill_reranker(
     """
     started = time.perf_counter()
     on = resolve(device, "train reranker")
-    pairs = pairs_of([e for name in train_sets for e in load_dataset(name, limit)])
-    n_questions = len({p.question for p in pairs})
-    fit_q, held_q = split_questions(n_questions, config.validation, config.seed)
-    say(f"{n_questions} questions ({len(fit_q)} train / {len(held_q)} held out), "
+    pairs, fit_q, held_q = distill_pairs(train_sets, limit, config)
+    say(f"{len(fit_q) + len(held_q)} questions ({len(fit_q)} train / {len(held_q)} held out), "
         f"{len(pairs)} pairs; teacher: {teacher.kind}")  # fmt: skip
     scores, unreadable = teacher_scores(teacher, pairs, progress, device=on)
-    held = set(held_q)
-    fit = [i for i, p in enumerate(pairs) if p.question not in held]
-    steps = config.epochs * math.ceil(epoch_size(scores[fit], config.balance) / config.batch_size)
-
-    def step_done(step: int, loss: float) -> None:
-        progress("training the student", step, steps, {"loss": f"{loss:.4f}"})
-
-    progress("training the student", 0, steps, {})
-    model, tokenizer, history = train_student(
-        offline_minilm_path(), [pairs[i] for i in fit], scores[fit], config, step_done, on
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    fit = fit_pairs(pairs, held_q)
+    model, tokenizer, history = fit_student([pairs[i] for i in fit], scores[fit], config,
+                                            progress, on)  # fmt: skip
+    save_student(model, tokenizer, out)
     student = partial(student_scores, model, tokenizer, max_length=config.max_length, device=on)
     metrics = held_out_rankings(pairs, scores, held_q, student, FlagModelEmbedder(),
                                 cache or EmbeddingCache(), StageContext())  # fmt: skip
@@ -153,3 +143,44 @@ def distill_reranker(
     )
     report.json_path.write_text(json.dumps(report.as_json(), indent=2) + "\n", encoding="utf-8")
     return report
+
+
+def distill_pairs(
+    train_sets: Sequence[str], limit: int | None, config: DistillConfig
+) -> tuple[list[Pair], list[int], list[int]]:
+    """Every (question, paragraph) pair of the first ``limit`` questions of each of
+    ``train_sets``, and the questions split into training and held out."""
+    pairs = pairs_of([e for name in train_sets for e in load_dataset(name, limit)])
+    n_questions = len({p.question for p in pairs})
+    fit_q, held_q = split_questions(n_questions, config.validation, config.seed)
+    return pairs, fit_q, held_q
+
+
+def fit_pairs(pairs: Sequence[Pair], held_out: Sequence[int]) -> list[int]:
+    """The pairs (by position) of the questions not held out: what the student is fit on."""
+    held = set(held_out)
+    return [i for i, p in enumerate(pairs) if p.question not in held]
+
+
+def fit_student(
+    pairs: Sequence[Pair], scores: np.ndarray, config: DistillConfig, progress: Progress,
+    device: Resolved,
+) -> tuple[Any, Any, list[float]]:  # fmt: skip
+    """The student (model, tokenizer) trained from the offline MiniLM on ``pairs`` and the
+    teacher's ``scores`` of them on ``device``, and its loss history; ``progress`` hears each
+    step."""
+    batches = math.ceil(epoch_size(scores, config.balance) / config.batch_size)
+    steps = config.epochs * batches
+
+    def step_done(step: int, loss: float) -> None:
+        progress("training the student", step, steps, {"loss": f"{loss:.4f}"})
+
+    progress("training the student", 0, steps, {})
+    return train_student(offline_minilm_path(), pairs, scores, config, step_done, device)
+
+
+def save_student(model: Any, tokenizer: Any, out: Path) -> None:
+    """The student's model and tokenizer saved in ``out`` (a cross-encoder folder)."""
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)

@@ -176,33 +176,50 @@ def walk_of(
             first.setdefault(unit, (s, level))
             if s not in reached_by.setdefault(unit, []):
                 reached_by[unit].append(s)
-        if adjacency is None or layers is None:
-            continue
-        by_level: dict[int, list[int]] = {}
-        for unit, level in zip(units, levels, strict=True):
-            if level is not None:
-                by_level.setdefault(level, []).append(unit)
-        for unit, level in zip(units, levels, strict=True):
-            if not level:
-                continue
-            for parent in _parents(unit, by_level.get(level - 1, []), adjacency, MAX_PARENTS):
-                edges.extend(
-                    Edge(parent, unit, name) for name in _linked_layers(parent, unit, layers)
-                )
+        if adjacency is not None and layers is not None:
+            edges += hop_edges(units, levels, adjacency, layers)
     nodes = [Node(u, s, h, u in gold, tuple(reached_by[u]), tuple(seed_of.get(u, ())))
              for u, (s, h) in first.items()]  # fmt: skip
-    touched = list(first)
-    for unit in dict.fromkeys(missed):
-        if unit in first:
-            continue
+    for unit in (u for u in dict.fromkeys(missed) if u not in first):
         nodes.append(Node(unit, MISSED, None, True, ()))
         if adjacency is not None and layers is not None and unit < adjacency.shape[0]:
-            for near in _parents(unit, touched, adjacency, MAX_PARENTS):
-                edges.extend(
-                    Edge(near, unit, name, missed=True)
-                    for name in _linked_layers(near, unit, layers)
-                )
+            edges += missed_edges(unit, list(first), adjacency, layers)
     return Walk(tuple(nodes), tuple(dict.fromkeys(edges)), layers is not None, tuple(layers or ()))
+
+
+def hop_edges(
+    units: Sequence[int],
+    levels: Sequence[int | None],
+    adjacency: sparse.csr_matrix,
+    layers: Mapping[str, sparse.csr_matrix],
+) -> list[Edge]:
+    """The edges one step's walk took: from each unit of a hop to its likeliest parents in
+    the hop before it (:data:`MAX_PARENTS`), one per layer that links them."""
+    by_level: dict[int, list[int]] = {}
+    for unit, level in zip(units, levels, strict=True):
+        if level is not None:
+            by_level.setdefault(level, []).append(unit)
+    edges = []
+    for unit, level in zip(units, levels, strict=True):
+        if not level:
+            continue
+        for parent in _parents(unit, by_level.get(level - 1, []), adjacency, MAX_PARENTS):
+            edges += [Edge(parent, unit, name) for name in _linked_layers(parent, unit, layers)]
+    return edges
+
+
+def missed_edges(
+    unit: int,
+    touched: Sequence[int],
+    adjacency: sparse.csr_matrix,
+    layers: Mapping[str, sparse.csr_matrix],
+) -> list[Edge]:
+    """The edges (dashed) from the units the walk touched to a gold ``unit`` it missed."""
+    return [
+        Edge(near, unit, name, missed=True)
+        for near in _parents(unit, touched, adjacency, MAX_PARENTS)
+        for name in _linked_layers(near, unit, layers)
+    ]
 
 
 # --------------------------------------------------------------------------- layout
@@ -308,7 +325,6 @@ def legend(walk: Walk) -> tuple[str, float]:
 def walk_svg(walk: Walk, at: Layout, label: Callable[[int], str], *, ident: str = "") -> str:
     """The picture as an inline ``<svg>``; ``label(unit)`` is a node's tooltip (its text), and
     every node carries ``data-unit`` so the page can point at the unit's line."""
-    layers = list(walk.layers)
     out = [
         f'<svg class="walk" xmlns="http://www.w3.org/2000/svg" id="{escape(ident)}" '
         f'width="{at.width:.0f}" height="{at.height:.0f}" '
@@ -320,7 +336,15 @@ def walk_svg(walk: Walk, at: Layout, label: Callable[[int], str], *, ident: str 
         out.append(
             f'<text class="column" x="{x - 6:.1f}" y="{TOP - 18:.1f}">{escape(title)}</text>'
         )
-    out.append('<g class="edges">')
+    out += edge_paths(walk, at)
+    out += node_marks(walk, at, label)
+    return "\n".join(out) + "</svg>"
+
+
+def edge_paths(walk: Walk, at: Layout) -> list[str]:
+    """The walk's edges as SVG paths, coloured by layer, dashed to a missed gold unit."""
+    layers = list(walk.layers)
+    out = ['<g class="edges">']
     count: dict[tuple[int, int], int] = {}
     for edge in walk.edges:
         if edge.source not in at.positions or edge.target not in at.positions:
@@ -338,7 +362,12 @@ def walk_svg(walk: Walk, at: Layout, label: Callable[[int], str], *, ident: str 
             f"{dash}/>"
         )
     out.append("</g>")
-    out.append('<g class="nodes">')
+    return out
+
+
+def node_marks(walk: Walk, at: Layout, label: Callable[[int], str]) -> list[str]:
+    """The walk's units as SVG circles (seeds larger, gold marked) with their tooltips."""
+    out = ['<g class="nodes">']
     for node in walk.nodes:
         x, y = at.positions[node.unit]
         kind = "missed" if node.step == MISSED else "seed" if node.seed else "hop"
@@ -354,5 +383,5 @@ def walk_svg(walk: Walk, at: Layout, label: Callable[[int], str], *, ident: str 
             f'<text x="{x + 8:.1f}" y="{y + 3.5:.1f}">{node.unit}</text>'
             f"<title>{escape(tip)}</title></g>"
         )
-    out.append("</g></svg>")
-    return "\n".join(out)
+    out.append("</g>")
+    return out
