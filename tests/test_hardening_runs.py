@@ -325,6 +325,21 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
              cache=None)  # fmt: skip
     assert "prompt_cache" not in json.loads((tmp_path / "remote" / "run.json").read_text())[
         "models"]["llm"]  # fmt: skip
+    # api_base is no part of the digest: a local model's server there and the managed one
+    # are told apart by how they evaluate prompts
+    served = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, api_base="http://127.0.0.1:1/v1"))
+    run_into(served, path, tmp_path / "served", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
+             cache=None)  # fmt: skip
+    with pytest.raises(RunError, match=r"from the server at http://127\.0\.0\.1:1/v1, which "
+                       r"evaluates prompts its own way; this run's are from the managed server "
+                       r"in 'aligned'"):  # fmt: skip
+        RunDir(tmp_path / "served").start(recipe, path, "2wiki", file, prompt_cache="aligned")
+    with pytest.raises(
+        RunError,
+        match=r"from the managed local server in 'aligned'; this run's "
+        r"are from a server at api_base, which evaluates prompts its own way",
+    ):
+        RunDir(tmp_path / "aligned").start(served, path, "2wiki", file, prompt_cache=None)
 
 
 def test_fresh_and_aligned_runs_go_on_in_each_other(tmp_path: Path) -> None:
