@@ -38,7 +38,13 @@ CREATE TABLE IF NOT EXISTS responses (
     value TEXT NOT NULL,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS endpoints (
+    endpoint TEXT PRIMARY KEY,
+    first REAL NOT NULL
+);
 """
+"""``endpoints``: each endpoint identity the cache has put an answer of (a cache made before the
+table existed knows none of its answers' endpoints)."""
 
 
 KEY_VERSION = 2
@@ -60,6 +66,7 @@ class ResponseCache(SQLiteFile):
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 60.0) -> None:
         super().__init__(path, _SCHEMA, busy_timeout_s=busy_timeout_s)
+        self._endpoints: set[str] = set()  # recorded by this process already
 
     def get(self, request: LLMRequest, endpoint: str = "") -> LLMResponse | None:
         row = (
@@ -79,11 +86,13 @@ class ResponseCache(SQLiteFile):
             top_logprobs=top,
         )
 
-    def holds_model(self, model: str) -> bool:
-        """Whether any answer of ``model`` (the model string requests are sent with) is kept."""
+    def holds_endpoint(self, endpoint: str) -> bool:
+        """Whether an answer of ``endpoint`` (its identity: the model and where it is served,
+        :func:`chainrag.llm.endpoint_identity`) was put here; the model's name alone says
+        nothing (another server may serve a model by that name)."""
         found = (
             self._connect()
-            .execute("SELECT 1 FROM responses WHERE model = ? LIMIT 1", (model,))
+            .execute("SELECT 1 FROM endpoints WHERE endpoint = ?", (endpoint,))
             .fetchone()
         )
         return found is not None
@@ -97,7 +106,8 @@ class ResponseCache(SQLiteFile):
         }
         if response.top_logprobs:
             value["top"] = [list(pair) for pair in response.top_logprobs]
-        self._connect().execute(
+        con = self._connect()
+        con.execute(
             "INSERT OR REPLACE INTO responses (key, prompt_id, model, value, created) "
             "VALUES (?, ?, ?, ?, ?)",
             (
@@ -108,6 +118,12 @@ class ResponseCache(SQLiteFile):
                 time.time(),
             ),
         )
+        if endpoint not in self._endpoints:
+            con.execute(
+                "INSERT OR IGNORE INTO endpoints (endpoint, first) VALUES (?, ?)",
+                (endpoint, time.time()),
+            )
+            self._endpoints.add(endpoint)
 
     def __len__(self) -> int:
         return self._count("responses")
