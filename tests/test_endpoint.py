@@ -1,11 +1,15 @@
-"""A remote model's endpoint: what answers (one identity rule, in the response cache's key) and
-how it is reached (``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``: out of the
-recipe's digest, recorded per session, a resume where one changed says so and goes on). Every
-endpoint is the stand-in server on 127.0.0.1."""
+"""A remote model's endpoint: what answers (one identity rule, in the response cache's key), how
+it is reached (``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``: out of the
+recipe's digest, recorded per session, a resume where one changed says so and goes on), and a
+connection to it that fails said for what it is, with its URL. Every endpoint is the stand-in
+server on 127.0.0.1 (or a port nobody listens on)."""
 
 from __future__ import annotations
 
+import errno
 import json
+import re
+import socket
 from pathlib import Path
 
 import attrs
@@ -14,7 +18,15 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.core.endpoint import ACCESS_FIELDS, endpoint_identity, normal_base
+from chainrag.core.errors import LLMConnectionError, LLMTimeoutError
+from chainrag.core.types import LLMRequest, Message
 from chainrag.llm import endpoint_identity as llm_identity
+from chainrag.llm.backend import (
+    LiteLLMBackend,
+    RetryPolicy,
+    connection_failure,
+    connection_words,
+)
 from chainrag.recipes.overrides import load_changed, parse_all
 from chainrag.recipes.recipe import LLMSpec
 from chainrag.run.files import RunError
@@ -128,3 +140,68 @@ def test_a_refusal_to_resume_names_the_fields_that_differ(tmp_path: Path) -> Non
     (run.folder / "recipe.yaml").unlink()  # nothing to compare with: the digests, said so
     with pytest.raises(RunError, match=r"recipe\.yaml cannot be read to say which fields differ"):
         run.check(other, "musique", DATA)
+
+
+# --------------------------------------------------------------------------- connection errors
+
+
+def free_port() -> int:
+    """A port nobody listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ask(backend: LiteLLMBackend) -> None:
+    backend.complete(LLMRequest((Message("user", "hi"),), prompt_id="p", model="openai/m"))
+
+
+def test_a_refused_connection_names_the_url_and_says_refused() -> None:
+    base = f"http://127.0.0.1:{free_port()}/v1"
+    backend = LiteLLMBackend(api_base=base, api_key="k", retry=RetryPolicy(0))
+    with pytest.raises(LLMConnectionError, match=rf"^{re.escape(base)}/chat/completions: "
+                       r"connection refused \(\[Errno 111\] Connection refused\); is a server "
+                       r"listening at that address and port\?") as caught:  # fmt: skip
+        ask(backend)
+    assert "InternalServerError" not in str(caught.value)
+
+
+def test_a_timed_out_request_names_the_url_and_the_timeout() -> None:
+    with serve(FakeOpenAI(["timeout"], hang_s=3)) as base:
+        backend = LiteLLMBackend(api_base=base, api_key="k", retry=RetryPolicy(0), timeout_s=0.5)
+        with pytest.raises(LLMTimeoutError, match=rf"^{re.escape(base)}/chat/completions: "
+                           r"timed out after 0\.5 s \["):  # fmt: skip
+            ask(backend)
+
+
+def raised(error: BaseException, *, outer: str = "Connection error.") -> Exception:
+    """``error`` as litellm raises it: wrapped in the OpenAI client's error, wrapped again."""
+    try:
+        try:
+            raise error
+        except BaseException as inner:
+            raise ConnectionError(outer) from inner
+    except ConnectionError as exc:
+        return exc
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (socket.gaierror(-2, "Name or service not known"),
+         "unreachable: its host name could not be resolved ([Errno -2] Name or service not known)"),
+        (OSError(errno.ENETUNREACH, "Network is unreachable"),
+         "unreachable: network is unreachable ([Errno 101] Network is unreachable)"),
+        (ConnectionRefusedError(111, "Connection refused"), "connection refused ([Errno 111]"),
+        (TimeoutError("timed out"), "timed out after 30 s"),
+        (ConnectionResetError(104, "Connection reset by peer"),
+         "unreachable ([Errno 104] Connection reset by peer)"),
+    ],
+)  # fmt: skip
+def test_a_connection_failure_is_said_for_what_it_is(error: BaseException, words: str) -> None:
+    exc = raised(error)
+    assert connection_words(exc, 30.0).startswith(words)
+    assert connection_failure(exc, "http://host:8000/v1", 30.0).startswith(
+        f"http://host:8000/v1: {words}"
+    )
+    assert connection_failure(exc, None, 30.0).startswith("the provider's endpoint: ")
