@@ -1,7 +1,7 @@
 """The ``chainrag`` command line.
 
 Commands: ``validate``, ``recipe show``, ``components``, ``datasets``, ``models fetch|list``,
-``serve-llm``,
+``serve-llm``, ``standin``,
 ``index``, ``experiment``, ``ask``, ``run``, ``report``, ``compare``, ``walks``,
 ``integration-gap``, ``claims``, ``view``, ``train adapter|reranker``, ``cache [clear]``.
 """
@@ -40,6 +40,7 @@ from chainrag.cli.experiments import (
 )
 from chainrag.cli.models import models_app, serve_llm
 from chainrag.cli.runs import ask, recurring, report, run
+from chainrag.cli.standin import standin
 from chainrag.cli.train import train_app
 from chainrag.cli.view import view
 from chainrag.recipes.describe import catalogue, catalogue_data, entry_lines
@@ -58,6 +59,7 @@ app.add_typer(recipe_app, name="recipe")
 app.add_typer(models_app, name="models")
 app.add_typer(cache_app, name="cache")
 app.command("serve-llm")(serve_llm)
+app.command("standin")(standin)
 app.command("run")(run)
 app.command("report")(report)
 app.command("compare")(compare)

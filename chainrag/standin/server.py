@@ -21,13 +21,14 @@ something they parse (JSON where a schema is asked), deterministically, from the
 text. ``latency`` gives each answer's seconds: :func:`fixed` or :func:`lognormal` (a median and
 a heavy tail, seeded).
 
-As a process (bench/api_throughput.py runs it so, to measure chainrag's CPU without it):
-``python -m chainrag.standin.server --latency lognormal:1:5 --bursts 60:2 --port-file F``.
+As a process, ``chainrag standin`` (:func:`run_standin`): a user tests a set-up with it
+without paying, and bench/api_throughput.py runs it so, to measure chainrag's CPU without it:
+``chainrag standin --port 0 --latency lognormal:1:5 --bursts 60:2 --log requests.jsonl``.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import math
 import random
@@ -37,7 +38,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
+
+import attrs
 
 from chainrag.standin.replies import Body, standin_reply
 
@@ -108,6 +111,7 @@ class FakeOpenAI:
         self.top = top
         self.bodies: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.log: Callable[[dict[str, Any]], None] | None = None
 
     def next_behaviour(self) -> str:
         with self.lock:
@@ -144,6 +148,20 @@ class FakeOpenAI:
         """The reply's text for ``body``."""
         return self.reply(body) if callable(self.reply) else self.reply
 
+    def logged(
+        self, method: str, path: str, body: Body, status: int, what: str, seconds: float
+    ) -> None:
+        """Tell ``log`` (where there is one) of a request and how it was answered."""
+        if self.log is None:
+            return
+        messages = body.get("messages") or []
+        self.log({
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "method": method, "path": path,
+            "status": status, "what": what, "seconds": round(seconds, 3),
+            "model": body.get("model"), "messages": len(messages),
+            "prompt_chars": sum(len(str(m.get("content", ""))) for m in messages),
+        })  # fmt: skip
+
 
 def is_probe(body: dict[str, Any]) -> bool:
     """Whether ``body`` is chainrag's one-token preflight request."""
@@ -160,25 +178,31 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model"}]}))
+            fake.logged("GET", self.path, {}, 200, "models", 0.0)
 
         def do_POST(self) -> None:
+            started = time.monotonic()
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length))
+            status, what = self._answer(body)
+            fake.logged("POST", self.path, body, status, what, time.monotonic() - started)
+
+        def _answer(self, body: Body) -> tuple[int, str]:
+            """Answer ``body``; the status sent and what it was, in a word or two."""
             if fake.key is not None and self.headers.get("Authorization") != f"Bearer {fake.key}":
                 message = "Incorrect API key provided. You can find your API key in your account."
                 error = {"message": message, "type": "invalid_request_error",
                          "code": "invalid_api_key"}  # fmt: skip
-                self._send(401, json.dumps({"error": error}))
-                return
+                return self._send(401, json.dumps({"error": error})), "key refused"
             if is_probe(body):
                 fake.probes.append(body)
-                self._send(200, json.dumps(completion_body("OK")))
-                return
-            if (wait := fake.in_burst()) is not None or (wait := fake.over_rate()) is not None:
-                error = {"message": "Rate limit reached for requests", "type": "requests",
-                         "code": "rate_limit_exceeded"}  # fmt: skip
-                self._send(429, json.dumps({"error": error}), {"Retry-After": f"{wait:.3f}"})
-                return
+                return self._send(200, json.dumps(completion_body("OK"))), "probe"
+            for why, wait in (("burst", fake.in_burst()), ("rate", fake.over_rate())):
+                if wait is not None:
+                    error = {"message": "Rate limit reached for requests", "type": "requests",
+                             "code": "rate_limit_exceeded"}  # fmt: skip
+                    headers = {"Retry-After": f"{wait:.3f}"}
+                    return self._send(429, json.dumps({"error": error}), headers), why
             fake.bodies.append(body)
             behaviour = fake.next_behaviour()
             time.sleep(fake.delay_s + (fake.latency() if fake.latency is not None else 0.0))
@@ -186,18 +210,18 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 time.sleep(fake.hang_s)
                 behaviour = "ok"
             if behaviour == "ok":
-                top = fake.top if fake.bodies[-1].get("logprobs") else None
-                self._send(200, json.dumps(completion_body(fake.answer(body), top)))
-            elif behaviour == "malformed":
-                self._send(200, '{"id": "x", "choices": [ this is not json')
-            elif behaviour == "empty":
-                self._send(200, json.dumps({"id": "x", "object": "chat.completion", "choices": []}))
-            else:
-                status = int(behaviour)
-                body = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
-                self._send(status, json.dumps(body))
+                top = fake.top if body.get("logprobs") else None
+                return self._send(200, json.dumps(completion_body(fake.answer(body), top))), "ok"
+            if behaviour == "malformed":
+                return self._send(200, '{"id": "x", "choices": [ this is not json'), behaviour
+            if behaviour == "empty":
+                empty = {"id": "x", "object": "chat.completion", "choices": []}
+                return self._send(200, json.dumps(empty)), behaviour
+            status = int(behaviour)
+            injected = {"message": f"injected {status}", "type": "test", "code": status}
+            return self._send(status, json.dumps({"error": injected})), "injected"
 
-        def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+        def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> int:
             data = body.encode()
             try:
                 self.send_response(status)
@@ -209,6 +233,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass
+            return status
 
     return Handler
 
@@ -227,27 +252,113 @@ def serve(fake: FakeOpenAI) -> Iterator[str]:
         server.server_close()
 
 
-def _latency(spec: str) -> Callable[[], float]:
-    """``fixed:S`` or ``lognormal:MEDIAN:P99`` (seconds)."""
-    kind, *numbers = spec.split(":")
-    values = [float(n) for n in numbers]
-    return fixed(values[0]) if kind == "fixed" else lognormal(values[0], values[1])
+# --------------------------------------------------------------------------- as a process
 
 
-def main() -> None:
-    """Serve :func:`standin_reply` until killed; the port is written to ``--port-file``."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency", default="fixed:0", help="fixed:S or lognormal:MEDIAN:P99")
-    parser.add_argument("--bursts", default="", help="EVERY_S:FOR_S: 429s for FOR_S each EVERY_S")
-    parser.add_argument("--port-file", type=Path, required=True)
-    args = parser.parse_args()
-    bursts = tuple(float(n) for n in args.bursts.split(":")) if args.bursts else None
-    fake = FakeOpenAI([], reply=standin_reply, latency=_latency(args.latency),
-                      bursts=bursts)  # type: ignore[arg-type]  # fmt: skip
+def parse_latency(text: str) -> Callable[[], float]:
+    """``S``, ``fixed:S`` or ``lognormal:MEDIAN:P99`` (seconds); a ValueError saying the forms."""
+    kind, _, rest = text.partition(":")
+    try:
+        if not rest:
+            return fixed(_seconds(kind))
+        numbers = [_seconds(n) for n in rest.split(":")]
+        if kind == "fixed" and len(numbers) == 1:
+            return fixed(numbers[0])
+        if kind == "lognormal" and len(numbers) == 2 and 0 < numbers[0] < numbers[1]:
+            return lognormal(numbers[0], numbers[1])
+    except ValueError:
+        pass
+    raise ValueError(f"{text!r}: expected S, fixed:S or lognormal:MEDIAN:P99 (seconds, the "
+                     "99th percentile above the median)")  # fmt: skip
+
+
+def parse_pair(text: str, form: str) -> tuple[float, float]:
+    """``A:B``, two positive numbers (``form`` names them, for the error)."""
+    first, sep, second = text.partition(":")
+    try:
+        pair = (float(first), float(second))
+    except ValueError:
+        pair = (0.0, 0.0)
+    if not sep or min(pair) <= 0:
+        raise ValueError(f"{text!r}: expected {form}, two positive numbers")
+    return pair
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value < 0 or not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+@attrs.frozen
+class Settings:
+    """What ``chainrag standin`` serves: where, with which faults, logged where."""
+
+    port: int = 8000
+    key: str | None = None
+    rate: tuple[int, float] | None = None
+    latency: str = "0"
+    bursts: tuple[float, float] | None = None
+    log: Path | None = None
+
+    def lines(self, api_base: str) -> list[str]:
+        """The start-up output: where it listens, what it does, how to use it."""
+        key = f"Bearer {self.key} asked (401 otherwise)" if self.key else "none asked"
+        latency = self.latency if ":" in self.latency else f"{self.latency} s"
+        rate = (f"{self.rate[0]} requests a {self.rate[1]:g} s window, then 429 with "
+                "Retry-After" if self.rate else "none")  # fmt: skip
+        bursts = (f"429 for {self.bursts[1]:g} s of every {self.bursts[0]:g} s" if self.bursts
+                  else "none")  # fmt: skip
+        log = f"{self.log} (one JSON line a request)" if self.log else "none"
+        env = f"OPENAI_API_KEY={self.key} " if self.key else ""
+        return [
+            f"stand-in OpenAI-compatible server at {api_base} (Ctrl-C stops it)",
+            "  replies  chainrag's prompts answered deterministically (JSON where a schema is "
+            "asked); nothing is paid, nothing leaves this machine",
+            f"  key      {key}",
+            f"  latency  {latency}",
+            f"  rate     {rate}",
+            f"  bursts   {bursts}",
+            f"  log      {log}",
+            "try a recipe against it:",
+            f"  {env}chainrag run RECIPE --dataset musique --limit 3 --llm openai/stand-in "
+            f"--api-base {api_base}",
+        ]
+
+
+def run_standin(settings: Settings, say: Callable[[str], None], port_file: Path | None = None,
+                ) -> None:  # fmt: skip
+    """Serve :func:`~chainrag.standin.replies.standin_reply` as ``settings`` say until the
+    process is stopped: the body of ``chainrag standin``. The port (a free one for 0) is
+    written to ``port_file`` once it listens, for a script that starts it."""
+    fake = FakeOpenAI([], reply=standin_reply, latency=parse_latency(settings.latency),
+                      key=settings.key, rate=settings.rate, bursts=settings.bursts)  # fmt: skip
     fake.bodies = _Forgetful()
-    server = _Server(("127.0.0.1", 0), _handler(fake))
-    args.port_file.write_text(str(server.server_address[1]))
-    server.serve_forever()
+    with contextlib.ExitStack() as stack:
+        if settings.log is not None:
+            stream = stack.enter_context(settings.log.open("a", encoding="utf-8", buffering=1))
+            fake.log = RequestLog(stream)
+        server = _Server(("127.0.0.1", settings.port), _handler(fake))
+        stack.callback(server.server_close)
+        api_base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        for line in settings.lines(api_base):
+            say(line)
+        if port_file is not None:
+            port_file.write_text(str(server.server_address[1]))
+        server.serve_forever()
+
+
+@attrs.define
+class RequestLog:
+    """One JSON line a request: when, what was asked, how it was answered (never a key)."""
+
+    stream: TextIO
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def __call__(self, line: dict[str, Any]) -> None:
+        with self.lock:
+            self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
 class _Server(ThreadingHTTPServer):
@@ -260,7 +371,3 @@ class _Forgetful(list[Body]):
 
     def append(self, body: Body) -> None:
         self[:] = [body]
-
-
-if __name__ == "__main__":
-    main()
