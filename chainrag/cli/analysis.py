@@ -50,9 +50,9 @@ def compare(
 ) -> None:
     """Is a difference between runs more than noise? Each run against BASE on the questions
     both answered, per answer variant: mean F1, the difference with its 95% paired-bootstrap
-    interval, the smallest difference the comparison could detect (80% power, two-sided 5%,
-    from the paired differences' spread at this n), questions better / worse / same, and the
-    exact sign test.
+    interval, the smallest difference the comparison could detect (80% power, two-sided 5%:
+    the larger of the figure from the paired differences' spread at this n and the floor
+    flipped answers set, marked ‡), questions better / worse / same, and the exact sign test.
 
     Every answer variant both runs hold is compared (ChainRAG's ansint and cxtint); a run with
     other variants is compared on its primary answer ("cxtint vs primary"); --base-answer and
