@@ -37,8 +37,9 @@ R = TypeVar("R")
 RESUME_HINT = "finished work is kept; run the same command to resume"
 DETECT_HELP = (
     "Also state, beside each paired difference, how many paired questions a true difference "
-    "of D F1 points needs to be detected (80% power, two-sided 5%) at the spread of the "
-    "differences seen: n = ((1.96 + 0.84) x SD / D)^2."
+    "of D F1 points needs to be detected (80% power, two-sided 5%): the larger of "
+    "((1.96 + 0.84) x SD / D)^2 at the spread of the differences seen and the fewest whose "
+    "flip floor is at most D (183 for 3 points)."
 )
 T = TypeVar("T")
 
