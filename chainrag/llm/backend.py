@@ -11,9 +11,11 @@ sees, logs or stores one, and masks every credential it can see out of error mes
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import random
 import re
+import socket
 import time
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
@@ -256,12 +258,69 @@ class LiteLLMBackend:
             kind: type[LLMError] = type(exc)
         else:
             kind = classify(exc)
-        message = redact(f"{type(exc).__name__}: {exc}")
+        if kind in (LLMConnectionError, LLMTimeoutError) and not isinstance(exc, LLMError):
+            message = redact(connection_failure(exc, self.api_base, self.timeout_s))
+        else:
+            message = redact(f"{type(exc).__name__}: {exc}")
         prompt_id, model, attempts = request.prompt_id, request.model, attempt + 1
         if kind is LLMRateLimitError:
             return LLMRateLimitError(message, prompt_id=prompt_id, model=model, attempts=attempts,
                                      retry_after_s=retry_after(exc))  # fmt: skip
         return kind(message, prompt_id=prompt_id, model=model, attempts=attempts)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception it was raised from or during, outermost first."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in found):
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def request_url(exc: BaseException) -> str | None:
+    """The URL the failed request went to, as the innermost exception that carries it says
+    (the HTTP client's: litellm's own wrappers name the provider's default URL whatever
+    ``api_base`` was)."""
+    for error in reversed(_chain(exc)):
+        try:
+            url = getattr(getattr(error, "request", None), "url", None)
+        except RuntimeError:  # an httpx error made without its request
+            continue
+        if url is not None:
+            return str(url)
+    return None
+
+
+UNREACHABLE_ERRNOS = {errno.ENETUNREACH: "network is unreachable",
+                      errno.EHOSTUNREACH: "no route to the host"}  # fmt: skip
+
+
+def connection_words(exc: BaseException, timeout_s: float) -> str:
+    """What became of a connection, in words, with the client's own: ``timed out after 5 s``,
+    ``connection refused ([Errno 111] …); is a server listening at that address and port?``
+    or ``unreachable: why ([Errno -2] …)`` (the host's name not found, no route to it, the
+    network down, the connection cut)."""
+    chain = _chain(exc)
+    detail = str(chain[-1]) or type(chain[-1]).__name__
+    if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in chain):
+        return f"timed out after {timeout_s:g} s"
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return f"connection refused ({detail}); is a server listening at that address and port?"
+    if any(isinstance(e, socket.gaierror) for e in chain):
+        return f"unreachable: its host name could not be resolved ({detail})"
+    for error in chain:
+        if isinstance(error, OSError) and error.errno in UNREACHABLE_ERRNOS:
+            return f"unreachable: {UNREACHABLE_ERRNOS[error.errno]} ({detail})"
+    return f"unreachable ({detail})"
+
+
+def connection_failure(exc: BaseException, api_base: str | None, timeout_s: float) -> str:
+    """A failed connection's message: where (the request's URL, else ``api_base``, else the
+    provider's endpoint) and what became of it (:func:`connection_words`)."""
+    where = request_url(exc) or api_base or "the provider's endpoint"
+    return f"{where}: {connection_words(exc, timeout_s)}"
 
 
 MAX_RETRY_AFTER_S = 120.0

@@ -4,17 +4,19 @@
     for line in plan_warnings(plan): print(line)   # --dry-run, --estimate: no call
 
 Where a run will certainly make a live request — it has questions left and the response cache
-holds no answer of its model, or the cache is bypassed — :func:`check_plan` checks the model, its
-credentials and its endpoint (one one-token request) before anything runs. Where the cache holds
-answers of the model, a run may need no live request at all (a replay needs neither key nor
-network), so the same checks wait for the first live request
+holds no answer of its endpoint, or the cache is bypassed — :func:`check_plan` checks the model,
+its credentials and its endpoint (one one-token request) before anything runs, and a failure
+records nothing. Where the cache holds answers of the endpoint (its identity,
+:func:`chainrag.llm.endpoint_identity`: the model and where it is served, not the model's name
+alone, which another server may answer to), a run may need no live request at all (a replay
+needs neither key nor network), so the same checks wait for the first live request
 (:class:`~chainrag.llm.preflight.CheckedLLM`), and stop the run there just as well.
 """
 
 from __future__ import annotations
 
 from chainrag.core.paths import llm_cache_path
-from chainrag.llm import bound_model, check_llm, managed_prompt_cache
+from chainrag.llm import check_llm, endpoint_identity, managed_prompt_cache
 from chainrag.llm.cache import ResponseCache
 from chainrag.llm.preflight import credentials_problem, model_problem
 from chainrag.recipes.recipe import LLMSpec
@@ -31,7 +33,7 @@ def _specs(runs: tuple[PlannedRun, ...]) -> dict[LLMSpec, PlannedRun]:
 
 def live_certain(spec: LLMSpec, cache_mode: str) -> bool:
     """Whether a run of ``spec`` with questions left will make a live request for sure: the
-    cache is bypassed or refreshed, or it holds no answer of the model."""
+    cache is bypassed or refreshed, or it holds no answer of the endpoint's identity."""
     if cache_mode != "use":
         return True
     path = llm_cache_path()
@@ -39,7 +41,7 @@ def live_certain(spec: LLMSpec, cache_mode: str) -> bool:
         return True
     cache = ResponseCache(path)
     try:
-        return not cache.holds_model(bound_model(spec))
+        return not cache.holds_endpoint(endpoint_identity(spec))
     finally:
         cache.close()
 
