@@ -354,3 +354,20 @@ def test_the_recipe_runs_through_the_stand_in_per_question_and_over_a_corpus(
             assert usage["calls"] + usage["cache_hits"] == 10
             assert line["answers"]["longrag"]["text"]
             assert line["retrieval"]["level"] == "paragraph"
+
+
+def test_the_view_shows_the_chunks_kept_and_the_extracted_information(tmp_path: Path) -> None:
+    from chainrag.core.types import StepTrace
+    from chainrag.view import Examples, Indexes, read_runs, render
+    from tests.run_records import record, write_run
+    from tests.view_runs import parse
+
+    step = StepTrace("Who?", None, (5, 6, 7), kept=(6,), summary="Ann <wrote> it.")
+    write_run(tmp_path / "longrag", [record("q1", {"longrag": 1.0}, steps=[step])])
+    runs, notes = read_runs([tmp_path / "longrag"])
+    page = parse(render(runs, notes, Examples(), Indexes(), plots=False).html)
+    (shown,) = page.one("details", class_="method").find_all("div", class_="step")
+    assert "Retrieved 3; the knowledge filter kept 1:" in shown.text()
+    assert shown.one("p", class_="summary").text() == (
+        "Extracted from their passages, which the answer read after them: Ann <wrote> it."
+    )
