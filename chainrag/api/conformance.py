@@ -92,7 +92,10 @@ def _toy_graph() -> SentenceGraph:
     sentences = tuple(attrs.evolve(s, text=t) for s, t in zip(inputs.sentences, texts, strict=True))
     inputs = GraphInputs(sentences, inputs.key_entities, HashedBagOfWords(dim=16)(texts, Context()))
     return SentenceGraph(
-        passages=(Passage("0", "A", " ".join(texts)),),
+        passages=tuple(
+            Passage(str(p), f"T{p}", " ".join(texts[i] for i in members))
+            for p, members in enumerate(([0, 1, 2, 3, 4], [5, 6], [7]))
+        ),
         sentences=sentences,
         embeddings=inputs.embeddings,  # type: ignore[arg-type]
         embedder=HashedBagOfWords(dim=16),

@@ -537,13 +537,14 @@ class StepTrace:
         answer: The sub-answer, where the method answers per step.
         usage: LLM usage of the step.
         kept: The units among ``retrieved`` that a knowledge filter kept (Shi et al.'s
-            four-module methods), or None where no filter ran.
+            four-module methods, LongRAG's CoT-guided filter), or None where no filter ran.
         from_memory: True for a query a knowledge reservoir answered instead of retrieval
             (Shi et al.'s four-module method; nothing is retrieved for it). Traces written
             before this field marked such a step by a ``"memory: "`` prefix of ``question``;
             :func:`chainrag.run.record.read_legacy_step` reads them.
         summary: ChainRAG's summary of an unanswered step's units, which the next step's
-            answerer reads (§3.3), or None (traces written before this field hold none).
+            answerer reads (§3.3); LongRAG's extracted information, which its generator reads
+            after the kept chunks; or None (traces written before this field hold none).
         rewrite_check: The rewrite confirmer's verdict (``confirm_rewrite``: does the
             triggered sub-question refer back?), or None where none was asked (traces
             written before this field hold none; a record leaves it out when None).

@@ -2,6 +2,8 @@
 
 * :mod:`~chainrag.methods.paper`: ChainRAG (decompose, seeds, walk with sufficiency checks,
   rewrite, AnsInt / CxtInt) and its baselines NaiveRAG, NaiveRAG w/ QD and Iter-RetGen.
+* :mod:`~chainrag.methods.longrag`: LongRAG (Zhao et al., 2024): hybrid retrieval of chunks, the
+  CoT-guided filter, the extractor over their source paragraphs, the generator.
 * :mod:`~chainrag.methods.seeds`: the seed papers' methods (002: LM-guided iteration and tree
   retrieval; 004: the four-module pipeline with its knowledge reservoir).
 
@@ -11,6 +13,6 @@ Layer: may import the layers below (core, protocols, recipes, llm, components, i
 runs, reports, training, experiments or the CLI.
 """
 
-from chainrag.methods import paper, seeds
+from chainrag.methods import longrag, paper, seeds
 
-__all__ = ["paper", "seeds"]
+__all__ = ["longrag", "paper", "seeds"]
