@@ -4,6 +4,8 @@
   rewrite, AnsInt / CxtInt) and its baselines NaiveRAG, NaiveRAG w/ QD and Iter-RetGen.
 * :mod:`~chainrag.methods.seeds`: the seed papers' methods (002: LM-guided iteration and tree
   retrieval; 004: the four-module pipeline with its knowledge reservoir).
+* :mod:`~chainrag.methods.ircot`: IRCoT as HippoRAG's code runs it, over any seed retriever
+  (HippoRAG's, dense), with HippoRAG's QA reader.
 
 Importing this package registers them in ``chainrag.recipes.registry.METHODS``.
 
@@ -11,6 +13,6 @@ Layer: may import the layers below (core, protocols, recipes, llm, components, i
 runs, reports, training, experiments or the CLI.
 """
 
-from chainrag.methods import paper, seeds
+from chainrag.methods import ircot, paper, seeds
 
-__all__ = ["paper", "seeds"]
+__all__ = ["ircot", "paper", "seeds"]
