@@ -34,6 +34,7 @@ from chainrag.core.types import (
     Prediction,
     QAExample,
     StepTrace,
+    Usage,
 )
 from chainrag.llm.prompts import load_prompt
 from chainrag.protocols.phrases import BuildsPhraseGraph
@@ -132,34 +133,32 @@ class IRCoT:
             )
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
+        question = example.question
         demos = self.demos if self.demos != "auto" else dataset_demos(example.dataset)
-        limit = self.max_steps or STEPS[demos]
-        before = ctx.usage()
-        hits = self.retrieve(example.question, ctx)
-        pool = self.merged({}, hits)
-        steps = [StepTrace(example.question, None, tuple(h.index for h in hits),
-                           usage=ctx.usage() - before)]  # fmt: skip
-        thoughts: list[str] = []
-        while len(thoughts) < limit - 1:
+        step, pool = self.retrieval_step(question, {}, ctx, ctx.usage())
+        steps, thoughts = [step], list[str]()
+        while len(thoughts) < (self.max_steps or STEPS[demos]) - 1:
             before = ctx.usage()
-            thought = self.reason(example.question, self.ranked(pool)[: self.read], thoughts,
-                                  demos, ctx)  # fmt: skip
+            thought = self.reason(question, self.ranked(pool)[: self.read], thoughts, demos, ctx)
             thoughts.append(thought)
-            if ANSWER_MARK in thought:
+            if ANSWER_MARK in thought:  # the last thought: nothing more is retrieved
                 steps.append(StepTrace(thought, usage=ctx.usage() - before))
                 break
-            hits = self.retrieve(thought, ctx)
-            pool = self.merged(pool, hits)
-            steps.append(StepTrace(thought, None, tuple(h.index for h in hits),
-                                   usage=ctx.usage() - before))  # fmt: skip
-        answer = self.answer(example.question, self.ranked(pool)[: self.answer_with], demos, ctx)
-        return Prediction((NamedAnswer("ircot", answer),), tuple(steps),
-                          phrase_graph=self.graph_stats(ctx))  # fmt: skip
+            step, pool = self.retrieval_step(thought, pool, ctx, before)
+            steps.append(step)
+        answer = self.answer(question, self.ranked(pool)[: self.answer_with], demos, ctx)
+        stats = self.graph_stats(ctx)
+        return Prediction((NamedAnswer("ircot", answer),), tuple(steps), phrase_graph=stats)
 
-    def retrieve(self, query: str, ctx: Context) -> tuple[Hit, ...]:
-        """The recipe's seeds for ``query``, with their scores (what the merge compares)."""
+    def retrieval_step(
+        self, query: str, pool: dict[int, float], ctx: Context, before: Usage
+    ) -> tuple[StepTrace, dict[int, float]]:
+        """The recipe's seeds for ``query`` (with the scores the merge compares) merged into
+        ``pool``: the step's trace, with the usage since ``before``, and the new pool."""
         retriever = ctx.retriever()
-        return retriever.spec.seed(query, retriever.index, ctx)
+        hits = retriever.spec.seed(query, retriever.index, ctx)
+        step = StepTrace(query, None, tuple(h.index for h in hits), usage=ctx.usage() - before)
+        return step, self.merged(pool, hits)
 
     def merged(self, pool: dict[int, float], hits: Sequence[Hit]) -> dict[int, float]:
         """``pool`` with ``hits`` merged in (by best score, or appended up to the cap)."""
@@ -174,16 +173,23 @@ class IRCoT:
         return by_score(pool) if self.pool == "by_score" else list(pool)
 
     def reason(
-        self, question: str, units: Sequence[int], thoughts: Sequence[str], demos: str,
+        self,
+        question: str,
+        units: Sequence[int],
+        thoughts: Sequence[str],
+        demos: str,
         ctx: Context,
-    ) -> str:  # fmt: skip
+    ) -> str:
         """The next thought over ``units``' passages (HippoRAG's ``reason_step``)."""
         passages = ctx.texts(units)
         if demos == "hotpotqa":
             passages = merge_same_title(passages)
         prompt = load_prompt(f"ircot_{demos}", self.prompt_version)
-        request = prompt.request(passages="".join(f"{p}\n\n" for p in passages),
-                                 question=question, thoughts=" ".join(thoughts))  # fmt: skip
+        request = prompt.request(
+            passages="".join(f"{p}\n\n" for p in passages),
+            question=question,
+            thoughts=" ".join(thoughts),
+        )
         reply = ctx.require_llm("ircot reasoning").complete(request).text
         return first_sentence(reply) if self.thought == "first_sentence" else reply
 

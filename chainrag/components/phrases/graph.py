@@ -116,16 +116,20 @@ def synonymy_pairs(
             found_rows += [int(phrase)] * len(near)
             found_cols += near.tolist()
             found_sims += row[near].tolist()
-    return (np.asarray(found_rows, dtype=np.int64), np.asarray(found_cols, dtype=np.int64),
-            np.asarray(found_sims, dtype=np.float64))  # fmt: skip
+    return (
+        np.asarray(found_rows, dtype=np.int64),
+        np.asarray(found_cols, dtype=np.int64),
+        np.asarray(found_sims, dtype=np.float64),
+    )
 
 
 def undirected_weights(n: int, triples: Pairs, synonyms: Pairs) -> sparse.csr_matrix:
     """(n × n) symmetric, zero diagonal: each directed key's weight (its triple count, or its
     synonymy cosine where it has one, which replaces the count) plus its reverse key's."""
     counts = sparse.csr_matrix((triples[2], (triples[0], triples[1])), shape=(n, n))
-    replaced = sparse.csr_matrix((np.ones(len(synonyms[0])), (synonyms[0], synonyms[1])),
-                                 shape=(n, n))  # fmt: skip
+    replaced = sparse.csr_matrix(
+        (np.ones(len(synonyms[0])), (synonyms[0], synonyms[1])), shape=(n, n)
+    )
     cosines = sparse.csr_matrix((synonyms[2], (synonyms[0], synonyms[1])), shape=(n, n))
     directed = sparse.csr_matrix(counts - counts.multiply(replaced) + cosines)
     both = sparse.coo_matrix(directed + directed.T)
@@ -153,12 +157,17 @@ class HippoRAGGraph:
         passages = [rows for rows, _ in cleaned]
         phrases = phrase_index(passages)
         index = {p: i for i, p in enumerate(phrases)}
-        vectors = (embedder(list(phrases), ctx, "passage") if phrases
-                   else np.zeros((0, 0), dtype=np.float32))  # fmt: skip
+        vectors = (
+            embedder(list(phrases), ctx, "passage")
+            if phrases
+            else np.zeros((0, 0), dtype=np.float32)
+        )
         n = len(phrases)
-        synonyms = (synonymy_pairs(vectors, synonym_sources(phrases), self.threshold,
-                                   self.max_synonyms)
-                    if self.synonymy and n else _no_pairs())  # fmt: skip
+        synonyms = (
+            synonymy_pairs(vectors, synonym_sources(phrases), self.threshold, self.max_synonyms)
+            if self.synonymy and n
+            else _no_pairs()
+        )
         stats = PhraseGraphStats(
             passages=len(extractions),
             phrases=n,

@@ -67,5 +67,6 @@ class QueryNERLinker:
         if not entities or not graph.phrases:
             return Linking(entities, reset=np.zeros(len(graph.phrases)), read=read)
         vectors = embedder(list(entities), ctx, "passage")
-        return attrs.evolve(link_nearest(entities, vectors, graph, self.node_specificity),
-                            read=read)  # fmt: skip
+        return attrs.evolve(
+            link_nearest(entities, vectors, graph, self.node_specificity), read=read
+        )

@@ -81,8 +81,9 @@ def _codec() -> Codec[Extraction]:
 
     def decode(raw: bytes) -> Extraction:
         entities, triples, ner_read, triples_read = json.loads(raw)
-        return Extraction(tuple(entities), tuple(tuple(t) for t in triples),
-                          bool(ner_read), bool(triples_read))  # fmt: skip
+        return Extraction(
+            tuple(entities), tuple(tuple(t) for t in triples), bool(ner_read), bool(triples_read)
+        )
 
     return encode, decode
 
@@ -107,8 +108,14 @@ class LLMOpenIE:
             return tuple(self.extract(text, llm) for text in texts)
         path = cache_root() / "annotations" / "openie.sqlite"
         store = ctx.models.get(("text store", str(path)), lambda: TextStore(path))
-        made = stored(store, space, texts, lambda part: [self.extract(t, llm) for t in part],
-                      _codec(), chunk=1)  # fmt: skip
+        made = stored(
+            store,
+            space,
+            texts,
+            lambda part: [self.extract(t, llm) for t in part],
+            _codec(),
+            chunk=1,
+        )
         return tuple(made)
 
     def space(self, llm: LLM) -> str | None:
@@ -122,7 +129,9 @@ class LLMOpenIE:
         entities, ner_read = read_entities(llm.complete(ner.request(passage=text)).text)
         prompt = load_prompt("openie_triples", self.triples_prompt_version)
         named = json.dumps({"named_entities": list(entities)})
-        request = attrs.evolve(prompt.request(passage=text, named_entity_json=named),
-                               max_tokens=self.triples_max_tokens)  # fmt: skip
+        request = attrs.evolve(
+            prompt.request(passage=text, named_entity_json=named),
+            max_tokens=self.triples_max_tokens,
+        )
         triples, triples_read = read_triples(llm.complete(request).text)
         return Extraction(entities, triples, ner_read, triples_read)

@@ -85,8 +85,9 @@ class HippoRAGRetriever:
             extractions = self.open_ie(list(index.texts), ctx)
             return self.graph(extractions, index.embedder, ctx)
 
-        made: PhraseGraph = ctx.index_data.get(index, ("phrase graph", self.open_ie, self.graph),
-                                               build)  # fmt: skip
+        made: PhraseGraph = ctx.index_data.get(
+            index, ("phrase graph", self.open_ie, self.graph), build
+        )
         return made
 
     def graph_stats(self, index: Searchable, ctx: Context) -> PhraseGraphStats:
