@@ -68,9 +68,9 @@ extra: 1
         f"temperature, timeout_s, tokens_per_minute) "
         f"@ {p}.llm.seeds",
         "unknown chunker 'word_chunk'. Did you mean 'word_chunks'? Known: passages, "
-        f"sentence_chunks, word_chunks @ {p}.index.chunker.kind",
+        f"sentence_chunks, titled_passages, word_chunks @ {p}.index.chunker.kind",
         f"unknown seed_retriever 'dense_rerankr'. Did you mean 'dense_rerank'? Known: "
-        f"dense_rerank @ {p}.retrieval.seed.kind",
+        f"dense_rerank, hipporag @ {p}.retrieval.seed.kind",
         f"expected a number, got '1' @ {p}.retrieval.edge_weights.sa",
         "unknown key 'extra' (known keys: description, index, llm, method, name, plugins, "
         f"retrieval) @ {p}.extra",

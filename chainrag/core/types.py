@@ -563,6 +563,29 @@ class StepTrace:
 
 
 @attrs.frozen
+class PhraseGraphStats:
+    """What a phrase graph was built from, as a trace records it.
+
+    Attributes:
+        passages: Passages read (the index's units).
+        phrases: Nodes (distinct cleaned heads and tails of well-formed triples).
+        triples: Distinct well-formed triples (the code's facts).
+        malformed_triples: Triples with more than one element but not three (dropped).
+        synonymy_edges: Directed synonymy pairs added (the code's ``equivalent`` relations).
+        unread_ner: Passages whose NER reply could not be read (no entities).
+        unread_triples: Passages whose triples reply could not be read (no triples).
+    """
+
+    passages: int = 0
+    phrases: int = 0
+    triples: int = 0
+    malformed_triples: int = 0
+    synonymy_edges: int = 0
+    unread_ner: int = 0
+    unread_triples: int = 0
+
+
+@attrs.frozen
 class NamedAnswer:
     """One of a method's final answers, e.g. ``ansint`` and ``cxtint`` from one ChainRAG run."""
 
@@ -578,7 +601,9 @@ class Prediction:
     (ChainRAG's AnsInt and CxtInt). ``usage`` and ``usage_by_prompt`` count the LLM calls,
     cache hits, tokens, latency and cost the question took, per prompt id. ``read`` is the
     question the final answer was read for where it is not the dataset's own (Shi et al.'s reader
-    answers Query Rewriter+'s rewritten question), else None.
+    answers Query Rewriter+'s rewritten question), else None. ``phrase_graph`` is what the
+    phrase graph a retriever built to answer it was made of (HippoRAG's: passages, phrases,
+    triples, synonymy edges, OpenIE replies it could not read), else None.
     """
 
     answers: tuple[NamedAnswer, ...]
@@ -587,6 +612,7 @@ class Prediction:
     usage: Usage = Usage()
     usage_by_prompt: tuple[tuple[str, Usage], ...] = ()
     read: str | None = None
+    phrase_graph: PhraseGraphStats | None = None
 
     @property
     def answer(self) -> str:

@@ -6,6 +6,8 @@
   CoT-guided filter, the extractor over their source paragraphs, the generator.
 * :mod:`~chainrag.methods.seeds`: the seed papers' methods (002: LM-guided iteration and tree
   retrieval; 004: the four-module pipeline with its knowledge reservoir).
+* :mod:`~chainrag.methods.ircot`: IRCoT as HippoRAG's code runs it, over any seed retriever
+  (HippoRAG's, dense), with HippoRAG's QA reader.
 
 Importing this package registers them in ``chainrag.recipes.registry.METHODS``.
 
@@ -13,6 +15,6 @@ Layer: may import the layers below (core, protocols, recipes, llm, components, i
 runs, reports, training, experiments or the CLI.
 """
 
-from chainrag.methods import longrag, paper, seeds
+from chainrag.methods import ircot, longrag, paper, seeds
 
-__all__ = ["longrag", "paper", "seeds"]
+__all__ = ["ircot", "longrag", "paper", "seeds"]

@@ -11,6 +11,7 @@ the calls, cache hits, tokens, latency and cost it took, per prompt id.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from chainrag.core.context import Context, ModelStore
+from chainrag.core.context import Context, MissingResourceError, ModelStore
 from chainrag.core.device import cores
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Passage, Prediction, QAExample
@@ -93,10 +94,13 @@ def warm_up(
     """Load into ``models`` what answering ``example`` loads before its first LLM call: build
     its index (``index`` stands for it when given; nothing is cached) and retrieve its seeds,
     so that a question timed after it does not carry the loading of the embedder, the NER and
-    the seed reranker. The LLM is not called."""
+    the seed reranker. The LLM is not called: a seed retriever that needs it (HippoRAG's,
+    which reads its passages and the query with the LLM) loads its models with the first
+    question instead."""
     searchable = index if index is not None else searchable_index(recipe, example, models)
     assert recipe.retrieval is not None  # checked by searchable_index
-    recipe.retrieval.seed(example.question, searchable, Context(models=models))
+    with contextlib.suppress(MissingResourceError):
+        recipe.retrieval.seed(example.question, searchable, Context(models=models))
 
 
 def answer_question(

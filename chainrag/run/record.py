@@ -149,6 +149,10 @@ def _make() -> cattrs.Converter:
         StepTrace, conv, rewrite_check=cattrs.gen.override(omit_if_default=True)
     )
     conv.register_unstructure_hook(StepTrace, step)
+    prediction = cattrs.gen.make_dict_unstructure_fn(
+        Prediction, conv, phrase_graph=cattrs.gen.override(omit_if_default=True)
+    )
+    conv.register_unstructure_hook(Prediction, prediction)
     return conv
 
 
@@ -167,9 +171,9 @@ CONVERTER = _make()
 """The strict project converter (:func:`chainrag.recipes.structure.make_converter`) that run records
 are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
 ``traceback`` when they are unset, a verdict its ``answer``, ``score``, ``checked`` and
-``unread``, an answer its ``picks`` and a pick its unset values, and a trace step its
-``rewrite_check``, each at its default (so records are written as before those fields
-existed)."""
+``unread``, an answer its ``picks`` and a pick its unset values, a trace step its
+``rewrite_check``, and a trace its ``phrase_graph``, each at its default (so records are
+written as before those fields existed)."""
 
 
 def plain(value: Any, converter: cattrs.Converter = CONVERTER) -> Any:

@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+from chainrag.standin.hipporag import hipporag_reply
+
 Body = dict[str, Any]
 
 
@@ -80,7 +82,8 @@ def _longrag(text: str) -> str | None:
 
 
 def standin_reply(body: Body) -> str:
-    """A deterministic answer to a chat completion ``body`` that chainrag's methods parse.
+    """A deterministic answer to a chat completion ``body`` that chainrag's methods parse
+    (HippoRAG's and IRCoT's prompts: :func:`~chainrag.standin.hipporag.hipporag_reply`).
 
     JSON of the schema the request asks for; LongRAG's thinking process, citation checks and
     extraction; a yes/no where one is asked (yes for about a third of the evidence texts); a
@@ -88,6 +91,8 @@ def standin_reply(body: Body) -> str:
     (or "unanswerable" for about a quarter of sub-questions): each a function of the prompt's
     text, so a change in what was retrieved changes the answers.
     """
+    if (reply := hipporag_reply(body)) is not None:  # HippoRAG's and IRCoT's prompts
+        return reply
     text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
     if (schema := _schema(body)) is not None:
         return json.dumps(_from_schema(schema, text))

@@ -56,6 +56,21 @@ class WordChunks:
         return tuple(chunks)
 
 
+@CHUNKERS.register("titled_passages")
+@attrs.frozen
+class TitledPassages:
+    """One unit per passage, its text its title, a line break, its text: HippoRAG's passage
+    (``title + '\n' + text``, what its OpenIE reads and IRCoT's prompts show). A passage
+    without a title is its text. Recipe: ``{kind: titled_passages}``.
+    """
+
+    def __call__(self, passages: Sequence[Passage]) -> tuple[Chunk, ...]:
+        return tuple(
+            Chunk(i, f"{p.title}\n{p.text}" if p.title else p.text, i, p.title, 0, 0, len(p.text))
+            for i, p in enumerate(passages)
+        )
+
+
 @CHUNKERS.register("passages")
 @attrs.frozen
 class WholePassages:

@@ -2,6 +2,7 @@
 
 Modules:
     ``retrievers``: seed retrievers (dense + rerank, BM25, LM-guided, tree).
+    ``hipporag``: HippoRAG's seed retriever (phrase graph, linking, Personalized PageRank).
     ``rerankers``: rerankers (dense, cross-encoder, FlagReranker).
     ``expanders``: graph expanders under a word budget.
     ``judges``: the sufficiency judges an expander asks.
@@ -13,6 +14,7 @@ Protocols: :mod:`chainrag.protocols.retrieval` (searches: :mod:`chainrag.protoco
 
 from chainrag.components.retrieval import (
     expanders,
+    hipporag,
     judges,
     rerankers,
     retrievers,
@@ -22,6 +24,7 @@ from chainrag.components.retrieval import (
 
 __all__ = [
     "expanders",
+    "hipporag",
     "judges",
     "rerankers",
     "retrievers",
