@@ -18,6 +18,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from chainrag.core.notes import MethodNotes
+
 if TYPE_CHECKING:
     from chainrag.core.context import Context
     from chainrag.protocols.reasoning import Integrator
@@ -603,7 +605,10 @@ class Prediction:
     question the final answer was read for where it is not the dataset's own (Shi et al.'s reader
     answers Query Rewriter+'s rewritten question), else None. ``phrase_graph`` is what the
     phrase graph a retriever built to answer it was made of (HippoRAG's: passages, phrases,
-    triples, synonymy edges, OpenIE replies it could not read), else None.
+    triples, synonymy edges, OpenIE replies it could not read), else None. ``notes`` is what the
+    method says of how it answered (:class:`~chainrag.core.notes.MethodNotes`: its answers'
+    integrators, its rewriting), which the run adds to the method's prediction; None for a
+    method that says nothing.
     """
 
     answers: tuple[NamedAnswer, ...]
@@ -613,6 +618,7 @@ class Prediction:
     usage_by_prompt: tuple[tuple[str, Usage], ...] = ()
     read: str | None = None
     phrase_graph: PhraseGraphStats | None = None
+    notes: MethodNotes | None = None
 
     @property
     def answer(self) -> str:

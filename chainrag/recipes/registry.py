@@ -222,6 +222,12 @@ def registered_key(cls: type) -> tuple[str, str] | None:
     return _BY_CLASS.get(cls)
 
 
+def kind_of(component: object) -> str:
+    """The key ``component``'s class is registered under (``ans_int``), else the class's name."""
+    found = registered_key(type(component))
+    return found[1] if found else type(component).__name__
+
+
 _loaded = {"builtins": False, "entry_points": False}
 
 

@@ -30,6 +30,7 @@ from chainrag.llm.stack import Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM, UsageLedger
 from chainrag.protocols.retrieval import Searchable
 from chainrag.recipes.recipe import Recipe
+from chainrag.run.notes import notes_of
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer
 
 if TYPE_CHECKING:
@@ -112,7 +113,8 @@ def answer_question(
     models: ModelStore | None = None,
     index: Searchable | None = None,
 ) -> Prediction:
-    """The method's prediction for ``example``, with the question's LLM usage filled in.
+    """The method's prediction for ``example``, with the question's LLM usage and what the
+    recipe says of its method (:func:`~chainrag.run.notes.notes_of`) filled in.
 
     ``index`` is the one :func:`searchable_index` gives; it is built (or loaded) when omitted.
     """
@@ -130,7 +132,9 @@ def answer_question(
     )
     prediction = recipe.method(example, ctx)
     by_prompt = tuple(ledger.by_prompt().items())
-    return attrs.evolve(prediction, usage=ledger.total(), usage_by_prompt=by_prompt)
+    return attrs.evolve(
+        prediction, usage=ledger.total(), usage_by_prompt=by_prompt, notes=notes_of(recipe)
+    )
 
 
 def retrieved_units(prediction: Prediction) -> list[int]:
