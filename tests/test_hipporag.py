@@ -379,3 +379,17 @@ def test_the_phrase_graph_value_compares_its_matrices_by_value() -> None:
     assert one == HippoRAGGraph()(extractions(), HashedBagOfWords(dim=16), Context())
     assert one != attrs.evolve(one, adjacency=sparse.csr_matrix(one.adjacency.shape))
     assert isinstance(one, PhraseGraph)
+
+
+def test_every_field_of_the_new_components_says_what_it_is() -> None:
+    """docs/recipes.md shows each field's docstring (recipes.reference.field_docs)."""
+    from chainrag.methods.ircot import IRCoT
+    from chainrag.recipes.describe import params
+    from chainrag.recipes.reference import field_docs
+
+    for cls in (LLMOpenIE, HippoRAGGraph, QueryNERLinker, PersonalizedPageRank,
+                HippoRAGRetriever, IRCoT):  # fmt: skip
+        docs = field_docs(cls)
+        assert {p.name for p in params(cls)} == set(docs), cls.__name__
+        assert all(docs.values())
+    assert "--top_k" in field_docs(IRCoT)["read"]

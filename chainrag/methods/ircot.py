@@ -105,24 +105,32 @@ def reader_answer(reply: str) -> str:
 @METHODS.register("ircot")
 @attrs.frozen
 class IRCoT:
-    """IRCoT (Trivedi et al. 2023) as HippoRAG's code runs it, over the recipe's seed retriever:
-    one thought a step, retrieval with it, until "So the answer is:" or ``max_steps``
-    retrievals; passages merged by best score; HippoRAG's QA reader answers from the best
-    ``answer_with``. ``thought: first_sentence`` keeps a reply's first sentence (IRCoT's code);
-    ``pool: cumulative`` keeps passages in arrival order up to ``max_paragraphs`` (IRCoT's).
+    """IRCoT (Trivedi et al. 2023) as HippoRAG's code runs it, over any seed retriever.
+
+    One thought a step, retrieval with it, until "So the answer is:" or ``max_steps``
+    retrievals; passages merged by their best score; HippoRAG's QA reader answers.
     Recipe: ``{kind: ircot, read: 10, answer_with: 5}``.
     """
 
     max_steps: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
+    """Retrievals at most, the question's included (1: one-step retrieval); unset: the
+    authors' scripts' limit for the question's dataset (4 for MuSiQue, 2 otherwise)."""
     read: int = attrs.field(default=10, validator=attrs.validators.ge(1))
+    """Passages a thought is written over, the best so far (the code's ``--top_k``)."""
     answer_with: int = attrs.field(default=5, validator=attrs.validators.ge(1))
+    """Passages the QA reader reads, the best (the reader's ``--num_doc``)."""
     demos: Demos = "auto"
+    """Whose IRCoT demonstration the prompts show; auto: by the question's dataset's name."""
     thought: Literal["whole", "first_sentence"] = "whole"
+    """Keep a reasoning reply whole (HippoRAG's code) or its first sentence (IRCoT's)."""
     pool: Literal["by_score", "cumulative"] = "by_score"
+    """Read the passages best score first (HippoRAG's loop) or in arrival order (IRCoT's)."""
     max_paragraphs: int = attrs.field(default=15, validator=attrs.validators.ge(1))
+    """With ``pool: cumulative``, the passages kept at most (IRCoT's 15)."""
     prompt_version: int = 1
+    """The version of the reasoning and reader prompts (``ircot_*@v1``, ``hipporag_reader_*``)."""
 
     def check_recipe(self, recipe: Recipe) -> None:
         """Passages are merged by their seed scores: a retrieval without an expander."""

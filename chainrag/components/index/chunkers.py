@@ -59,9 +59,10 @@ class WordChunks:
 @CHUNKERS.register("titled_passages")
 @attrs.frozen
 class TitledPassages:
-    """One unit per passage, its text its title, a line break, its text: HippoRAG's passage
-    (``title + '\n' + text``, what its OpenIE reads and IRCoT's prompts show). A passage
-    without a title is its text. Recipe: ``{kind: titled_passages}``.
+    """One unit per passage, its title, a line break, its text: HippoRAG's corpus passage.
+
+    What HippoRAG's OpenIE reads and IRCoT's prompts show; a passage without a title is its
+    text. Recipe: ``{kind: titled_passages}``.
     """
 
     def __call__(self, passages: Sequence[Passage]) -> tuple[Chunk, ...]:

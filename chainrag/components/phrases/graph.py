@@ -140,15 +140,19 @@ def undirected_weights(n: int, triples: Pairs, synonyms: Pairs) -> sparse.csr_ma
 @PHRASE_GRAPH_BUILDERS.register("hipporag")
 @attrs.frozen
 class HippoRAGGraph:
-    """HippoRAG's phrase graph (§3.1): phrases from the OpenIE triples, an edge per triple,
-    synonymy edges between phrases of cosine ≥ ``threshold`` by the recipe's embedder (at most
-    ``max_synonyms`` a phrase; ``synonymy: false`` is the paper's "w/o synonymy edges"
-    ablation), passage × phrase counts. Recipe: ``{kind: hipporag, threshold: 0.8}``.
+    """HippoRAG's phrase graph (§3.1): triple edges, synonymy edges, passage × phrase counts.
+
+    Phrases come from the OpenIE triples, an edge from each triple, synonymy edges join
+    phrases whose vectors by the recipe's embedder are close.
+    Recipe: ``{kind: hipporag, threshold: 0.8}``.
     """
 
     synonymy: bool = True
+    """Add synonymy edges (false: the paper's "w/o synonymy edges" ablation)."""
     threshold: float = 0.8
+    """The least cosine of two phrases a synonymy edge joins (the code's ``--sim_threshold``)."""
     max_synonyms: int = attrs.field(default=101, validator=attrs.validators.ge(0))
+    """Synonymy edges a phrase makes at most, most similar first (the code stops past 100)."""
 
     def __call__(
         self, extractions: Sequence[Extraction], embedder: Embedder, ctx: Context

@@ -51,14 +51,17 @@ def link_nearest(
 @ENTITY_LINKERS.register("query_ner")
 @attrs.frozen
 class QueryNERLinker:
-    """HippoRAG's query linking (§3.2): the LLM's named entities of the query, each linked to
-    its nearest phrase by cosine; reset weights with node specificity (1 / |P_i|) or without
-    (``node_specificity: false``, the paper's ablation). An unreadable reply links nothing.
+    """HippoRAG's query linking (§3.2): the query's named entities, each to its nearest phrase.
+
+    The LLM names the entities (an unreadable reply links nothing); each is linked to the
+    phrase of highest cosine and gives it a reset weight.
     Recipe: ``{kind: query_ner, node_specificity: true}``.
     """
 
     node_specificity: bool = True
+    """Weigh a linked phrase 1 / (passages naming it); false: 1 (the paper's ablation)."""
     prompt_version: int = 1
+    """The version of the query NER prompt (``query_ner@v1``: the authors')."""
 
     def __call__(self, query: str, graph: PhraseGraph, embedder: Embedder, ctx: Context) -> Linking:
         llm = ctx.require_llm("query_ner linking")

@@ -91,15 +91,18 @@ def _codec() -> Codec[Extraction]:
 @OPEN_IE.register("llm_openie")
 @attrs.frozen
 class LLMOpenIE:
-    """HippoRAG's OpenIE (§3.1): named entities, then triples given them, two LLM calls a
-    passage with the authors' prompts; unreadable replies give nothing and are marked.
-    ``triples_max_tokens``: the triples reply's limit (the code's 4,096).
-    Recipe: ``{kind: llm_openie}``.
+    """HippoRAG's LLM OpenIE (§3.1), two calls a passage with the authors' prompts.
+
+    The named entities first, then the triples given them; an unreadable reply gives nothing
+    and is marked on the extraction. Recipe: ``{kind: llm_openie}``.
     """
 
     ner_prompt_version: int = 1
+    """The version of the NER prompt (``openie_ner@v1``: the authors')."""
     triples_prompt_version: int = 1
+    """The version of the triples prompt (``openie_triples@v1``: the authors')."""
     triples_max_tokens: int = attrs.field(default=4096, validator=attrs.validators.ge(1))
+    """The triples reply's token limit (the code's 4,096)."""
 
     def __call__(self, texts: Sequence[str], ctx: Context) -> tuple[Extraction, ...]:
         llm = ctx.require_llm("llm_openie")

@@ -51,12 +51,13 @@ def personalized_pagerank(
 @PHRASE_RANKERS.register("personalized_pagerank")
 @attrs.frozen
 class PersonalizedPageRank:
-    """Personalized PageRank from the query's linked phrases (§3.2), the probability of
-    following an edge ``damping`` (the authors' experiments: 0.5). Recipe:
-    ``{kind: personalized_pagerank, damping: 0.5}``.
+    """Personalized PageRank over the phrase graph from the query's linked phrases (§3.2).
+
+    Recipe: ``{kind: personalized_pagerank, damping: 0.5}``.
     """
 
     damping: float = attrs.field(default=0.5)
+    """The probability of following an edge, else the walk restarts (the authors' 0.5)."""
 
     def __attrs_post_init__(self) -> None:
         if not 0.0 <= self.damping < 1.0:

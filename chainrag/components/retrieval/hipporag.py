@@ -58,17 +58,24 @@ def passage_scores(graph: PhraseGraph, probabilities: NDArray[np.float64]) -> ND
 @SEED_RETRIEVERS.register("hipporag", example={"k": 2})
 @attrs.frozen
 class HippoRAGRetriever:
-    """HippoRAG (§3.2): the query's entities linked into the phrase graph of the index's units
-    (built by ``open_ie`` and ``graph``), the ``ranker``'s phrase probabilities from them, each
-    unit scored by its phrases; a query with no entity scores every unit alike (1/n), as the
-    code does. Recipe: ``{kind: hipporag, k: 10, linker: {kind: query_ner}}``.
+    """HippoRAG's retrieval (§3.2): units ranked by their phrases' PageRank from the query.
+
+    The query's entities are linked into the phrase graph of the index's units, the ranker
+    gives each phrase a probability from them, and each unit is scored by its phrases; a
+    query with no entity scores every unit alike (1/n), as the code does.
+    Recipe: ``{kind: hipporag, k: 10, linker: {kind: query_ner}}``.
     """
 
     k: int = attrs.field(default=10, validator=attrs.validators.ge(1))
+    """Units returned (the code's ``--top_k``)."""
     open_ie: OpenIE = attrs.field(factory=LLMOpenIE)
+    """What reads each unit's entities and triples."""
     graph: PhraseGraphBuilder = attrs.field(factory=HippoRAGGraph)
+    """What builds the phrase graph from them."""
     linker: EntityLinker = attrs.field(factory=QueryNERLinker)
+    """What links a query into the graph (and weighs the phrases it links)."""
     ranker: PhraseRanker = attrs.field(factory=PersonalizedPageRank)
+    """What gives each phrase a probability from the linked ones."""
 
     def __call__(self, query: str, index: Searchable, ctx: Context) -> tuple[Hit, ...]:
         graph = self.phrase_graph(index, ctx)
