@@ -3,6 +3,7 @@
     store = TextStore(cache_root() / "embeddings" / "vectors.sqlite")
     found = store.get(space, texts)            # {text: bytes} for the texts it holds
     store.put(space, {text: value, ...})
+    vectors = stored(store, space, texts, embed, vector_codec())  # computed where missing
 
 A value is kept under a hash of its *space* (what computed it: an embedder's identity and role,
 a spaCy pipeline's identity) and its text, so one text is computed once per space whatever
@@ -16,20 +17,25 @@ else is lost.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from chainrag.core.sqlite_file import SQLiteFile
+from chainrag.core.types import FloatArray
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key BLOB PRIMARY KEY, value BLOB NOT NULL);"
 DEFAULT_MAX_BYTES = 4 * 1024**3
 """The bound of one store's live pages (4 GiB: about 2.7 million 384-dim float32 vectors)."""
 R = TypeVar("R")
+T = TypeVar("T")
 _CHUNK = 500
 """Keys per ``IN (...)`` query (below SQLite's smallest limit on bound parameters)."""
 
@@ -142,3 +148,44 @@ class TextStore(SQLiteFile):
                     os.replace(part, Path(f"{self.path}.damaged{suffix}"))
             self._local = threading.local()  # every thread opens the new file
             self._connect().executescript(SCHEMA)
+
+
+Codec = tuple[Callable[[T], bytes], Callable[[bytes], T]]
+"""How a value is written to bytes and read back (a damaged value raises ValueError)."""
+
+
+def stored(
+    store: TextStore,
+    space: str,
+    texts: Sequence[str],
+    compute: Callable[[list[str]], Sequence[T]],
+    codec: Codec[T],
+    chunk: int = 1024,
+) -> list[T]:
+    """The value of each of ``texts``: from ``store`` where it holds one (and it decodes), else
+    by ``compute`` on the distinct missing texts, ``chunk`` at a time, each chunk stored."""
+    encode, decode = codec
+    known: dict[str, T] = {}
+    for text, raw in store.get(space, texts).items():
+        with contextlib.suppress(ValueError):  # a damaged value is computed again
+            known[text] = decode(raw)
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    for start in range(0, len(missing), chunk):
+        part = missing[start : start + chunk]
+        made = dict(zip(part, compute(part), strict=True))
+        store.put(space, {t: encode(v) for t, v in made.items()})
+        known.update(made)
+    return [known[t] for t in texts]
+
+
+def vector_codec() -> Codec[FloatArray]:
+    """float32 bytes, exactly as computed."""
+
+    def decode(raw: bytes) -> FloatArray:
+        vector: FloatArray = np.frombuffer(raw, dtype=np.float32)  # ValueError if damaged
+        return vector
+
+    def encode(vector: FloatArray) -> bytes:
+        return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+    return encode, decode

@@ -3,6 +3,7 @@
 Modules:
     ``retrievers``: seed retrievers (dense + rerank, BM25, LM-guided, tree).
     ``rerankers``: rerankers (dense, cross-encoder, FlagReranker).
+    ``remote_rerankers``: any rerank model litellm reaches, each score paid for once.
     ``expanders``: graph expanders under a word budget.
     ``judges``: the sufficiency judges an expander asks.
     ``vectors``: a query's vector.
@@ -14,6 +15,7 @@ Protocols: :mod:`chainrag.protocols.retrieval` (searches: :mod:`chainrag.protoco
 from chainrag.components.retrieval import (
     expanders,
     judges,
+    remote_rerankers,
     rerankers,
     retrievers,
     search,
@@ -23,6 +25,7 @@ from chainrag.components.retrieval import (
 __all__ = [
     "expanders",
     "judges",
+    "remote_rerankers",
     "rerankers",
     "retrievers",
     "search",
