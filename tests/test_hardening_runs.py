@@ -49,6 +49,33 @@ def test_a_question_that_fails_with_any_exception_is_its_own_error(tmp_path: Pat
     assert "KeyError: 'choices'" in error["traceback"]
 
 
+def test_a_question_lost_to_a_bug_is_named_a_chainrag_bug_on_the_console(tmp_path: Path) -> None:
+    """A question that fails on a bug (not a ChainragError) is said to be chainrag's, with where
+    its traceback is, beside the run's line; an LLM's failure is not."""
+    from chainrag.cli.runs import bug_report
+    from chainrag.core.errors import LLMServerError
+    from chainrag.run.jobs import JobResult
+
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 3)
+    run = start(tmp_path, path, recipe)
+    bug = ImportError("cannot import name 'AutoModel' from 'transformers'")
+    result = JobResult(
+        run.folder, run_recipe(recipe, examples, run, fails_on(examples[0].question, bug))
+    )
+    assert "1 failed (1 on a bug in chainrag)" in result.line()
+    said = bug_report([result])
+    assert said.startswith("BUG 1 question(s) failed on a bug in chainrag, not a problem with")
+    assert f"question {examples[0].qid}: ImportError: cannot import name 'AutoModel'" in said
+    assert said.endswith(
+        f"please report it with the traceback recorded in {run.folder}/errors.jsonl"
+    )
+    other = start(tmp_path, path, recipe, "other")
+    down = fails_on(examples[0].question, LLMServerError("injected 500"))
+    result = JobResult(other.folder, run_recipe(recipe, examples, other, down))
+    assert result.line().count("1 failed in") == 1 and bug_report([result]) == ""
+
+
 def _cli() -> list[str]:
     return [sys.executable, "-c", "from chainrag.cli.main import app; app()"]
 
@@ -298,6 +325,21 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
              cache=None)  # fmt: skip
     assert "prompt_cache" not in json.loads((tmp_path / "remote" / "run.json").read_text())[
         "models"]["llm"]  # fmt: skip
+    # api_base is no part of the digest: a local model's server there and the managed one
+    # are told apart by how they evaluate prompts
+    served = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, api_base="http://127.0.0.1:1/v1"))
+    run_into(served, path, tmp_path / "served", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
+             cache=None)  # fmt: skip
+    with pytest.raises(RunError, match=r"from the server at http://127\.0\.0\.1:1/v1, which "
+                       r"evaluates prompts its own way; this run's are from the managed server "
+                       r"in 'aligned'"):  # fmt: skip
+        RunDir(tmp_path / "served").start(recipe, path, "2wiki", file, prompt_cache="aligned")
+    with pytest.raises(
+        RunError,
+        match=r"from the managed local server in 'aligned'; this run's "
+        r"are from a server at api_base, which evaluates prompts its own way",
+    ):
+        RunDir(tmp_path / "aligned").start(served, path, "2wiki", file, prompt_cache=None)
 
 
 def test_fresh_and_aligned_runs_go_on_in_each_other(tmp_path: Path) -> None:

@@ -132,6 +132,11 @@ def renamed(old: str, new: str, old_value: T | None, new_value: T) -> T:
     return old_value
 
 
+BUG_HINT = "please report it with the traceback recorded in"
+"""What to do with a question's chainrag bug, followed by the file its traceback is in (a crash
+of the command itself says so with the traceback printed: :func:`chainrag.cli.entry`)."""
+
+
 def fail(message: str, code: int = 1, *, prefix: str = "FAIL ") -> typer.Exit:
     """Print ``FAIL message`` in red on stderr; the exit to raise (``raise fail(...)``).
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from chainrag.cli.common import (
+    BUG_HINT,
     DETECT_HELP,
     ApiBaseOption,
     LLMOption,
@@ -193,9 +194,24 @@ def run(
 
         typer.echo("")
         typer.echo(markdown(find_runs([r.folder for r in results])))
+    if bugs := bug_report(results):
+        typer.secho(bugs, fg="red", err=True)
     if failed := sum(r.session.failed for r in results):
         raise fail(f"{failed} question(s) failed (see errors.jsonl in the run directories); "
                    "run the same command again to retry them")  # fmt: skip
+
+
+def bug_report(results: list[JobResult]) -> str:
+    """The questions that failed on a bug in chainrag (``"bug": true`` in ``errors.jsonl``),
+    named as such with the first one's error and where its traceback is; "" for none."""
+    bugs = [(r.folder, bug) for r in results for bug in r.session.bugs]
+    if not bugs:
+        return ""
+    folder, first = bugs[0]
+    message = first.message if len(first.message) <= 200 else first.message[:200] + "…"
+    return (f"BUG {len(bugs)} question(s) failed on a bug in chainrag, not a problem with your "
+            f"input or the LLM (question {first.id}: {first.error}: {message}); {BUG_HINT} "
+            f"{folder / 'errors.jsonl'}")  # fmt: skip
 
 
 @reports_errors(RUN_HINT)

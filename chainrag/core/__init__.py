@@ -6,6 +6,8 @@
 * :mod:`~chainrag.core.context`: the explicit ``Context`` a stage that reaches outside receives
   (LLM, index, retrieval runtime, model store), its fields typed by the protocols.
 * :mod:`~chainrag.core.errors`: ``ChainragError`` and ``Problem``, what every refusal is made of.
+* :mod:`~chainrag.core.endpoint`: a remote model's identity (what answers: the response
+  cache's key) and the fields that say how it is reached (out of a recipe's digest).
 * :mod:`~chainrag.core.paths`, :mod:`~chainrag.core.credentials`,
   :mod:`~chainrag.core.sqlite_file`: where caches and data live, credentials masked by value,
   the SQLite file every store builds on.

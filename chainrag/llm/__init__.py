@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from chainrag.core.credentials import strip_userinfo
+from chainrag.core.endpoint import endpoint_identity as remote_identity
 from chainrag.core.errors import Problem, RecipeError
 from chainrag.llm.backend import JsonMode, LiteLLMBackend, RetryPolicy
 from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
@@ -169,9 +169,10 @@ def endpoint_identity(spec: LLMSpec) -> str:
     followed by ``+prompt_cache:fresh`` when it evaluates every prompt in full or in aligned
     chunks (the two give the same logits, bit for bit): such answers differ from those of the
     prefix-reusing server, which keeps the bare identity its cached answers were made under
-    (before the mode existed, every answer was made by reuse). A
-    self-hosted server is its base URL without userinfo plus the model name it serves; a
-    provider model is litellm's model string plus its base URL (stripped) when one is set.
+    (before the mode existed, every answer was made by reuse). Any other endpoint — a
+    self-hosted server, a provider — is the one rule every remote model shares
+    (:func:`chainrag.core.endpoint.endpoint_identity`): the kind, the model string, the base URL
+    normalised (without userinfo; ``provider-default`` where none is set).
     """
     mode = managed_prompt_cache(spec)
     if mode is not None:
@@ -179,8 +180,7 @@ def endpoint_identity(spec: LLMSpec) -> str:
 
         sha = get_model(spec.model).sha256
         return f"gguf:sha256:{sha}" + ("" if mode == "reuse" else "+prompt_cache:fresh")
-    base = strip_userinfo(spec.api_base) if spec.api_base else "provider-default"
-    return f"{spec.kind}:{spec.model}@{base}"
+    return remote_identity(spec.kind, spec.model, spec.api_base)
 
 
 def _local_json_mode(spec: LLMSpec) -> JsonMode:

@@ -2,13 +2,14 @@
 
 The key is the sha256 of the request's canonical JSON — model, messages, sampling parameters,
 schema, prompt id and version — together with the identity of the endpoint that answers it
-(:func:`chainrag.llm.endpoint_identity`: a local GGUF's sha256, or a provider model string with
-its base URL stripped of credentials), so two servers behind one model name never share
-answers, and the key never contains an API key. :data:`KEY_VERSION` is part of every key: keys
-made under an older rule (which left the endpoint out) are never served. Values are JSON, never
-pickle. Several processes may write
-at once: WAL mode, a busy timeout, and ``INSERT OR REPLACE`` of identical content make that
-safe. A hit is not a call: it reports ``cached=True`` and usage with one cache hit, no tokens.
+(:func:`chainrag.llm.endpoint_identity`: a local GGUF's sha256, or the rule every remote model
+shares, :func:`chainrag.core.endpoint.endpoint_identity`: the model string with its base URL
+normalised, without credentials), so two servers behind one model name never share answers,
+and the key never contains an API key. :data:`KEY_VERSION` is part of every key: keys made
+under an older rule (which left the endpoint out) are never served. Values are JSON, never
+pickle. Several processes may write at once: WAL mode, a busy timeout, and ``INSERT OR
+REPLACE`` of identical content make that safe. A hit is not a call: it reports ``cached=True``
+and usage with one cache hit, no tokens.
 """
 
 from __future__ import annotations

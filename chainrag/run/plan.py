@@ -89,13 +89,15 @@ class PlannedData:
 class FolderState:
     """What a run would do in its folder: start (``new``), ``resume`` (``done`` of ``wanted``
     answered, ``failed`` of the rest failed before), find it ``complete``, or be ``refused``
-    (``reason``: the error the run would raise)."""
+    (``reason``: the error the run would raise); ``note``: what a resume would say (the LLM
+    reached otherwise than before), or ``""``."""
 
     kind: Literal["new", "resumes", "complete", "refused"]
     wanted: int
     done: int = 0
     failed: int = 0
     reason: str = ""
+    note: str = ""
 
     def __str__(self) -> str:
         if self.kind == "new":
@@ -228,10 +230,11 @@ def folder_state(
                   identity=identity)  # fmt: skip
         done = {r.id for r in run.records()[0]} & wanted
         failed = {e.id for e in run.errors()} & wanted - done
+        note = run.access_note(recipe)
     except ChainragError as exc:
         return FolderState("refused", len(wanted), reason=str(exc))
     kind: Literal["complete", "resumes"] = "complete" if done == wanted else "resumes"
-    return FolderState(kind, len(wanted), len(done), len(failed))
+    return FolderState(kind, len(wanted), len(done), len(failed), note=note)
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -327,6 +330,8 @@ def plan_lines(plan: RunPlan) -> list[str]:
         lines.append(f"{run.data.name} / {recipe.name} ({method}, {llm_words(recipe.llm)}): "
                      f"{len(run.data.examples)} questions -> {run.folder}")  # fmt: skip
         lines.append(f"  {run.state}")
+        if run.state.note:
+            lines.append(f"  {run.state.note}")
         if run.job.changes:
             lines.append("  recipe changed by: " + " ".join(run.job.changes))
     lines.append("dry run: nothing was run, no LLM was called")
