@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,11 +20,19 @@ from chainrag.components.index.remote_embedders import (
 )
 from chainrag.components.retrieval.remote_rerankers import LiteLLMReranker
 from chainrag.core.context import Context, EncoderLedger
-from chainrag.core.errors import LLMRateLimitError, LLMRequestError, LLMUnavailableError
+from chainrag.core.errors import (
+    LLMRateLimitError,
+    LLMRequestError,
+    LLMUnavailableError,
+    RecipeError,
+)
 from chainrag.core.types import Hit
 from chainrag.llm.encoders import check_encoder, encoder_identity, encoder_price
+from chainrag.recipes.overrides import encoder_changes, encoder_section, load_changed, parse_all
+from chainrag.run.provenance import recipe_digest
 from chainrag.standin.server import FakeOpenAI, fixed, serve
 
+ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ["Paris is the capital of France.", "Berlin", "It opened in 1889.", "Berlin"]
 
 
@@ -62,7 +71,8 @@ def test_two_endpoints_behind_one_model_name_never_share_vectors() -> None:
         remote(first)(TEXTS, Context())
         remote(second)(TEXTS, Context())
     assert len(one.embedded) == len(other.embedded) == 1
-    assert encoder_identity("openai/x", "http://u:p@h/v1") == "litellm:openai/x@http://h/v1"
+    assert encoder_identity("openai/x", "http://u:p@H:80/v1/") == "litellm:openai/x@http://h/v1"
+    assert encoder_identity("openai/x", None, dimensions=64).endswith('+params:{"dimensions":64}')
 
 
 def test_a_query_prefix_is_sent_for_queries_only_and_keys_what_is_sent() -> None:
@@ -177,3 +187,29 @@ def test_unit_rows_keeps_a_unit_row_as_sent_and_scales_the_others() -> None:
     out = unit_rows(rows)
     assert np.array_equal(out[0], rows[0])
     assert np.allclose(out[1], [0.6, 0.8]) and np.array_equal(out[2], [0.0, 0.0])
+
+
+def test_embedder_and_reranker_names_resolve_as_llm_names_do(tmp_path: Path) -> None:
+    assert encoder_section("--embedder", str(tmp_path)) == {
+        "kind": "flag_model",
+        "model_path": str(tmp_path),
+    }
+    assert encoder_section("--reranker", str(tmp_path))["kind"] == "flag_reranker"
+    assert encoder_section("--embedder", "hashed_bow") == {"kind": "hashed_bow"}
+    assert encoder_section("--reranker", "cohere/rerank-english-v3.0") == {
+        "kind": "litellm",
+        "model": "cohere/rerank-english-v3.0",
+    }
+    with pytest.raises(RecipeError, match="--embedder nonsense-provider/x"):
+        encoder_section("--embedder", "nonsense-provider/x")
+
+
+def test_one_model_written_two_ways_is_one_recipe_digest() -> None:
+    recipe = ROOT / "recipes" / "chainrag" / "ansint.yaml"
+    digests = {
+        recipe_digest(load_changed(recipe, parse_all(encoder_changes(name, "rerank-english-v3.0"))))
+        for name in ("text-embedding-3-small", "openai/text-embedding-3-small")
+    }
+    assert len(digests) == 1
+    shipped = recipe_digest(load_changed(recipe))
+    assert shipped not in digests

@@ -8,9 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from chainrag.core.context import ModelStore
+from chainrag.core.types import Usage
 from chainrag.data.datasets import load_dataset
 from chainrag.llm import open_llm
 from chainrag.recipes.overrides import load_changed, parse_all
@@ -33,7 +35,8 @@ def answered(recipe_file: str, embedder: str, api_base: str, fake: FakeOpenAI) -
             before = len(fake.bodies)
             prediction = answer_question(recipe, example, client, models=models)
             prompts = [body["messages"] for body in fake.bodies[before:]]
-            out.append((prediction.answers, prediction.steps, prediction.decomposition, prompts))
+            steps = [attrs.evolve(step, usage=Usage()) for step in prediction.steps]  # no times
+            out.append((prediction.answers, steps, prediction.decomposition, prompts))
     return out
 
 

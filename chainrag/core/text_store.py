@@ -189,3 +189,23 @@ def vector_codec() -> Codec[FloatArray]:
         return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
     return encode, decode
+
+
+ENDPOINTS = "endpoints"
+"""The space where a store marks each endpoint identity it holds values of."""
+
+
+def mark_endpoint(store: TextStore, identity: str) -> None:
+    """Note in ``store`` that it holds values computed at the endpoint ``identity``."""
+    store.put(ENDPOINTS, {identity: b"1"})
+
+
+def holds_endpoint(path: Path, identity: str) -> bool:
+    """Whether the store at ``path`` (which may not exist) holds values of ``identity``."""
+    if not path.is_file():
+        return False
+    store = TextStore(path)
+    try:
+        return bool(store.get(ENDPOINTS, [identity]))
+    finally:
+        store.close()

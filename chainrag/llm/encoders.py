@@ -24,7 +24,8 @@ from typing import Any, Literal, TypeVar
 import attrs
 import numpy as np
 
-from chainrag.core.credentials import redact, strip_userinfo
+from chainrag.core.credentials import redact
+from chainrag.core.endpoint import endpoint_identity
 from chainrag.core.errors import (
     LLMConnectionError,
     LLMError,
@@ -43,13 +44,12 @@ EncoderKind = Literal["embedding", "rerank"]
 
 
 def encoder_identity(model: str, api_base: str | None, **more: object) -> str:
-    """What computes an encoder's vectors or scores, for the stores' keys: the model string and
-    the endpoint (its base URL without userinfo, or the provider's default), as the LLM's
-    response cache keys its answers (:func:`chainrag.llm.endpoint_identity`), so two servers
-    behind one name never share vectors; then each of ``more`` that is set (``dimensions``)."""
-    base = strip_userinfo(api_base) if api_base else "provider-default"
-    extra = "".join(f"+{k}:{v}" for k, v in sorted(more.items()) if v is not None)
-    return f"litellm:{model}@{base}{extra}"
+    """What computes an encoder's vectors or scores, for the stores' keys: the LLM's rule
+    (:func:`chainrag.core.endpoint.endpoint_identity`: the model string and the endpoint's
+    normalised base URL, never a credential), so two servers behind one name never share
+    vectors; with each of ``more`` that is set (``dimensions``) as its parameters."""
+    params = {k: v for k, v in more.items() if v is not None}
+    return endpoint_identity("litellm", model, api_base, params or None)
 
 
 def provider_of(model: str) -> str:

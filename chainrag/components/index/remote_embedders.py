@@ -33,11 +33,12 @@ import numpy as np
 from chainrag.core.context import Context
 from chainrag.core.errors import LLMResponseError
 from chainrag.core.paths import cache_root
-from chainrag.core.text_store import TextStore, stored, vector_codec
+from chainrag.core.text_store import TextStore, holds_endpoint, mark_endpoint, stored, vector_codec
 from chainrag.core.types import EncoderUsage, FloatArray
 from chainrag.llm.encoders import (
     EncoderBackend,
     canonical_model,
+    check_encoder,
     encoder_backend,
     encoder_identity,
     max_input_tokens,
@@ -138,6 +139,14 @@ class LiteLLMEmbedder:
         """The endpoint identity of this embedder's vectors (model, endpoint, dimensions)."""
         return encoder_identity(self.model, self.api_base, dimensions=self.dimensions)
 
+    def check_endpoint(self, *, call: bool) -> None:
+        """The LLM's preflight for this model (:func:`~chainrag.llm.encoders.check_encoder`)."""
+        check_encoder(self.model, self.api_base, "embedding", call=call)
+
+    def stored_before(self) -> bool:
+        """Whether the store holds values computed at this endpoint (a replay needs no key)."""
+        return holds_endpoint(cache_root() / "embeddings" / "vectors.sqlite", self.identity())
+
     def input_type(self, role: EmbedRole) -> str | None:
         """The ``input_type`` sent for ``role`` where the provider takes one."""
         types = INPUT_TYPES.get(provider_of(self.model))
@@ -157,14 +166,15 @@ class LiteLLMEmbedder:
             return np.zeros((0, self.dimensions or 0), dtype=np.float32)
         prefix = self.query_prefix if role == "query" else self.passage_prefix
         inputs = [prefix + text for text in texts]
-        sent: list[int] = []
+        store, sent = vector_store(ctx), []
 
         def fetch(part: list[str]) -> list[FloatArray]:
             sent.append(len(part))
+            mark_endpoint(store, self.identity())
             return list(self._fetch(part, role, ctx))
 
         wave = self._most() * self.concurrency
-        rows = stored(vector_store(ctx), self.vector_space(role), inputs, fetch, vector_codec(),
+        rows = stored(store, self.vector_space(role), inputs, fetch, vector_codec(),
                       wave)  # fmt: skip
         if ctx.encoders is not None:
             found = len(set(inputs)) - sum(sent)

@@ -28,11 +28,12 @@ import attrs
 from chainrag.components.retrieval.rerankers import rescored
 from chainrag.core.context import Context
 from chainrag.core.paths import cache_root
-from chainrag.core.text_store import Codec, TextStore, stored
+from chainrag.core.text_store import Codec, TextStore, holds_endpoint, mark_endpoint, stored
 from chainrag.core.types import EncoderUsage, Hit
 from chainrag.llm.encoders import (
     EncoderBackend,
     canonical_model,
+    check_encoder,
     encoder_backend,
     encoder_identity,
     provider_of,
@@ -90,6 +91,14 @@ class LiteLLMReranker:
         """The endpoint identity of this reranker's scores (model and endpoint)."""
         return encoder_identity(self.model, self.api_base)
 
+    def check_endpoint(self, *, call: bool) -> None:
+        """The LLM's preflight for this model (:func:`~chainrag.llm.encoders.check_encoder`)."""
+        check_encoder(self.model, self.api_base, "rerank", call=call)
+
+    def stored_before(self) -> bool:
+        """Whether the store holds values computed at this endpoint (a replay needs no key)."""
+        return holds_endpoint(cache_root() / "rerank" / "scores.sqlite", self.identity())
+
     def score_space(self, query: str) -> str:
         """The store's space of the scores of documents against ``query``."""
         payload = {"endpoint": self.identity(), "query": query}
@@ -99,13 +108,14 @@ class LiteLLMReranker:
         """Each of ``documents``' score against ``query``: from the store, else asked."""
         if not documents:
             return []
-        sent: list[int] = []
+        store, sent = score_store(ctx), []
 
         def fetch(part: list[str]) -> list[float]:
             sent.append(len(part))
+            mark_endpoint(store, self.identity())
             return self._fetch(query, part, ctx)
 
-        found = stored(score_store(ctx), self.score_space(query), documents, fetch, score_codec(),
+        found = stored(store, self.score_space(query), documents, fetch, score_codec(),
                        self._most() * self.concurrency)  # fmt: skip
         if ctx.encoders is not None:
             ctx.encoders.record(STAGE, EncoderUsage(stored=len(set(documents)) - sum(sent)))
