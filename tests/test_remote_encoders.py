@@ -31,6 +31,9 @@ from chainrag.llm.encoders import check_encoder, encoder_identity, encoder_price
 from chainrag.recipes.overrides import encoder_changes, encoder_section, load_changed, parse_all
 from chainrag.run.provenance import recipe_digest
 from chainrag.standin.server import FakeOpenAI, fixed, serve
+from chainrag.training.common import TrainingError
+from chainrag.training.distill_fit import Pair
+from chainrag.training.teachers import choose_teacher, teacher_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ["Paris is the capital of France.", "Berlin", "It opened in 1889.", "Berlin"]
@@ -213,3 +216,18 @@ def test_one_model_written_two_ways_is_one_recipe_digest() -> None:
     assert len(digests) == 1
     shipped = recipe_digest(load_changed(recipe))
     assert shipped not in digests
+
+
+def test_a_remote_reranker_is_a_distillation_teacher() -> None:
+    pairs = [Pair(0, "capital of France", "Paris is the capital of France", True),
+             Pair(0, "capital of France", "Berlin is big", False),
+             Pair(1, "Berlin", "Berlin is big", True)]  # fmt: skip
+    fake = FakeOpenAI([])
+    with serve(fake) as base:
+        teacher = choose_teacher("cohere/standin-rerank", None, None, base)
+        scores, unreadable = teacher_scores(teacher, pairs)
+    assert teacher.kind == "remote" and unreadable == 0
+    assert scores.dtype == np.float32 and scores[0] > scores[1] and 0 <= scores.min() <= 1
+    assert len(fake.reranked) == 2  # one search a question
+    with pytest.raises(TrainingError, match="rerank model litellm knows"):
+        choose_teacher("nonsense-provider/x", None, None)
