@@ -74,6 +74,43 @@ ApiBaseOption = Annotated[
 ]
 
 
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        metavar="MODEL",
+        help="Embed with this model in place of the recipe's index embedder: a model folder, "
+        "a model that ships (hashed_bow, all-minilm-l6-v2) or any litellm model string "
+        "(text-embedding-3-small, cohere/embed-english-v3.0, hosted_vllm/NAME with "
+        "--set index.embedder.api_base=URL).",
+    ),
+]
+RerankerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--reranker",
+        metavar="MODEL",
+        help="Rerank the seed candidates with this model: a reranker's folder, none, dense, or "
+        "any litellm rerank model string (cohere/rerank-english-v3.0, infinity/NAME with "
+        "--set retrieval.seed.reranker.api_base=URL).",
+    ),
+]
+
+
+def with_encoders(
+    overrides: list[str] | None, embedder: str | None, reranker: str | None
+) -> list[str]:
+    """The ``--set`` changes with ``--embedder`` and ``--reranker`` first (as the ``--set``
+    changes they make: :func:`chainrag.recipes.overrides.encoder_changes`); exit 1 naming the
+    option where a name is none of what it may be."""
+    from chainrag.recipes.overrides import encoder_changes
+
+    try:
+        return [*encoder_changes(embedder, reranker), *(overrides or ())]
+    except ChainragError as exc:
+        raise fail(str(exc)) from None
+
+
 def with_api_base(overrides: list[str] | None, api_base: str | None) -> list[str]:
     """The ``--set`` changes with ``--api-base URL`` as the first, ``llm.api_base=URL``; exit 2
     naming the option where URL is not an http(s) URL or carries credentials."""

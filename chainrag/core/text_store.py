@@ -27,7 +27,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from chainrag.core.sqlite_file import SQLiteFile
+from chainrag.core.types import FloatArray
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key BLOB PRIMARY KEY, value BLOB NOT NULL);"
 DEFAULT_MAX_BYTES = 4 * 1024**3
@@ -182,3 +185,36 @@ def stored(
         store.put(space, {t: encode(v) for t, v in made.items()})
         known.update(made)
     return [known[t] for t in texts]
+
+
+def vector_codec() -> Codec[FloatArray]:
+    """float32 bytes, exactly as computed."""
+
+    def decode(raw: bytes) -> FloatArray:
+        vector: FloatArray = np.frombuffer(raw, dtype=np.float32)  # ValueError if damaged
+        return vector
+
+    def encode(vector: FloatArray) -> bytes:
+        return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+    return encode, decode
+
+
+ENDPOINTS = "endpoints"
+"""The space where a store marks each endpoint identity it holds values of."""
+
+
+def mark_endpoint(store: TextStore, identity: str) -> None:
+    """Note in ``store`` that it holds values computed at the endpoint ``identity``."""
+    store.put(ENDPOINTS, {identity: b"1"})
+
+
+def holds_endpoint(path: Path, identity: str) -> bool:
+    """Whether the store at ``path`` (which may not exist) holds values of ``identity``."""
+    if not path.is_file():
+        return False
+    store = TextStore(path)
+    try:
+        return bool(store.get(ENDPOINTS, [identity]))
+    finally:
+        store.close()

@@ -510,6 +510,38 @@ class Usage:
 
 
 @attrs.frozen
+class EncoderUsage:
+    """Accounting for a remote encoder's work (an embedding model's, a reranker's): its
+    requests, the tokens they embedded, the searches they ranked, the texts sent and the texts
+    whose vector or score came from the store instead, the inputs cut to the model's token
+    limit, latency and dollars (None where litellm's price map has no entry)."""
+
+    requests: int = 0
+    tokens: int = 0
+    searches: int = 0
+    sent: int = 0
+    stored: int = 0
+    cut: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+
+    def __add__(self, other: EncoderUsage) -> EncoderUsage:
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return EncoderUsage(
+            requests=self.requests + other.requests,
+            tokens=self.tokens + other.tokens,
+            searches=self.searches + other.searches,
+            sent=self.sent + other.sent,
+            stored=self.stored + other.stored,
+            cut=self.cut + other.cut,
+            latency_s=self.latency_s + other.latency_s,
+            cost_usd=cost,
+        )
+
+
+@attrs.frozen
 class LLMResponse:
     """The text an LLM returned for a request, with the usage it cost.
 
@@ -601,7 +633,8 @@ class Prediction:
 
     ``answers[0]`` is the primary answer; further entries are variants produced in the same run
     (ChainRAG's AnsInt and CxtInt). ``usage`` and ``usage_by_prompt`` count the LLM calls,
-    cache hits, tokens, latency and cost the question took, per prompt id. ``read`` is the
+    cache hits, tokens, latency and cost the question took, per prompt id (``encoder_usage``:
+    the remote encoders' requests, tokens and searches, by stage). ``read`` is the
     question the final answer was read for where it is not the dataset's own (Shi et al.'s reader
     answers Query Rewriter+'s rewritten question), else None. ``phrase_graph`` is what the
     phrase graph a retriever built to answer it was made of (HippoRAG's: passages, phrases,
@@ -619,6 +652,9 @@ class Prediction:
     read: str | None = None
     phrase_graph: PhraseGraphStats | None = None
     notes: MethodNotes | None = None
+    encoder_usage: tuple[tuple[str, EncoderUsage], ...] = ()
+    """The remote encoders' work for the question by stage (``embed passages``, ``embed
+    queries``, ``rerank``); empty where no remote encoder worked."""
 
     @property
     def answer(self) -> str:

@@ -31,11 +31,18 @@ from chainrag.core.context import Context
 from chainrag.core.device import cache_devices
 from chainrag.core.parts import parts
 from chainrag.core.paths import cache_root, llm_cache_path
-from chainrag.core.text_store import CHUNK, Codec, TextStore
+from chainrag.core.text_store import CHUNK, Codec, TextStore, vector_codec
 from chainrag.core.text_store import digest as digest  # where callers found it
 from chainrag.core.text_store import stored as stored  # where callers found it
 from chainrag.core.types import FloatArray, Mention, Passage, Sentence
-from chainrag.protocols.index import NER, Embedder, EmbedRole, SentenceSplitter, VersionedModel
+from chainrag.protocols.index import (
+    NER,
+    Embedder,
+    EmbedRole,
+    SentenceSplitter,
+    StoresItsVectors,
+    VersionedModel,
+)
 from chainrag.protocols.parts import FileIdentified
 from chainrag.recipes.structure import identity
 
@@ -68,21 +75,10 @@ def space_of(component: object, **more: str) -> str:
     return digest(payload)
 
 
-def _vector_codec() -> Codec[FloatArray]:
-    """float32 bytes, exactly as computed."""
-
-    def decode(raw: bytes) -> FloatArray:
-        vector: FloatArray = np.frombuffer(raw, dtype=np.float32)  # ValueError if damaged
-        return vector
-
-    def encode(vector: FloatArray) -> bytes:
-        return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-
-    return encode, decode
-
-
 class EmbeddingCache:
-    """Vectors by (embedder, role, text) in ``folder``/vectors.sqlite."""
+    """Vectors by (embedder, role, text) in ``folder``/vectors.sqlite; an embedder that stores
+    its own (:class:`~chainrag.protocols.index.StoresItsVectors`: a remote model, by its
+    endpoint's identity, in ``$CHAINRAG_CACHE``'s store) is handed its texts as they are."""
 
     def __init__(
         self, folder: Path | None = None, *, chunk: int = CHUNK, max_bytes: int | None = None
@@ -104,11 +100,11 @@ class EmbeddingCache:
         self, embedder: Embedder, texts: Sequence[str], ctx: Context, role: EmbedRole = "passage"
     ) -> FloatArray:
         """The (n, d) vectors of ``texts``; only the texts the store lacks are embedded."""
-        if not texts:
+        if not texts or isinstance(embedder, StoresItsVectors):  # a remote model stores its own
             return embedder(texts, ctx, role)
         space = space_of(embedder, role=role)
         rows = stored(self.store, space, texts, lambda part: list(embedder(part, ctx, role)),
-                      _vector_codec(), self.chunk)  # fmt: skip
+                      vector_codec(), self.chunk)  # fmt: skip
         return np.stack(rows).astype(np.float32, copy=False)
 
 
@@ -194,8 +190,8 @@ class AnnotationCache:
         return sentences_from(passages, spans)
 
 
-Store = Literal["embeddings", "annotations", "indexes", "llm"]
-STORES: tuple[Store, ...] = ("embeddings", "annotations", "indexes", "llm")
+Store = Literal["embeddings", "annotations", "indexes", "llm", "rerank"]
+STORES: tuple[Store, ...] = ("embeddings", "annotations", "indexes", "llm", "rerank")
 
 
 @attrs.frozen
@@ -211,7 +207,8 @@ def store_paths(root: Path | None = None) -> dict[Store, Path]:
     """Where each cache lives (the LLM's response cache is one SQLite file)."""
     root = root or cache_root()
     return {"embeddings": root / "embeddings", "annotations": root / "annotations",
-            "indexes": root / "indexes", "llm": root / llm_cache_path().name}  # fmt: skip
+            "indexes": root / "indexes", "llm": root / llm_cache_path().name,
+            "rerank": root / "rerank"}  # fmt: skip
 
 
 def _files(path: Path) -> list[Path]:

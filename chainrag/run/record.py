@@ -223,9 +223,19 @@ def record_line(record: RunRecord) -> dict[str, Any]:
         "usage": plain(trace.usage),
         "usage_by_prompt": {prompt: plain(usage) for prompt, usage in trace.usage_by_prompt},
         "seconds": record.seconds,
-        "trace": plain(attrs.evolve(trace, usage_by_prompt=())),
+        "trace": _bare_trace(trace),
         "format": RECORD_FORMAT,
-    } | ({"state": dict(record.state)} if record.state is not None else {})
+    } | ({"state": dict(record.state)} if record.state is not None else {}) | (
+        {"encoder_usage": {stage: plain(u) for stage, u in trace.encoder_usage}}
+        if trace.encoder_usage else {}
+    )  # fmt: skip
+
+
+def _bare_trace(trace: Prediction) -> dict[str, Any]:
+    """The trace as a line holds it: its usage by prompt and the encoders' at the line's top."""
+    bare = plain(attrs.evolve(trace, usage_by_prompt=()))
+    bare.pop("encoder_usage", None)
+    return dict(bare)
 
 
 TYPED_FORMAT = 3
@@ -255,10 +265,13 @@ def read_record(data: Any, notes: Callable[[], MethodNotes | None] = no_notes) -
     fields = {k: v for k, v in data.items() if k not in _DERIVED}
     trace, usage = fields.get("trace"), fields.pop("usage", None)
     by_prompt = fields.pop("usage_by_prompt", {})
+    encoders = fields.pop("encoder_usage", {})
     if isinstance(trace, Mapping):  # the usage is the line's, at its top
         trace = {**trace, "usage": usage} if usage is not None else dict(trace)
         if isinstance(by_prompt, Mapping):
             trace["usage_by_prompt"] = [[k, v] for k, v in by_prompt.items()]
+        if isinstance(encoders, Mapping) and encoders:
+            trace["encoder_usage"] = [[k, v] for k, v in encoders.items()]
         old = version < RECORD_FORMAT
         fields["trace"] = upgrade_trace(trace, version, notes()) if old else trace
     retrieval = fields.get("retrieval")

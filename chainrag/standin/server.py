@@ -21,6 +21,16 @@ something they parse (JSON where a schema is asked), deterministically, from the
 text. ``latency`` gives each answer's seconds: :func:`fixed` or :func:`lognormal` (a median and
 a heavy tail, seeded).
 
+Like an embedding server and a reranker: POST ``/v1/embeddings`` answers each input with the
+``hashed_bow`` embedder's vector of its text (:func:`~chainrag.core.vectors.hashed_bag_of_words`,
+``dimensions`` of them, 512 where the request names none; as numbers, or base64 where the request
+asks ``encoding_format: base64``), so a run with a remote embedder here can be compared with a
+local run; POST ``.../rerank`` answers in Cohere's format, each document's score the cosine of
+its vector with the query's. Both have the key, rate, burst and latency modes (``encoder_latency``
+in place of ``latency`` where given) and their own script (``encoder_script``: ``ok`` or an
+HTTP status); their bodies are kept in ``embedded`` and ``reranked``, and chainrag's encoder
+preflight (one input ``OK``) in ``probes``.
+
 As a process (bench/api_throughput.py runs it so, to measure chainrag's CPU without it):
 ``python -m chainrag.standin.server --latency lognormal:1:5 --bursts 60:2 --port-file F``.
 """
@@ -28,6 +38,8 @@ As a process (bench/api_throughput.py runs it so, to measure chainrag's CPU with
 from __future__ import annotations
 
 import argparse
+import base64
+import functools
 import json
 import math
 import random
@@ -39,6 +51,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from chainrag.core.vectors import hashed_bag_of_words
 from chainrag.standin.replies import Body, standin_reply
 
 
@@ -91,8 +106,14 @@ class FakeOpenAI:
         rate: tuple[int, float] | None = None,
         latency: Callable[[], float] | None = None,
         bursts: tuple[float, float] | None = None,
+        encoder_latency: Callable[[], float] | None = None,
+        encoder_script: list[str] | None = None,
     ) -> None:
         self.script = list(script)
+        self.encoder_latency = encoder_latency
+        self.encoder_script = list(encoder_script or ())
+        self.embedded: list[dict[str, Any]] = []  # embedding requests answered
+        self.reranked: list[dict[str, Any]] = []  # rerank requests answered
         self.latency = latency
         self.bursts = bursts
         self.born = time.monotonic()
@@ -140,6 +161,15 @@ class FakeOpenAI:
             self.burst_limited += 1
         return length - into
 
+    def next_encoder_behaviour(self) -> str:
+        with self.lock:
+            return self.encoder_script.pop(0) if self.encoder_script else "ok"
+
+    def encoder_wait(self) -> float:
+        """The seconds an embedding or rerank answer takes."""
+        latency = self.encoder_latency or self.latency
+        return self.delay_s + (latency() if latency is not None else 0.0)
+
     def answer(self, body: Body) -> str:
         """The reply's text for ``body``."""
         return self.reply(body) if callable(self.reply) else self.reply
@@ -164,20 +194,24 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length))
+            encoder = self.path.rstrip("/").rsplit("/", 1)[-1]
             if fake.key is not None and self.headers.get("Authorization") != f"Bearer {fake.key}":
                 message = "Incorrect API key provided. You can find your API key in your account."
                 error = {"message": message, "type": "invalid_request_error",
                          "code": "invalid_api_key"}  # fmt: skip
                 self._send(401, json.dumps({"error": error}))
                 return
-            if is_probe(body):
+            if is_probe(body) or is_encoder_probe(encoder, body):
                 fake.probes.append(body)
-                self._send(200, json.dumps(completion_body("OK")))
+                self._send(200, json.dumps(probe_body(encoder, body)))
                 return
             if (wait := fake.in_burst()) is not None or (wait := fake.over_rate()) is not None:
                 error = {"message": "Rate limit reached for requests", "type": "requests",
                          "code": "rate_limit_exceeded"}  # fmt: skip
                 self._send(429, json.dumps({"error": error}), {"Retry-After": f"{wait:.3f}"})
+                return
+            if encoder in ENCODERS:
+                self._encode(encoder, body)
                 return
             fake.bodies.append(body)
             behaviour = fake.next_behaviour()
@@ -197,6 +231,26 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 body = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
                 self._send(status, json.dumps(body))
 
+        def _encode(self, encoder: str, body: dict[str, Any]) -> None:
+            """An embedding or rerank request, after the key and rate checks."""
+            (fake.embedded if encoder == "embeddings" else fake.reranked).append(body)
+            behaviour = fake.next_encoder_behaviour()
+            time.sleep(fake.encoder_wait())
+            if behaviour != "ok":
+                status = int(behaviour)
+                error = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
+                self._send(status, json.dumps(error))
+                return
+            try:
+                answer = ENCODERS[encoder](body)
+            except (KeyError, TypeError, ValueError) as exc:
+                error = {
+                    "error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}
+                }
+                self._send(400, json.dumps(error))
+                return
+            self._send(200, json.dumps(answer))
+
         def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
             data = body.encode()
             try:
@@ -211,6 +265,71 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 pass
 
     return Handler
+
+
+STANDIN_DIMENSIONS = 512
+"""The stand-in embedding model's dimensions where a request names none (``hashed_bow``'s)."""
+
+
+def word_tokens(text: str) -> int:
+    """The stand-in's token count of a text: its words (at least one)."""
+    return max(1, len(text.split()))
+
+
+def embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI embeddings answer to ``body``: each input's hashed bag of words."""
+    texts = body["input"]
+    texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+    dim = int(body.get("dimensions") or STANDIN_DIMENSIONS)
+    vectors = hashed_bag_of_words(texts, dim)
+    as_base64 = body.get("encoding_format") == "base64"
+    data = [{"object": "embedding", "index": i,
+             "embedding": (base64.b64encode(v.astype("<f4").tobytes()).decode() if as_base64
+                           else [float(x) for x in v])}
+            for i, v in enumerate(vectors)]  # fmt: skip
+    tokens = sum(word_tokens(t) for t in texts)
+    return {"object": "list", "data": data, "model": body.get("model", "standin-embed"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}  # fmt: skip
+
+
+def rerank_body(body: dict[str, Any]) -> dict[str, Any]:
+    """Cohere's rerank answer to ``body``: each document's cosine with the query, in hashed
+    bags of words, best first (``top_n`` of them)."""
+    documents = [d if isinstance(d, str) else str(d.get("text", "")) for d in body["documents"]]
+    vectors = hashed_bag_of_words([str(body["query"]), *documents], STANDIN_DIMENSIONS)
+    scores = (vectors[1:] @ vectors[0]).astype(np.float64)
+    order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
+    top = order[: int(body.get("top_n") or len(documents))]
+    results = [{"index": i, "relevance_score": float(scores[i])} for i in top]
+    return {"id": "rerank-standin", "results": results,
+            "meta": {"billed_units": {"search_units": 1}}}  # fmt: skip
+
+
+ENCODERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "embeddings": embeddings_body, "rerank": rerank_body}  # fmt: skip
+"""The stand-in's encoder endpoints, by the last part of the request's path."""
+
+
+def is_encoder_probe(encoder: str, body: dict[str, Any]) -> bool:
+    """Whether ``body`` is chainrag's encoder preflight: one input ``OK`` embedded, or one
+    document ``OK`` ranked (:func:`chainrag.llm.encoders.check_encoder`)."""
+    if encoder == "embeddings":
+        return body.get("input") == ["OK"]
+    return encoder == "rerank" and body.get("query") == "OK" and body.get("documents") == ["OK"]
+
+
+def probe_body(encoder: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The answer to a preflight request."""
+    return ENCODERS[encoder](body) if encoder in ENCODERS else completion_body("OK")
+
+
+@functools.cache
+def shared_standin() -> str:
+    """The ``api_base`` of a stand-in started once for this process (a daemon thread, never
+    stopped): what the remote encoders' registered examples call in conformance checks."""
+    server = _Server(("127.0.0.1", 0), _handler(FakeOpenAI([], reply=standin_reply)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
 @contextmanager

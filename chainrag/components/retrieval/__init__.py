@@ -4,6 +4,7 @@ Modules:
     ``retrievers``: seed retrievers (dense + rerank, BM25, LM-guided, tree).
     ``hipporag``: HippoRAG's seed retriever (phrase graph, linking, Personalized PageRank).
     ``rerankers``: rerankers (dense, cross-encoder, FlagReranker).
+    ``remote_rerankers``: any rerank model litellm reaches, each score paid for once.
     ``expanders``: graph expanders under a word budget.
     ``judges``: the sufficiency judges an expander asks.
     ``vectors``: a query's vector.
@@ -16,6 +17,7 @@ from chainrag.components.retrieval import (
     expanders,
     hipporag,
     judges,
+    remote_rerankers,
     rerankers,
     retrievers,
     search,
@@ -26,6 +28,7 @@ __all__ = [
     "expanders",
     "hipporag",
     "judges",
+    "remote_rerankers",
     "rerankers",
     "retrievers",
     "search",
