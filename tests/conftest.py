@@ -101,7 +101,8 @@ def _loopback_url(url: object) -> bool:
 
 @pytest.fixture(autouse=True)
 def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any litellm completion that is not aimed at a server on 127.0.0.1 fails loudly."""
+    """Any litellm completion, embedding or rerank that is not aimed at a server on 127.0.0.1
+    fails loudly."""
     litellm = import_litellm()
 
     def refuse(name: str, real: Any) -> Any:
@@ -117,3 +118,5 @@ def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(litellm, "completion", refuse("completion", litellm.completion))
     monkeypatch.setattr(litellm, "acompletion", refuse("acompletion", litellm.acompletion))
+    monkeypatch.setattr(litellm, "embedding", refuse("embedding", litellm.embedding))
+    monkeypatch.setattr(litellm, "rerank", refuse("rerank", litellm.rerank))

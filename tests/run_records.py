@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from chainrag.core.notes import MethodNotes
 from chainrag.core.types import Answer, NamedAnswer, Prediction, StepTrace, Usage
 from chainrag.run.meta import LLMIdentity, ModelIdentities, RunMeta, meta_data
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer, record_line
@@ -25,12 +26,13 @@ def record(
     usage: Usage = NO_USAGE,
     steps: Sequence[StepTrace] = (),
     seconds: float = 2.0,
+    notes: MethodNotes | None = None,
 ) -> RunRecord:
     """A question answered with one variant per ``f1s`` key (EM = F1; the text ``texts`` gives,
-    else "x"), the first the primary."""
+    else "x"), the first the primary; ``notes``: what the method says of its answers."""
     answers = {v: ScoredAnswer(texts.get(v, "x"), f1, f1) for v, f1 in f1s.items()}
     named = tuple(NamedAnswer(v, Answer(texts.get(v, "x"))) for v in f1s)
-    trace = Prediction(named, tuple(steps), usage=usage)
+    trace = Prediction(named, tuple(steps), usage=usage, notes=notes)
     return RunRecord(qid, "musique", f"question {qid}?", question_type, tuple(gold), answers,
                      retrieval, trace, seconds)  # fmt: skip
 

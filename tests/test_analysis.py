@@ -24,6 +24,7 @@ from chainrag.core.types import (
     SubAnswer,
     Verdict,
 )
+from chainrag.methods.paper import ChainRAG
 from chainrag.run.record import RunRecord, record_line
 
 from .run_records import record, write_run
@@ -309,7 +310,8 @@ def test_compare_refuses_records_without_f1(tmp_path: Path) -> None:
 def _chainrag_record(qid: str, ansint: str, cxtint: str, subs: list[str], gold: str) -> RunRecord:
     steps = [StepTrace("q", answer=SubAnswer("q", s, True)) for s in subs] + [StepTrace("q")]
     texts = {"ansint": ansint, "cxtint": cxtint}
-    return record(qid, {"ansint": 0.0, "cxtint": 0.0}, texts=texts, gold=[gold], steps=steps)
+    return record(qid, {"ansint": 0.0, "cxtint": 0.0}, texts=texts, gold=[gold], steps=steps,
+                  notes=ChainRAG().notes())  # fmt: skip
 
 
 def test_integration_gap_splits_questions_by_case(tmp_path: Path) -> None:

@@ -129,12 +129,12 @@ def test_run_json_records_where_each_encoder_ran_and_a_resume_elsewhere_warns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from chainrag.data.datasets import dataset_path
-    from chainrag.run.jobs import run_into
+    from chainrag.run.jobs import RunOptions, run_into
 
     recipe = load_recipe(NAIVE)
     folder = tmp_path / "run"
     monkeypatch.setattr(device, "cuda_available", lambda: False)
-    run_into(recipe, NAIVE, folder, "2wiki", [], ScriptedLLM({}), width=1, slots=1, cache=None)
+    run_into(recipe, NAIVE, folder, "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
     session = json.loads((folder / "run.json").read_text())["sessions"][0]
     assert session["devices"] == {"index.embedder": "cpu"}
     said: list[str] = []
@@ -160,12 +160,11 @@ def test_a_device_change_is_said_only_when_both_are_known() -> None:
 def test_a_run_asking_for_cuda_without_one_stops_before_any_question(
     tmp_path: Path, no_gpu: None
 ) -> None:
-    from chainrag.run.jobs import run_into
+    from chainrag.run.jobs import RunOptions, run_into
 
     recipe = load_changed(NAIVE, parse_all(["index.embedder.device=cuda"]))
     with pytest.raises(device.DeviceError, match=r"index\.embedder has device: cuda"):
-        run_into(recipe, NAIVE, tmp_path / "r", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
-                 cache=None)  # fmt: skip
+        run_into(recipe, NAIVE, tmp_path / "r", "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
     assert not (tmp_path / "r" / "run.json").exists()
 
 

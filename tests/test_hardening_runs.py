@@ -310,7 +310,7 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
 
     from chainrag.data.datasets import dataset_path
     from chainrag.recipes.recipe import load_recipe
-    from chainrag.run.jobs import run_into
+    from chainrag.run.jobs import RunOptions, run_into
 
     from .conftest import ROOT
 
@@ -320,7 +320,7 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     for mode in ("fresh", "reuse", "aligned"):
         mine = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache=mode))
         folder = tmp_path / mode
-        run_into(mine, path, folder, "2wiki", [], ScriptedLLM({}), width=1, slots=1, cache=None)
+        run_into(mine, path, folder, "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
         assert json.loads((folder / "run.json").read_text())["models"]["llm"][
             "prompt_cache"] == mode  # fmt: skip
     file, _ = dataset_path("2wiki")
@@ -337,15 +337,13 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     with pytest.raises(RunError, match="prompt_cache 'aligned'; this run's is 'reuse'"):
         RunDir(tmp_path / "aligned").start(aligned, path, "2wiki", file, prompt_cache="reuse")
     remote = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, kind="litellm", model="gpt-4o-mini"))
-    run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
-             cache=None)  # fmt: skip
+    run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
     assert "prompt_cache" not in json.loads((tmp_path / "remote" / "run.json").read_text())[
         "models"]["llm"]  # fmt: skip
     # api_base is no part of the digest: a local model's server there and the managed one
     # are told apart by how they evaluate prompts
     served = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, api_base="http://127.0.0.1:1/v1"))
-    run_into(served, path, tmp_path / "served", "2wiki", [], ScriptedLLM({}), width=1, slots=1,
-             cache=None)  # fmt: skip
+    run_into(served, path, tmp_path / "served", "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
     with pytest.raises(RunError, match=r"from the server at http://127\.0\.0\.1:1/v1, which "
                        r"evaluates prompts its own way; this run's are from the managed server "
                        r"in 'aligned'"):  # fmt: skip
@@ -366,7 +364,7 @@ def test_fresh_and_aligned_runs_go_on_in_each_other(tmp_path: Path) -> None:
 
     from chainrag.data.datasets import dataset_path
     from chainrag.recipes.recipe import dump_recipe, load_recipe
-    from chainrag.run.jobs import run_into
+    from chainrag.run.jobs import RunOptions, run_into
     from chainrag.run.meta import answer_recipe, recipe_digest
 
     from .conftest import ROOT
@@ -376,8 +374,7 @@ def test_fresh_and_aligned_runs_go_on_in_each_other(tmp_path: Path) -> None:
     aligned = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache="aligned"))
     for mode in ("fresh", "aligned"):
         mine = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache=mode))
-        run_into(mine, path, tmp_path / mode, "2wiki", [], ScriptedLLM({}), width=1, slots=1,
-                 cache=None)  # fmt: skip
+        run_into(mine, path, tmp_path / mode, "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
     file, _ = dataset_path("2wiki")
     # fresh and aligned give the same answers bit for bit: a run goes on in either, and the
     # unset default (aligned) is the same recipe as an explicit fresh

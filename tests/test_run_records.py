@@ -27,6 +27,7 @@ from chainrag.core.types import (
 )
 from chainrag.run.folder import RunDir
 from chainrag.run.meta import meta_data, read_meta
+from chainrag.run.notes import notes_of
 from chainrag.run.record import (
     CONVERTER,
     LEGACY_NOT_CHECKED,
@@ -45,6 +46,7 @@ from .conftest import ROOT
 from .run_records import record
 
 STORED = sorted((ROOT / "docs").rglob("predictions.jsonl"))
+STORED_ANSINT = ROOT / "docs" / "runs" / "musique" / "ansint"
 DATA = ROOT / "tests" / "data"
 
 
@@ -260,7 +262,7 @@ def test_an_old_line_marks_a_memory_step_by_its_question() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"format": 4}, r"record format 4: written by another version of chainrag"),
+        ({"format": 5}, r"record format 5: written by another version of chainrag"),
         ({"seconds": "2"}, r"expected a number, got '2' @ record.seconds"),
         ({"answers": {"ansint": {"text": "x", "f1": 1.0}}}, r"missing @ record.answers.ansint.em"),
         ({"extra": 1}, r"unknown key 'extra'"),
@@ -273,6 +275,35 @@ def test_a_line_that_is_not_a_record_says_what_is_wrong(
     line = record_line(record("q1", {"naive": 1.0})) | change
     with pytest.raises(RecordError, match=message):
         read_record(line)
+
+
+def test_a_line_holds_its_methods_notes_and_an_old_one_gets_them_from_the_recipe(
+    tmp_path: Path,
+) -> None:
+    """What ChainRAG says of its answers and rewriting is in each record it writes (the run
+    adds the method's notes, :func:`chainrag.run.notes.notes_of`), and a line written before
+    lines held them gets them from the run's stored recipe where it is read; a method that
+    says nothing has none."""
+    folder = tmp_path / "ansint"
+    folder.mkdir()
+    (folder / "recipe.yaml").write_bytes((STORED_ANSINT / "recipe.yaml").read_bytes())
+    recipe = RunDir(folder).stored_recipe()
+    assert recipe is not None
+    notes = notes_of(recipe)
+    assert notes is not None
+    assert [(i.name, i.kind, i.reads.sub_questions) for i in notes.integrations] == [
+        ("ansint", "ans_int", "rewritten"), ("cxtint", "cxt_int", None)]  # fmt: skip
+    assert notes.rewriting is not None
+    assert (notes.rewriting.on, notes.rewriting.trigger) == (True, "pronoun_words")
+    assert notes.expander == "iterative_hops"
+    new = record("q1", {"ansint": 1.0, "cxtint": 0.0}, notes=notes)
+    old = record_line(record("q2", {"ansint": 1.0, "cxtint": 0.0})) | {"format": 3}
+    lines = [json.dumps(record_line(new)), json.dumps(old)]
+    (folder / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert [r.trace.notes for r in RunDir(folder).records()[0]] == [notes, notes]
+    assert record_line(new)["trace"]["notes"]["integrations"][0]["name"] == "ansint"
+    assert "notes" not in record_line(record("q3", {"naive": 1.0}))["trace"]
+    assert read_record(old).trace.notes is None  # no recipe asked
 
 
 def test_a_failed_question_line_keeps_its_shape() -> None:

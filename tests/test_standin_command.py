@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
-from chainrag.standin.server import parse_latency, parse_pair
+from chainrag.standin.process import parse_latency, parse_pair
 
 from .conftest import ROOT
 from .test_runs import naive_recipe

@@ -20,12 +20,13 @@ from scipy import sparse
 from typer.testing import CliRunner
 
 from chainrag.cli.main import app
+from chainrag.core.notes import Rewriting
 from chainrag.core.types import Answer, Expansion, NamedAnswer, StepTrace, SubAnswer, Verdict
 from chainrag.report.runs import comparisons, rows_of
 from chainrag.run.files import RunError
 from chainrag.run.record import ScoredAnswer, record_line
 from chainrag.view import Examples, Indexes, read_runs, render, write_view
-from chainrag.view.evidence import ChainNotes, rewrite_reason, trigger_words
+from chainrag.view.evidence import rewrite_reason, trigger_words
 from chainrag.view.walk import MAX_ROWS, ROW_GAP, hop_levels, layout, legend, walk_of, walk_svg
 from tests.run_records import record, write_run
 from tests.view_runs import ROOT, Element, ToyRun, make_toy_run, parse, sentences, toy_record
@@ -398,7 +399,7 @@ def test_a_narrow_walk_is_as_wide_as_its_legend() -> None:
 
 
 def test_rewrite_reasons() -> None:
-    notes = ChainNotes(words=("it", "his", "that"))
+    notes = Rewriting(True, "pronoun_words", ("it", "his", "that"))
     answered, unanswered = SubAnswer("q", "a", True), SubAnswer("q", "", False)
     steps = [StepTrace("Who is X?", answer=answered), StepTrace("When was his son born?")]
     assert rewrite_reason(steps, 1, notes).startswith("not rewritten: no trigger word")
@@ -407,16 +408,15 @@ def test_rewrite_reasons() -> None:
     assert rewrite_reason(steps, 1, notes) == (
         "not rewritten: the previous sub-question was not answered"
     )
-    assert rewrite_reason(steps, 1, ChainNotes(rewrite=False)) == (
+    assert rewrite_reason(steps, 1, Rewriting(False, "pronoun_words")) == (
         "not rewritten: rewriting is off in this recipe"
     )
-    confirm = ChainNotes(words=("his",), confirm_rewrite=True)
+    confirm = Rewriting(True, "pronoun_words", ("his",), confirm=True)
     steps = [StepTrace("Who is X?", answer=answered), StepTrace("When was his son born?")]
     assert rewrite_reason(steps, 1, confirm) == (
         "not rewritten: the trigger matched “his”, but the LLM did not confirm it"
     )
-    assert trigger_words("Is this city big?", ChainNotes(trigger="substring", words=("it",))) == [
-        "it"]  # fmt: skip
+    assert trigger_words("Is this city big?", Rewriting(True, "substring", ("it",))) == ["it"]
 
 
 def test_a_walk_without_the_graph_has_the_traces_nodes_and_no_edge() -> None:
@@ -436,7 +436,8 @@ def test_two_named_integrators_of_one_kind_show_their_own_answers(
     toy_run: Callable[..., ToyRun],
 ) -> None:
     """A recipe may give two integrators of one kind, each its own answer name: the view finds
-    each one's answer by its name (by its kind, both would show the same answer)."""
+    each one's answer by its name (by its kind, both would show the same answer). The line is
+    one written before lines held their method's notes: they come from the run's recipe."""
     run = toy_run()
     recipe = yaml.safe_load((run.folder / "recipe.yaml").read_text(encoding="utf-8"))
     recipe["method"]["integrators"] = [
@@ -448,8 +449,8 @@ def test_two_named_integrators_of_one_kind_show_their_own_answers(
     named = (NamedAnswer("short", Answer("Spain")), NamedAnswer("long", Answer("France")))
     scored = {"short": ScoredAnswer("Spain", 1.0, 1.0), "long": ScoredAnswer("France", 0.0, 0.0)}
     made = attrs.evolve(made, answers=scored, trace=attrs.evolve(made.trace, answers=named))
-    line = json.dumps(record_line(made))
-    (run.folder / "predictions.jsonl").write_text(line + "\n", encoding="utf-8")
+    line = record_line(attrs.evolve(made, trace=attrs.evolve(made.trace, notes=None)))
+    (run.folder / "predictions.jsonl").write_text(json.dumps(line | {"format": 3}) + "\n")
     page, _ = page_of([run.folder])
     chain = page.one("section", class_="question").one("details", class_="method")
     said = [d.text() for d in chain.find_all("div", class_="integrator")]

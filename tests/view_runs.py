@@ -43,6 +43,7 @@ from chainrag.index.build import IndexCache
 from chainrag.index.graph import SentenceGraph
 from chainrag.recipes.recipe import check_recipe
 from chainrag.run.meta import file_fingerprint
+from chainrag.run.notes import notes_of
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer, record_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,9 +133,10 @@ def trace(summary: str | None = None) -> Prediction:
     )
     answers = (NamedAnswer("ansint", Answer("Spain")), NamedAnswer("cxtint", Answer("France")))
     usage = Usage(9, 0, 1500, 20, 6.0)
-    return Prediction(
-        answers, steps, decomposition, usage, (("decompose", Usage(1, 0, 100, 5, 1.0)),)
-    )
+    recipe = check_recipe(STORED / "recipe.yaml").recipe
+    assert recipe is not None
+    by_prompt = (("decompose", Usage(1, 0, 100, 5, 1.0)),)
+    return Prediction(answers, steps, decomposition, usage, by_prompt, notes=notes_of(recipe))
 
 
 def words(units: list[int]) -> int:

@@ -62,9 +62,11 @@ def split_question(record: RunRecord, right: float) -> Split:
     """The split of one ChainRAG record; ValueError if it has no AnsInt and CxtInt answers."""
     gold = record.gold
     texts = {a.name: a.answer.text for a in record.trace.answers}
-    if not {"ansint", "cxtint"} <= texts.keys():
+    notes = record.trace.notes
+    names = [notes.answer_of(kind) if notes else None for kind in ("ans_int", "cxt_int")]
+    if not all(name in texts for name in names):
         raise ValueError(f"question {record.id} has no AnsInt and CxtInt answers")
-    ansint, cxtint = (qa_scores(texts[k], gold)[1] >= right for k in ("ansint", "cxtint"))
+    ansint, cxtint = (qa_scores(texts[str(k)], gold)[1] >= right for k in names)
     steps = record.trace.steps
     subs = tuple(s.answer.answer for s in steps if s.answer is not None)
     return Split(record.id, ansint, cxtint, any(holds(s, gold) for s in subs), gold, subs,

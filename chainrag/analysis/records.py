@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from chainrag.run.files import RunError, finished
-from chainrag.run.folder import PREDICTIONS
-from chainrag.run.record import RunRecord, read_record
+from chainrag.run.files import RunError
+from chainrag.run.folder import PREDICTIONS, RunDir
+from chainrag.run.record import RunRecord
 
 
 def predictions_file(folder: Path) -> Path:
@@ -21,10 +21,10 @@ def predictions_file(folder: Path) -> Path:
 
 def predictions(folder: Path) -> list[RunRecord]:
     """The finished records of a run folder, read without changing it (a torn last line is
-    ignored); a RunError naming the folder when it has no predictions file, no line yet, or a
-    line that is not a record."""
+    ignored; :meth:`~chainrag.run.folder.RunDir.records`); a RunError naming the folder when
+    it has no predictions file, no line yet, or a line that is not a record."""
     path = predictions_file(folder)
-    records, _ = finished(path, read_record, repair=False)
+    records, _ = RunDir(folder).records(repair=False)
     if not records:
         raise RunError(f"{path}: no predictions yet")
     return records

@@ -22,12 +22,15 @@ from chainrag.cli.analysis import claims, compare, integration_gap, walks
 from chainrag.cli.cache import cache_app
 from chainrag.cli.common import (
     ApiBaseOption,
+    EmbedderOption,
     LLMOption,
+    RerankerOption,
     SetOption,
     fail,
     reports_errors,
     show_notes,
     with_api_base,
+    with_encoders,
 )
 from chainrag.cli.corpus import index_command
 from chainrag.cli.datasets import datasets
@@ -114,6 +117,8 @@ def validate(
     set_: SetOption = None,
     llm: LLMOption = None,
     api_base: ApiBaseOption = None,
+    embedder: EmbedderOption = None,
+    reranker: RerankerOption = None,
 ) -> None:
     """Check recipes; print every problem with its path; exit 1 if any. With --set or --llm
     (one recipe file only), check the recipe with those changes.
@@ -129,8 +134,9 @@ def validate(
     "recipes", else the file's own folder), in the repository's recipes/ folder, or in a folder
     listed in $CHAINRAG_RECIPE_ROOTS (separated by ":").
     """
-    if set_ or llm or api_base:
-        validate_changed(paths, with_api_base(set_, api_base), llm, load_plugins)
+    if set_ or llm or api_base or embedder or reranker:
+        changes = with_api_base(with_encoders(set_, embedder, reranker), api_base)
+        validate_changed(paths, changes, llm, load_plugins)
         return
     found = validate_paths(paths, load_plugins=load_plugins)
     for path in found.missing:
@@ -182,6 +188,8 @@ def recipe_show(
     set_: SetOption = None,
     llm: LLMOption = None,
     api_base: ApiBaseOption = None,
+    embedder: EmbedderOption = None,
+    reranker: RerankerOption = None,
 ) -> None:
     """Print the fully resolved recipe (bases merged, --llm and --set applied, defaults
     explicit) as YAML, then its digest as a comment: what a run folder of it resumes by.
@@ -191,7 +199,7 @@ def recipe_show(
     """
     from chainrag.recipes.overrides import check_changed, parse_all
 
-    changes = with_api_base(set_, api_base)
+    changes = with_api_base(with_encoders(set_, embedder, reranker), api_base)
     checked = check_changed(path, parse_all(changes), llm, load_plugins=load_plugins)
     if checked.recipe is None:
         raise fail(f"{path}: not shown, parts need plugins{notes(checked.unchecked)}", prefix="")

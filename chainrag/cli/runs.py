@@ -16,8 +16,10 @@ from chainrag.cli.common import (
     BUG_HINT,
     DETECT_HELP,
     ApiBaseOption,
+    EmbedderOption,
     LLMOption,
     Progress,
+    RerankerOption,
     SetOption,
     changed_recipe,
     deprecated,
@@ -25,6 +27,7 @@ from chainrag.cli.common import (
     renamed,
     reports_errors,
     with_api_base,
+    with_encoders,
 )
 from chainrag.core.errors import signal_name
 from chainrag.data.datasets import dataset_slug as dataset_slug  # the run folder of a dataset
@@ -151,6 +154,7 @@ def run(
     ray_cpus: RayCpus = 1.0, estimate: EstimateOption = False, sample: SampleOption = None,
     yes: YesOption = False, dry_run: DryRunOption = False, set_: SetOption = None,
     llm: LLMOption = None, api_base: ApiBaseOption = None, out: OldOutDir = None,
+    embedder: EmbedderOption = None, reranker: RerankerOption = None,
 ) -> None:  # fmt: skip
     """Answer a dataset's questions with each recipe; one JSON line per question in a run
     directory. Run the same command again to continue a stopped run: finished questions are
@@ -168,7 +172,8 @@ def run(
         raise fail("--yes applies to --estimate only (it allows the sample's paid calls)", 2)
     plan = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
                      cache_mode=cache_mode, index=index, say=said,
-                     overrides=with_api_base(set_, api_base), llm=llm)  # fmt: skip
+                     overrides=with_api_base(with_encoders(set_, embedder, reranker), api_base),
+                     llm=llm)  # fmt: skip
     from chainrag.run.preflight import check_plan, plan_warnings
 
     if dry_run:
@@ -380,6 +385,8 @@ def ask(
     llm: LLMOption = None,
     api_base: ApiBaseOption = None,
     recipe_option: OldRecipe = None,
+    embedder: EmbedderOption = None,
+    reranker: RerankerOption = None,
 ) -> None:
     """Answer one question over the given passages; print the answer and a readable trace."""
     from chainrag.core.trace import render
@@ -399,7 +406,8 @@ def ask(
     if context is None:
         raise fail("missing --context FILE: the passages to answer over", 2)
     check_cache_mode(cache_mode)
-    loaded = changed_recipe(Path(recipe), with_api_base(set_, api_base), llm)
+    changes = with_api_base(with_encoders(set_, embedder, reranker), api_base)
+    loaded = changed_recipe(Path(recipe), changes, llm)
     prediction, texts = answer(loaded, question, load_context_file(context),
                                cache_mode=cast("CacheMode", cache_mode))  # fmt: skip
     if as_json:

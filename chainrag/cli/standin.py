@@ -59,7 +59,7 @@ def standin(
     In another shell: chainrag run RECIPE --dataset musique --limit 3 --llm openai/stand-in
     --api-base http://127.0.0.1:8000/v1
     """
-    from chainrag.standin.server import Settings, parse_latency, parse_pair, run_standin
+    from chainrag.standin.process import Settings, parse_latency, parse_pair, run_standin
 
     try:
         parse_latency(latency)

@@ -15,7 +15,8 @@ from chainrag.core.device import Device
 train_app = typer.Typer(help="Train Patwa et al.'s adapter and reranker.", no_args_is_help=True)
 
 TEACHER_HELP = (
-    "auto (a --teacher-path, else the LLM of --llm-recipe, else gold labels), path, llm or gold."
+    "auto (a --teacher-path, else the LLM of --llm-recipe, else gold labels), path, llm, gold, "
+    "or a rerank model litellm knows (cohere/rerank-english-v3.0; a server: --teacher-api-base)."
 )
 DEVICE_HELP = (
     "Where the fit runs: auto (the GPU when torch sees one, else the CPU), cpu or cuda, as an "
@@ -117,6 +118,9 @@ def train_reranker(
     llm_recipe: Annotated[
         Path | None, typer.Option(help="A recipe whose llm: judges relevance 0-10.")
     ] = None,
+    teacher_api_base: Annotated[
+        str | None, typer.Option(help="The server of a remote reranker teacher.")
+    ] = None,
     train: Annotated[
         list[str] | None, typer.Option(help="Training question sets (default: both).")
     ] = None,
@@ -143,7 +147,7 @@ def train_reranker(
     if out is None:
         raise fail("missing --out-dir: the folder the student goes to", 2)
     on = device_option(device)
-    chosen = choose_teacher(teacher, teacher_path, llm_recipe)
+    chosen = choose_teacher(teacher, teacher_path, llm_recipe, teacher_api_base)
     config = DistillConfig(epochs=epochs, max_length=max_length, seed=seed, lr=lr, balance=balance)
     units = {"teacher (LLM)": "pair", "training the student": "batch"}
     with Progress(units=units) as bars:

@@ -15,7 +15,7 @@ import attrs
 
 from chainrag.core.errors import ChainragError
 from chainrag.core.retrieval import IndexData, Retriever
-from chainrag.core.types import Expansion, Usage
+from chainrag.core.types import EncoderUsage, Expansion, Usage
 from chainrag.protocols.llm import LLM, UsageLedger
 from chainrag.protocols.retrieval import Retrieval, Searchable
 
@@ -77,6 +77,23 @@ class ModelStore:
         return self
 
 
+class EncoderLedger:
+    """The remote encoders' usage (:class:`~chainrag.core.types.EncoderUsage`) by stage, as a
+    question's index build and retrieval record it; safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._by_stage: dict[str, EncoderUsage] = {}
+        self._lock = threading.Lock()
+
+    def record(self, stage: str, usage: EncoderUsage) -> None:
+        with self._lock:
+            self._by_stage[stage] = self._by_stage.get(stage, EncoderUsage()) + usage
+
+    def by_stage(self) -> tuple[tuple[str, EncoderUsage], ...]:
+        with self._lock:
+            return tuple(sorted(self._by_stage.items()))
+
+
 class MissingResourceError(ChainragError):
     """A stage needs something (an LLM, an index) that the context was not given."""
 
@@ -112,6 +129,8 @@ class Context:
             None when nothing counts it; :meth:`usage` reads it.
         index_data: What retrieval derives from an index (BM25, vector indexes), per index
             and bounded (:class:`~chainrag.core.retrieval.IndexData`); shared by copies.
+        encoders: Where remote encoders count their requests, tokens and searches (the
+            runner's per-question ledger), or None when nothing counts them.
     """
 
     llm: LLM | None = None
@@ -120,6 +139,7 @@ class Context:
     retrieval: Retrieval | None = None
     ledger: UsageLedger | None = None
     index_data: IndexData = attrs.field(factory=IndexData)
+    encoders: EncoderLedger | None = None
 
     def require_llm(self, stage: str) -> LLM:
         """The LLM, or a clear error naming the stage that needed one."""

@@ -71,7 +71,8 @@ def open_llm(
             cache = ResponseCache(cache_path)
             stack.callback(cache.close)
             inner = CachedLLM(inner, cache, cache_mode, endpoint_identity(spec))
-        yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed)
+        yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed,
+                       endpoint_identity(spec))  # fmt: skip
 
 
 def check_llm(spec: LLMSpec, *, call: bool) -> None:

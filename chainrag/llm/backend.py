@@ -159,27 +159,23 @@ class LiteLLMBackend:
     def complete(self, request: LLMRequest) -> LLMResponse:
         litellm = import_litellm()
         kwargs = self._kwargs(request, litellm)
-        for attempt in range(self.retry.max_retries + 1):
-            try:
-                return self._attempt(request, kwargs, litellm)
-            except Exception as exc:
-                error = self._error(request, exc, attempt)
-                if error.retryable and self.gone is not None and (death := self.gone()):
-                    raise ServerDiedError(
-                        f"the local LLM server {death}",
-                        prompt_id=request.prompt_id,
-                        model=request.model,
-                        attempts=attempt + 1,
-                    ) from exc
-                if not error.retryable or attempt == self.retry.max_retries:
-                    raise error from exc
-                wait = self.retry.delay(attempt, self._rng)
-                if isinstance(error, LLMRateLimitError) and error.retry_after_s is not None:
-                    wait = min(error.retry_after_s, MAX_RETRY_AFTER_S)
-                    if self.pacer is not None:  # every request waits, not only this one
-                        self.pacer.hold(wait)
-            self.sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return retrying(
+            lambda: self._attempt(request, kwargs, litellm),
+            lambda exc, attempt: self._failure(request, exc, attempt),
+            self.retry, self._rng, self.sleep, self.pacer,
+        )  # fmt: skip
+
+    def _failure(self, request: LLMRequest, exc: Exception, attempt: int) -> LLMError:
+        """The typed error of a failed attempt; a dead managed server's is final."""
+        error = self._error(request, exc, attempt)
+        if error.retryable and self.gone is not None and (death := self.gone()):
+            return ServerDiedError(
+                f"the local LLM server {death}",
+                prompt_id=request.prompt_id,
+                model=request.model,
+                attempts=attempt + 1,
+            )
+        return error
 
     def _attempt(self, request: LLMRequest, kwargs: dict[str, Any], litellm: Any) -> LLMResponse:
         """One attempt, in a turn of the pacer (when there is one)."""
@@ -330,6 +326,35 @@ def connection_failure(exc: BaseException, api_base: str | None, timeout_s: floa
 
 MAX_RETRY_AFTER_S = 120.0
 """The longest ``Retry-After`` waited for; a longer one waits this long, then tries again."""
+
+
+def retrying(
+    attempt: Callable[[], T],
+    failure: Callable[[Exception, int], LLMError],
+    retry: RetryPolicy,
+    rng: random.Random,
+    sleep: Callable[[float], None],
+    pacer: Pacer | None,
+) -> T:
+    """``attempt()`` until it succeeds: after a failure, ``failure(exc, attempt)`` types it; a
+    retryable one is tried again after ``retry``'s backoff, or after a 429's ``Retry-After``,
+    which then holds ``pacer`` so that every request waits, not only this one; the last or a
+    final one is raised. The LLM's completions and the remote encoders'
+    (:mod:`chainrag.llm.encoders`) requests all go through it."""
+    for number in range(retry.max_retries + 1):
+        try:
+            return attempt()
+        except Exception as exc:
+            error = failure(exc, number)
+            if not error.retryable or number == retry.max_retries:
+                raise error from exc
+            wait = retry.delay(number, rng)
+            if isinstance(error, LLMRateLimitError) and error.retry_after_s is not None:
+                wait = min(error.retry_after_s, MAX_RETRY_AFTER_S)
+                if pacer is not None:
+                    pacer.hold(wait)
+        sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def retry_after(exc: BaseException) -> float | None:

@@ -21,6 +21,7 @@ from chainrag.components.reasoning.rewrite_triggers import LLMRefersBack, Pronou
 from chainrag.components.reasoning.sub_questions import LLMRewriter, LLMSummarizer
 from chainrag.components.retrieval.judges import numbered
 from chainrag.core.context import Context
+from chainrag.core.notes import Integration, MethodNotes, Reads, Rewriting
 from chainrag.core.types import (
     Answer,
     Decomposition,
@@ -34,7 +35,7 @@ from chainrag.core.types import (
     Verdict,
 )
 from chainrag.llm.prompts import load_prompt
-from chainrag.protocols.parts import AnsweringJudge, Named
+from chainrag.protocols.parts import AnsweringJudge, Named, Reading, Worded
 from chainrag.protocols.reasoning import (
     Answerer,
     Decomposer,
@@ -45,7 +46,7 @@ from chainrag.protocols.reasoning import (
     RewriteTrigger,
     Summarizer,
 )
-from chainrag.recipes.registry import METHODS, registered_key
+from chainrag.recipes.registry import METHODS, kind_of, registered_key
 
 if TYPE_CHECKING:
     from chainrag.recipes.recipe import Recipe
@@ -58,6 +59,14 @@ def answer_name(integrator: Integrator) -> str:
         return integrator.name
     found = registered_key(type(integrator))
     return found[1].replace("_", "") if found else type(integrator).__name__.lower()
+
+
+def integration(integrator: Integrator) -> Integration:
+    """What the records say of ``integrator``: its answer's name, its kind, whether the recipe
+    named the answer, and what it reads."""
+    named = isinstance(integrator, Named) and integrator.name is not None
+    reads = integrator.reads() if isinstance(integrator, Reading) else Reads()
+    return Integration(answer_name(integrator), kind_of(integrator), named, reads)
 
 
 def unique_answer_names(integrators: Sequence[Integrator]) -> None:
@@ -122,6 +131,18 @@ class ChainRAG:
                 "which must be one that answers (retrieval.expander.judge: {kind: "
                 f"llm_answerable}}); this recipe's is {type(judge).__name__}"
             )
+
+    def notes(self) -> MethodNotes:
+        """What the records say of this method's answers and rewriting
+        (:class:`~chainrag.protocols.parts.Noted`)."""
+        trigger = self.rewrite_trigger
+        words = trigger.words if isinstance(trigger, Worded) else ()
+        rewriting = Rewriting(self.rewrite, kind_of(trigger), words, self.confirm_rewrite)
+        return MethodNotes(
+            integrations=tuple(integration(i) for i in self.integrators),
+            rewriting=rewriting,
+            summarizes=self.summarizer is not None,
+        )
 
     def __call__(self, example: QAExample, ctx: Context) -> Prediction:
         decomposition = self.decompose(example.question, ctx)

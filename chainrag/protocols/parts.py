@@ -10,6 +10,10 @@ component beyond its stage's call, checked with ``isinstance`` instead of ``geta
 - :class:`Filtered`: a method with a knowledge filter (Shi et al.'s).
 - :class:`Searched`: a seed retriever with a vector search.
 - :class:`Named`: an integrator whose answer a recipe may name.
+- :class:`Reading`: an integrator that says what it reads (its answer's notes).
+- :class:`Worded`: a rewrite trigger that fires on words.
+- :class:`Noted`: a method that says how it answers (:class:`~chainrag.core.notes.MethodNotes`),
+  which the run writes into each record.
 - :class:`InProcesses`: a spaCy stage that may run in worker processes.
 - :class:`FileIdentified`: a component that reads a file (a trained adapter), whose content
   hash the caches of what it computed key on.
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from chainrag.core.context import Context
+    from chainrag.core.notes import MethodNotes, Reads
     from chainrag.protocols.index import VectorSearch
     from chainrag.protocols.knowledge import KnowledgeFilter
     from chainrag.protocols.method import Method
@@ -79,6 +84,29 @@ class Named(Protocol):
 
 
 @runtime_checkable
+class Reading(Protocol):
+    """An integrator that says what it reads besides the question (its sub-answers, its
+    evidence and the budget and reranker it reads it with)."""
+
+    def reads(self) -> Reads: ...
+
+
+@runtime_checkable
+class Worded(Protocol):
+    """A rewrite trigger that fires on words (lower-case)."""
+
+    words: tuple[str, ...]
+
+
+@runtime_checkable
+class Noted(Protocol):
+    """A method that says how it answers: its integrators and their answers' names, how it
+    decides to rewrite (written into each record, read by the view and the analyses)."""
+
+    def notes(self) -> MethodNotes: ...
+
+
+@runtime_checkable
 class InProcesses(Protocol):
     """A stage that may run in worker processes (None: as many as the work warrants)."""
 
@@ -91,6 +119,26 @@ class FileIdentified(Protocol):
     content hash, so a file retrained into the same path invalidates what was cached."""
 
     def cache_identity(self) -> str: ...
+
+
+@runtime_checkable
+class RemoteEncoder(Protocol):
+    """A component that sends its texts to a model's endpoint (a remote embedder or reranker):
+    checked before a run's first question, as the LLM is, unless the store already holds this
+    endpoint's values (a replay needs no key), and priced by ``chainrag run --estimate``."""
+
+    def check_endpoint(self, *, call: bool) -> None:
+        """Raise LLMUnavailableError where the model, its key or its endpoint is refused (with
+        ``call``, by one smallest request outside any usage)."""
+        ...
+
+    def stored_before(self) -> bool:
+        """Whether the store holds values computed at this endpoint."""
+        ...
+
+    def identity(self) -> str:
+        """The endpoint identity its values are stored under."""
+        ...
 
 
 @runtime_checkable

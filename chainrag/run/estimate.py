@@ -64,7 +64,15 @@ from chainrag.run.extrapolation import table as table  # re-exported
 from chainrag.run.extrapolation import wall_seconds as wall_seconds  # re-exported
 from chainrag.run.files import RunError
 from chainrag.run.folder import RUN_FILE, RunDir
-from chainrag.run.jobs import Progress, by_llm, in_flight, open_job_llm, open_shared, run_into
+from chainrag.run.jobs import (
+    Progress,
+    RunOptions,
+    by_llm,
+    in_flight,
+    open_job_llm,
+    open_shared,
+    run_into,
+)
 from chainrag.run.meta import LLMIdentity, RunIdentity
 from chainrag.run.plan import Job, PlannedRun, RunPlan
 from chainrag.run.question import warm_up
@@ -159,9 +167,10 @@ def answer_sample(
         shared = open_shared(run.recipe, run.job.index) if run.job.index else None
         models = ModelStore()
         warm_up(run.recipe, next(e for e in chosen if e.qid not in done), models, shared)
+        options = RunOptions(cache=cache, shared=shared, progress=progress, models=models,
+                             identity=run.identity)  # fmt: skip
         session = run_into(run.recipe, run.recipe_path, folder, run.data.name, chosen, llm(),
-                           width=1, slots=None, cache=cache, shared=shared, progress=progress,
-                           models=models, identity=run.identity)  # fmt: skip
+                           options)  # fmt: skip
         if session.interrupted:
             raise Interrupted(signal.Signals[session.interrupted])
         if session.stopped is not None:  # the managed server died twice

@@ -27,6 +27,7 @@ of its phases below it, whose ``run.json`` names the experiment too
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -38,6 +39,7 @@ from chainrag.core.device import resolved_devices
 from chainrag.core.endpoint import access_changes
 from chainrag.core.errors import ChainragError
 from chainrag.core.llama_build import LlamaBuild
+from chainrag.core.notes import MethodNotes
 from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.run.files import RunError, finished, write_json
 from chainrag.run.meta import (
@@ -56,6 +58,7 @@ from chainrag.run.meta import (
     read_meta,
     stored_recipe,
 )
+from chainrag.run.notes import notes_of
 from chainrag.run.provenance import recipe_differences
 from chainrag.run.record import QuestionError, RecordError, RunRecord, read_error, read_record
 
@@ -296,7 +299,7 @@ class RunDir:
     def _other_recipe(self, meta: RunMeta, recipe: Recipe, digest: str) -> str:
         """Why the folder's run is not of ``recipe``: the fields that differ from its
         ``recipe.yaml`` (the digests only where that file cannot be read)."""
-        stored = self.stored()
+        stored = self.stored_recipe()
         start = f"{self.folder} holds a run of another recipe ({meta.recipe_name!r}"
         end = "pass another --out-dir, or remove that directory to start over"
         if stored is None:
@@ -315,7 +318,7 @@ class RunDir:
         meta = meta or self.meta()
         before = next((s.access for s in reversed(meta.sessions) if s.access), None)
         if before is None:
-            stored = self.stored()
+            stored = self.stored_recipe()
             before = access(stored) if stored is not None else {}
         return access_change(self.folder, before, access(recipe))
 
@@ -355,22 +358,9 @@ class RunDir:
             "two experiments, so pass another --out-dir"
         )
 
-    def same_recipe(self, recipe: Recipe, *, but_llm: bool = False) -> bool:
-        """Whether the folder's ``recipe.yaml`` is ``recipe`` as far as its answers go
-        (:func:`~chainrag.run.meta.answer_recipe`), compared as components, so that a parameter
-        a component gained since (with its default) does not make it another; with ``but_llm``,
-        whatever either's ``llm:`` says (its prompts are the same)."""
-        stored = self.stored()
-        mine = answer_recipe(stored_recipe(recipe))
-        if stored is None:
-            return False
-        stored = answer_recipe(stored)
-        llm = mine.llm if but_llm else stored.llm
-        return attrs.evolve(stored, name=mine.name, description=mine.description, llm=llm) == mine
-
-    def stored(self) -> Recipe | None:
-        """The folder's ``recipe.yaml`` as a recipe; None where it is missing or cannot be
-        read as one."""
+    def stored_recipe(self) -> Recipe | None:
+        """The folder's ``recipe.yaml`` as a recipe; None where it cannot be read (missing,
+        damaged, or naming a plugin's components)."""
         from chainrag.recipes.recipe import parse_yaml, structure_stored
 
         path = self.folder / RECIPE_FILE
@@ -380,6 +370,25 @@ class RunDir:
             )
         except (ChainragError, OSError, UnicodeDecodeError):
             return None
+
+    def method_notes(self) -> MethodNotes | None:
+        """What the stored recipe says of its method (:func:`~chainrag.run.notes.notes_of`),
+        for the records written before records held it; None where it cannot be read."""
+        recipe = self.stored_recipe()
+        return notes_of(recipe) if recipe is not None else None
+
+    def same_recipe(self, recipe: Recipe, *, but_llm: bool = False) -> bool:
+        """Whether the folder's ``recipe.yaml`` is ``recipe`` as far as its answers go
+        (:func:`~chainrag.run.meta.answer_recipe`), compared as components, so that a parameter
+        a component gained since (with its default) does not make it another; with ``but_llm``,
+        whatever either's ``llm:`` says (its prompts are the same)."""
+        stored = self.stored_recipe()
+        if stored is None:
+            return False
+        mine = answer_recipe(stored_recipe(recipe))
+        stored = answer_recipe(stored)
+        llm = mine.llm if but_llm else stored.llm
+        return attrs.evolve(stored, name=mine.name, description=mine.description, llm=llm) == mine
 
     def finish_session(self, end: SessionEnd) -> None:
         """Record how the current session ended (questions done, failed, wall time); a
@@ -392,8 +401,12 @@ class RunDir:
         write_json(self.folder / RUN_FILE, meta_data(attrs.evolve(meta, sessions=sessions)))
 
     def records(self, *, repair: bool = False) -> tuple[list[RunRecord], int]:
-        """The finished questions' records (first line per question id) and torn bytes cut."""
-        records, torn = finished(self.predictions_path, read_record, repair=repair)
+        """The finished questions' records (first line per question id) and torn bytes cut; a
+        line written before lines held its method's notes gets them from the stored recipe."""
+        notes = functools.cache(self.method_notes)
+        records, torn = finished(
+            self.predictions_path, lambda data: read_record(data, notes), repair=repair
+        )
         unique: dict[str, RunRecord] = {}
         for record in records:
             unique.setdefault(record.id, record)

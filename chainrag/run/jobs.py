@@ -23,7 +23,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -44,6 +44,9 @@ from chainrag.run.plan import index_slug as index_slug  # re-exported
 from chainrag.run.plan import load_questions as load_questions  # re-exported
 from chainrag.run.plan import load_recipes as load_recipes  # re-exported
 from chainrag.run.session import SessionResult, Tally, run_recipe
+
+if TYPE_CHECKING:
+    from chainrag.index.corpus.store import CorpusIndex
 
 Progress = Callable[[str, int, int, dict[str, str]], None]
 """``progress(label, done, total, postfix)`` after every question of the run ``label``
@@ -97,7 +100,7 @@ def run_grid(
     return results
 
 
-def open_shared(recipe: Recipe, folder: Path) -> Any:
+def open_shared(recipe: Recipe, folder: Path) -> CorpusIndex:
     """The corpus index at ``folder`` as ``recipe`` searches it; its ``index:`` must be the one
     the index was built with."""
     from chainrag.index.corpus.store import CorpusIndex, CorpusIndexError, read_manifest
@@ -110,31 +113,64 @@ def open_shared(recipe: Recipe, folder: Path) -> Any:
     return CorpusIndex.open(folder, recipe.index.embedder, weights or None)
 
 
-def index_identity(shared: Any) -> IndexIdentity:
+def index_identity(shared: CorpusIndex) -> IndexIdentity:
     """What ``run.json`` records of the corpus index a run is answered over."""
     return manifest_identity(shared.folder, shared.manifest)
 
 
+def _silent(_: str) -> None:
+    """Says nothing (where no one listens for a warning)."""
+
+
+@attrs.frozen
+class RunOptions:
+    """How :func:`run_into` runs one recipe into its folder.
+
+    Attributes:
+        width: Questions in flight.
+        slots: LLM requests in flight, held around the whole LLM; None where the LLM limits
+            itself below its response cache, as :func:`open_job_llm`'s does.
+        cache: The index cache (None: each question's index is built, not cached).
+        shared: The corpus index every question is answered over, else None (each question's
+            own index).
+        progress: Told after every question (:data:`Progress`).
+        models: A model store already holding what the questions load, else a new one.
+        say: Where a warning goes, such as a resumed run's changed llama.cpp build.
+        changes: The recipe's ``--set`` changes, which ``run.json`` records.
+        identity: The run's as its plan computed it, else computed from the dataset's file.
+        experiment: The experiment the run is a part of, which its ``run.json`` records.
+    """
+
+    width: int = 1
+    slots: int | None = None
+    cache: IndexCache | None = None
+    shared: CorpusIndex | None = None
+    progress: Progress | None = None
+    models: ModelStore | None = None
+    say: Callable[[str], None] = _silent
+    changes: tuple[str, ...] = ()
+    identity: RunIdentity | None = None
+    experiment: str | None = None
+
+
 def run_into(
-    recipe: Recipe, path: Path | None, folder: Path, dataset: str,
-    examples: Sequence[QAExample], llm: Any, *, width: int, slots: int | None,
-    cache: IndexCache | None, shared: Any = None, progress: Progress | None = None,
-    models: ModelStore | None = None, say: Callable[[str], None] = lambda _: None,
-    changes: tuple[str, ...] = (), identity: RunIdentity | None = None,
-    experiment: str | None = None,
-) -> SessionResult:  # fmt: skip
-    """Run one recipe (read from ``path``; None: given as an object) into ``folder`` and record
-    the session's end, interrupted or not
-    (``slots``: LLM requests in flight, None where ``llm`` limits itself below its response
-    cache, as :func:`open_job_llm`'s does; ``models``: a model store already holding what the
-    questions load, else a new one;
-    ``say``: where a warning goes, such as a resumed run's changed llama.cpp build;
-    ``identity``: the run's as its plan computed it, else computed from the dataset's file;
-    ``experiment``: the experiment the run is a part of, which its ``run.json`` records)."""
+    recipe: Recipe,
+    path: Path | None,
+    folder: Path,
+    dataset: str,
+    examples: Sequence[QAExample],
+    llm: LLM,
+    options: RunOptions = RunOptions(),
+) -> SessionResult:
+    """Run one recipe (read from ``path``; None: given as an object) over ``examples`` of
+    ``dataset`` into ``folder`` with ``llm``, as ``options`` say, and record the session's end,
+    interrupted or not."""
+    identity = options.identity
     if identity is None:
-        about = index_identity(shared) if shared is not None else None
+        about = index_identity(options.shared) if options.shared is not None else None
         identity = RunIdentity.of(recipe, dataset, dataset_path(dataset)[0], about)
     label = f"{folder.parent.name}/{recipe.name}"
+    progress = options.progress
 
     def report(done: int, total: int, tally: Tally) -> None:
         if progress:
@@ -143,21 +179,13 @@ def run_into(
     with locked(folder):
         run_dir = RunDir(folder)
         mode, build = server_session(recipe.llm)
-        run_dir.start(
-            recipe,
-            path,
-            dataset,
-            identity.dataset_file,
-            index=identity.index,
-            prompt_cache=mode,
-            llama_build=build,
-            say=say,
-            changes=changes,
-            identity=identity,
-            experiment=experiment,
-        )
-        result = run_recipe(recipe, examples, run_dir, llm, concurrency=width, llm_slots=slots,
-                            models=models, cache=cache, index=shared,
+        run_dir.start(recipe, path, dataset, identity.dataset_file, index=identity.index,
+                      prompt_cache=mode, llama_build=build, say=options.say,
+                      changes=options.changes, identity=identity,
+                      experiment=options.experiment)  # fmt: skip
+        result = run_recipe(recipe, examples, run_dir, llm, concurrency=options.width,
+                            llm_slots=options.slots, models=options.models,
+                            cache=options.cache, index=options.shared,
                             progress=report)  # fmt: skip
         run_dir.finish_session(result.summary())
     return result
@@ -229,8 +257,8 @@ def run_group(
         spec = members[0].recipe.llm
         with open_job_llm(spec, members[0].job, say, spec in checked) as (llm, width, _):
             for run in members:
-                session = run_planned(run, llm, width=width, slots=None, cache=cache,
-                                      progress=progress, say=say)  # fmt: skip
+                options = RunOptions(width, cache=cache, progress=progress, say=say)
+                session = run_planned(run, llm, options)
                 results.append(JobResult(run.folder, session))
                 if on_result:
                     on_result(results[-1])
@@ -241,18 +269,13 @@ def run_group(
     return results
 
 
-def run_planned(
-    run: PlannedRun, llm: Any, *, width: int, slots: int | None, cache: IndexCache | None,
-    progress: Progress | None = None, models: ModelStore | None = None,
-    say: Callable[[str], None] = lambda _: None,
-) -> SessionResult:  # fmt: skip
+def run_planned(run: PlannedRun, llm: LLM, options: RunOptions = RunOptions()) -> SessionResult:
     """A planned run into its folder (see :func:`run_into`), over its corpus index if it has
-    one, with the identity its plan computed."""
+    one, with the identity and changes its plan computed."""
     shared = open_shared(run.recipe, run.job.index) if run.job.index else None
+    planned = attrs.evolve(options, shared=shared, changes=run.job.changes, identity=run.identity)
     return run_into(run.recipe, run.recipe_path, run.folder, run.data.name, run.data.examples,
-                    llm, width=width, slots=slots, cache=cache, shared=shared,
-                    progress=progress, models=models, say=say, changes=run.job.changes,
-                    identity=run.identity)  # fmt: skip
+                    llm, planned)  # fmt: skip
 
 
 def run_job(job: Job) -> JobResult:

@@ -16,28 +16,33 @@ written before the key existed (format 1, the same fields; its trace may mark a 
 from a knowledge reservoir by a ``"memory: "`` question prefix); a line of format 2 held in
 text what today's traces hold in typed fields (an integrator's pick in the first lines of its
 answer's ``raw``, an unchecked sufficiency verdict by a sentinel ``raw``, a reply neither yes nor
-no only in its ``raw``). :func:`upgrade_trace` reads such a trace into today's fields, when
-the line is read: the one place where stage text is parsed.
+no only in its ``raw``); a line of format 3 held no notes of its method (the trace's
+``notes``: its answers' integrators, its rewriting), which a reader takes from the run's stored
+recipe (:func:`chainrag.run.notes.notes_of`). :func:`upgrade_trace` reads such a trace into
+today's fields, when the line is read: the one place where stage text is parsed and where an
+old line gets its method's notes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
 import cattrs
 
 from chainrag.core.errors import ChainragError
+from chainrag.core.notes import MethodNotes
 from chainrag.core.types import Answer, Pick, Prediction, StepTrace, Usage, Verdict
 from chainrag.recipes.structure import make_converter, problems, to_plain, type_name
 
 T = TypeVar("T")
 
-RECORD_FORMAT = 3
+RECORD_FORMAT = 4
 """The version of a record's line; lines without ``format`` are format 1. Format 3 holds an
-answer's picks and a verdict's ``checked`` and ``unread`` as fields (:func:`upgrade_trace`)."""
+answer's picks and a verdict's ``checked`` and ``unread`` as fields, format 4 the trace's
+``notes`` (:func:`upgrade_trace`)."""
 
 
 class RecordError(ChainragError, ValueError):
@@ -149,6 +154,13 @@ def _make() -> cattrs.Converter:
         StepTrace, conv, rewrite_check=cattrs.gen.override(omit_if_default=True)
     )
     conv.register_unstructure_hook(StepTrace, step)
+    prediction = cattrs.gen.make_dict_unstructure_fn(
+        Prediction,
+        conv,
+        phrase_graph=cattrs.gen.override(omit_if_default=True),
+        notes=cattrs.gen.override(omit_if_default=True),
+    )
+    conv.register_unstructure_hook(Prediction, prediction)
     return conv
 
 
@@ -167,9 +179,9 @@ CONVERTER = _make()
 """The strict project converter (:func:`chainrag.recipes.structure.make_converter`) that run records
 are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
 ``traceback`` when they are unset, a verdict its ``answer``, ``score``, ``checked`` and
-``unread``, an answer its ``picks`` and a pick its unset values, and a trace step its
-``rewrite_check``, each at its default (so records are written as before those fields
-existed)."""
+``unread``, an answer its ``picks`` and a pick its unset values, a trace step its
+``rewrite_check``, and a trace its ``phrase_graph`` and ``notes``, each at its default (so
+records are written as before those fields existed)."""
 
 
 def plain(value: Any, converter: cattrs.Converter = CONVERTER) -> Any:
@@ -211,18 +223,37 @@ def record_line(record: RunRecord) -> dict[str, Any]:
         "usage": plain(trace.usage),
         "usage_by_prompt": {prompt: plain(usage) for prompt, usage in trace.usage_by_prompt},
         "seconds": record.seconds,
-        "trace": plain(attrs.evolve(trace, usage_by_prompt=())),
+        "trace": _bare_trace(trace),
         "format": RECORD_FORMAT,
-    } | ({"state": dict(record.state)} if record.state is not None else {})
+    } | ({"state": dict(record.state)} if record.state is not None else {}) | (
+        {"encoder_usage": {stage: plain(u) for stage, u in trace.encoder_usage}}
+        if trace.encoder_usage else {}
+    )  # fmt: skip
 
+
+def _bare_trace(trace: Prediction) -> dict[str, Any]:
+    """The trace as a line holds it: its usage by prompt and the encoders' at the line's top."""
+    bare = plain(attrs.evolve(trace, usage_by_prompt=()))
+    bare.pop("encoder_usage", None)
+    return dict(bare)
+
+
+TYPED_FORMAT = 3
+"""The first format whose lines hold in typed fields what stage text said before."""
 
 _DERIVED = ("primary", "answer", "em", "f1", "format")
 """Keys of a line that repeat what the record holds elsewhere (and its version)."""
 
 
-def read_record(data: Any) -> RunRecord:
+def no_notes() -> MethodNotes | None:
+    return None
+
+
+def read_record(data: Any, notes: Callable[[], MethodNotes | None] = no_notes) -> RunRecord:
     """The record of one ``predictions.jsonl`` line (of format 1 to :data:`RECORD_FORMAT`); a
-    :class:`RecordError` listing what is missing or of the wrong type otherwise."""
+    :class:`RecordError` listing what is missing or of the wrong type otherwise. ``notes()``:
+    what the run's recipe says of its method, asked for a line written before lines held it
+    (:func:`chainrag.run.notes.notes_of`)."""
     if not isinstance(data, Mapping):
         raise RecordError(f"expected a JSON object, got {type_name(data)}")
     version = data.get("format", 1)
@@ -234,11 +265,15 @@ def read_record(data: Any) -> RunRecord:
     fields = {k: v for k, v in data.items() if k not in _DERIVED}
     trace, usage = fields.get("trace"), fields.pop("usage", None)
     by_prompt = fields.pop("usage_by_prompt", {})
+    encoders = fields.pop("encoder_usage", {})
     if isinstance(trace, Mapping):  # the usage is the line's, at its top
         trace = {**trace, "usage": usage} if usage is not None else dict(trace)
         if isinstance(by_prompt, Mapping):
             trace["usage_by_prompt"] = [[k, v] for k, v in by_prompt.items()]
-        fields["trace"] = upgrade_trace(trace, version) if version < RECORD_FORMAT else trace
+        if isinstance(encoders, Mapping) and encoders:
+            trace["encoder_usage"] = [[k, v] for k, v in encoders.items()]
+        old = version < RECORD_FORMAT
+        fields["trace"] = upgrade_trace(trace, version, notes()) if old else trace
     retrieval = fields.get("retrieval")
     if isinstance(retrieval, Mapping):
         scores = {k: v for k, v in retrieval.items() if k != "level"}
@@ -270,9 +305,12 @@ _P_YES = re.compile(
 _NEITHER_FITS = re.compile(r"^(.+?); the fallback's .* does not fit either$")
 
 
-def upgrade_trace(trace: Mapping[str, Any], version: int) -> dict[str, Any]:
+def upgrade_trace(
+    trace: Mapping[str, Any], version: int, notes: MethodNotes | None = None
+) -> dict[str, Any]:
     """The JSON data of a trace from a line of format ``version`` (before
-    :data:`RECORD_FORMAT`) in today's form: what its text said, in typed fields.
+    :data:`RECORD_FORMAT`) in today's form: what its text said, in typed fields, and
+    ``notes`` (what the run's recipe says of its method) where it has none.
 
     - format 1: a step whose question starts with ``"memory: "`` is the query without it,
       answered from memory (``from_memory``);
@@ -281,9 +319,14 @@ def upgrade_trace(trace: Mapping[str, Any], version: int) -> dict[str, Any]:
       (:func:`_yes_no_judges`) whose reply holds neither is ``unread``; an answer whose
       ``raw`` starts with the lines an integrator that picks wrote (``[second: the first,
       'Yes', is no answer]``) has those lines as its ``picks``, outermost first, and the rest
-      as its ``raw``.
+      as its ``raw``;
+    - formats 1 to 3: the trace's ``notes`` are ``notes``, the run's recipe's.
     """
     out = dict(trace)
+    if notes is not None and out.get("notes") is None:
+        out["notes"] = plain(notes)
+    if version >= TYPED_FORMAT:
+        return out
     steps = out.get("steps")
     if isinstance(steps, list):
         out["steps"] = [_step(s, version) if isinstance(s, Mapping) else s for s in steps]

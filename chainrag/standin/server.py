@@ -21,14 +21,25 @@ something they parse (JSON where a schema is asked), deterministically, from the
 text. ``latency`` gives each answer's seconds: :func:`fixed` or :func:`lognormal` (a median and
 a heavy tail, seeded).
 
-As a process, ``chainrag standin`` (:func:`run_standin`): a user tests a set-up with it
-without paying, and bench/api_throughput.py runs it so, to measure chainrag's CPU without it:
-``chainrag standin --port 0 --latency lognormal:1:5 --bursts 60:2 --log requests.jsonl``.
+Like an embedding server and a reranker: POST ``/v1/embeddings`` answers each input with the
+``hashed_bow`` embedder's vector of its text (:func:`~chainrag.core.vectors.hashed_bag_of_words`,
+``dimensions`` of them, 512 where the request names none; as numbers, or base64 where the request
+asks ``encoding_format: base64``), so a run with a remote embedder here can be compared with a
+local run; POST ``.../rerank`` answers in Cohere's format, each document's score the cosine of
+its vector with the query's. Both have the key, rate, burst and latency modes (``encoder_latency``
+in place of ``latency`` where given) and their own script (``encoder_script``: ``ok`` or an
+HTTP status); their bodies are kept in ``embedded`` and ``reranked``, and chainrag's encoder
+preflight (one input ``OK``) in ``probes``.
+
+Each request, with how it was answered, goes to ``log`` where one is set. As a process,
+``chainrag standin`` (:mod:`chainrag.standin.process`): a user tests a set-up with it without
+paying, and bench/api_throughput.py runs it so, to measure chainrag's CPU without it.
 """
 
 from __future__ import annotations
 
-import contextlib
+import base64
+import functools
 import json
 import math
 import random
@@ -37,11 +48,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-import attrs
+import numpy as np
 
+from chainrag.core.vectors import hashed_bag_of_words
 from chainrag.standin.replies import Body, standin_reply
 
 
@@ -94,8 +105,14 @@ class FakeOpenAI:
         rate: tuple[int, float] | None = None,
         latency: Callable[[], float] | None = None,
         bursts: tuple[float, float] | None = None,
+        encoder_latency: Callable[[], float] | None = None,
+        encoder_script: list[str] | None = None,
     ) -> None:
         self.script = list(script)
+        self.encoder_latency = encoder_latency
+        self.encoder_script = list(encoder_script or ())
+        self.embedded: list[dict[str, Any]] = []  # embedding requests answered
+        self.reranked: list[dict[str, Any]] = []  # rerank requests answered
         self.latency = latency
         self.bursts = bursts
         self.born = time.monotonic()
@@ -144,6 +161,15 @@ class FakeOpenAI:
             self.burst_limited += 1
         return length - into
 
+    def next_encoder_behaviour(self) -> str:
+        with self.lock:
+            return self.encoder_script.pop(0) if self.encoder_script else "ok"
+
+    def encoder_wait(self) -> float:
+        """The seconds an embedding or rerank answer takes."""
+        latency = self.encoder_latency or self.latency
+        return self.delay_s + (latency() if latency is not None else 0.0)
+
     def answer(self, body: Body) -> str:
         """The reply's text for ``body``."""
         return self.reply(body) if callable(self.reply) else self.reply
@@ -189,20 +215,23 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, body: Body) -> tuple[int, str]:
             """Answer ``body``; the status sent and what it was, in a word or two."""
+            encoder = self.path.rstrip("/").rsplit("/", 1)[-1]
             if fake.key is not None and self.headers.get("Authorization") != f"Bearer {fake.key}":
                 message = "Incorrect API key provided. You can find your API key in your account."
                 error = {"message": message, "type": "invalid_request_error",
                          "code": "invalid_api_key"}  # fmt: skip
                 return self._send(401, json.dumps({"error": error})), "key refused"
-            if is_probe(body):
+            if is_probe(body) or is_encoder_probe(encoder, body):
                 fake.probes.append(body)
-                return self._send(200, json.dumps(completion_body("OK"))), "probe"
+                return self._send(200, json.dumps(probe_body(encoder, body))), "probe"
             for why, wait in (("burst", fake.in_burst()), ("rate", fake.over_rate())):
                 if wait is not None:
                     error = {"message": "Rate limit reached for requests", "type": "requests",
                              "code": "rate_limit_exceeded"}  # fmt: skip
                     headers = {"Retry-After": f"{wait:.3f}"}
                     return self._send(429, json.dumps({"error": error}), headers), why
+            if encoder in ENCODERS:
+                return self._encode(encoder, body), encoder
             fake.bodies.append(body)
             behaviour = fake.next_behaviour()
             time.sleep(fake.delay_s + (fake.latency() if fake.latency is not None else 0.0))
@@ -217,9 +246,27 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if behaviour == "empty":
                 empty = {"id": "x", "object": "chat.completion", "choices": []}
                 return self._send(200, json.dumps(empty)), behaviour
-            status = int(behaviour)
+            return self._injected(int(behaviour)), "injected"
+
+        def _encode(self, encoder: str, body: dict[str, Any]) -> int:
+            """An embedding or rerank request, after the key and rate checks; the status."""
+            (fake.embedded if encoder == "embeddings" else fake.reranked).append(body)
+            behaviour = fake.next_encoder_behaviour()
+            time.sleep(fake.encoder_wait())
+            if behaviour != "ok":
+                return self._injected(int(behaviour))
+            try:
+                answer = ENCODERS[encoder](body)
+            except (KeyError, TypeError, ValueError) as exc:
+                error = {
+                    "error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}
+                }
+                return self._send(400, json.dumps(error))
+            return self._send(200, json.dumps(answer))
+
+        def _injected(self, status: int) -> int:
             injected = {"message": f"injected {status}", "type": "test", "code": status}
-            return self._send(status, json.dumps({"error": injected})), "injected"
+            return self._send(status, json.dumps({"error": injected}))
 
         def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> int:
             data = body.encode()
@@ -238,6 +285,71 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+STANDIN_DIMENSIONS = 512
+"""The stand-in embedding model's dimensions where a request names none (``hashed_bow``'s)."""
+
+
+def word_tokens(text: str) -> int:
+    """The stand-in's token count of a text: its words (at least one)."""
+    return max(1, len(text.split()))
+
+
+def embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI embeddings answer to ``body``: each input's hashed bag of words."""
+    texts = body["input"]
+    texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+    dim = int(body.get("dimensions") or STANDIN_DIMENSIONS)
+    vectors = hashed_bag_of_words(texts, dim)
+    as_base64 = body.get("encoding_format") == "base64"
+    data = [{"object": "embedding", "index": i,
+             "embedding": (base64.b64encode(v.astype("<f4").tobytes()).decode() if as_base64
+                           else [float(x) for x in v])}
+            for i, v in enumerate(vectors)]  # fmt: skip
+    tokens = sum(word_tokens(t) for t in texts)
+    return {"object": "list", "data": data, "model": body.get("model", "standin-embed"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}  # fmt: skip
+
+
+def rerank_body(body: dict[str, Any]) -> dict[str, Any]:
+    """Cohere's rerank answer to ``body``: each document's cosine with the query, in hashed
+    bags of words, best first (``top_n`` of them)."""
+    documents = [d if isinstance(d, str) else str(d.get("text", "")) for d in body["documents"]]
+    vectors = hashed_bag_of_words([str(body["query"]), *documents], STANDIN_DIMENSIONS)
+    scores = (vectors[1:] @ vectors[0]).astype(np.float64)
+    order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
+    top = order[: int(body.get("top_n") or len(documents))]
+    results = [{"index": i, "relevance_score": float(scores[i])} for i in top]
+    return {"id": "rerank-standin", "results": results,
+            "meta": {"billed_units": {"search_units": 1}}}  # fmt: skip
+
+
+ENCODERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "embeddings": embeddings_body, "rerank": rerank_body}  # fmt: skip
+"""The stand-in's encoder endpoints, by the last part of the request's path."""
+
+
+def is_encoder_probe(encoder: str, body: dict[str, Any]) -> bool:
+    """Whether ``body`` is chainrag's encoder preflight: one input ``OK`` embedded, or one
+    document ``OK`` ranked (:func:`chainrag.llm.encoders.check_encoder`)."""
+    if encoder == "embeddings":
+        return body.get("input") == ["OK"]
+    return encoder == "rerank" and body.get("query") == "OK" and body.get("documents") == ["OK"]
+
+
+def probe_body(encoder: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The answer to a preflight request."""
+    return ENCODERS[encoder](body) if encoder in ENCODERS else completion_body("OK")
+
+
+@functools.cache
+def shared_standin() -> str:
+    """The ``api_base`` of a stand-in started once for this process (a daemon thread, never
+    stopped): what the remote encoders' registered examples call in conformance checks."""
+    server = http_server(FakeOpenAI([], reply=standin_reply))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
 @contextmanager
 def serve(fake: FakeOpenAI) -> Iterator[str]:
     """Run ``fake`` on a free port; yields its ``api_base``."""
@@ -252,122 +364,12 @@ def serve(fake: FakeOpenAI) -> Iterator[str]:
         server.server_close()
 
 
-# --------------------------------------------------------------------------- as a process
-
-
-def parse_latency(text: str) -> Callable[[], float]:
-    """``S``, ``fixed:S`` or ``lognormal:MEDIAN:P99`` (seconds); a ValueError saying the forms."""
-    kind, _, rest = text.partition(":")
-    try:
-        if not rest:
-            return fixed(_seconds(kind))
-        numbers = [_seconds(n) for n in rest.split(":")]
-        if kind == "fixed" and len(numbers) == 1:
-            return fixed(numbers[0])
-        if kind == "lognormal" and len(numbers) == 2 and 0 < numbers[0] < numbers[1]:
-            return lognormal(numbers[0], numbers[1])
-    except ValueError:
-        pass
-    raise ValueError(f"{text!r}: expected S, fixed:S or lognormal:MEDIAN:P99 (seconds, the "
-                     "99th percentile above the median)")  # fmt: skip
-
-
-def parse_pair(text: str, form: str) -> tuple[float, float]:
-    """``A:B``, two positive numbers (``form`` names them, for the error)."""
-    first, sep, second = text.partition(":")
-    try:
-        pair = (float(first), float(second))
-    except ValueError:
-        pair = (0.0, 0.0)
-    if not sep or min(pair) <= 0:
-        raise ValueError(f"{text!r}: expected {form}, two positive numbers")
-    return pair
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if value < 0 or not math.isfinite(value):
-        raise ValueError(text)
-    return value
-
-
-@attrs.frozen
-class Settings:
-    """What ``chainrag standin`` serves: where, with which faults, logged where."""
-
-    port: int = 8000
-    key: str | None = None
-    rate: tuple[int, float] | None = None
-    latency: str = "0"
-    bursts: tuple[float, float] | None = None
-    log: Path | None = None
-
-    def lines(self, api_base: str) -> list[str]:
-        """The start-up output: where it listens, what it does, how to use it."""
-        key = f"Bearer {self.key} asked (401 otherwise)" if self.key else "none asked"
-        latency = self.latency if ":" in self.latency else f"{self.latency} s"
-        rate = (f"{self.rate[0]} requests a {self.rate[1]:g} s window, then 429 with "
-                "Retry-After" if self.rate else "none")  # fmt: skip
-        bursts = (f"429 for {self.bursts[1]:g} s of every {self.bursts[0]:g} s" if self.bursts
-                  else "none")  # fmt: skip
-        log = f"{self.log} (one JSON line a request)" if self.log else "none"
-        env = f"OPENAI_API_KEY={self.key} " if self.key else ""
-        return [
-            f"stand-in OpenAI-compatible server at {api_base} (Ctrl-C stops it)",
-            "  replies  chainrag's prompts answered deterministically (JSON where a schema is "
-            "asked); nothing is paid, nothing leaves this machine",
-            f"  key      {key}",
-            f"  latency  {latency}",
-            f"  rate     {rate}",
-            f"  bursts   {bursts}",
-            f"  log      {log}",
-            "try a recipe against it:",
-            f"  {env}chainrag run RECIPE --dataset musique --limit 3 --llm openai/stand-in "
-            f"--api-base {api_base}",
-        ]
-
-
-def run_standin(settings: Settings, say: Callable[[str], None], port_file: Path | None = None,
-                ) -> None:  # fmt: skip
-    """Serve :func:`~chainrag.standin.replies.standin_reply` as ``settings`` say until the
-    process is stopped: the body of ``chainrag standin``. The port (a free one for 0) is
-    written to ``port_file`` once it listens, for a script that starts it."""
-    fake = FakeOpenAI([], reply=standin_reply, latency=parse_latency(settings.latency),
-                      key=settings.key, rate=settings.rate, bursts=settings.bursts)  # fmt: skip
-    fake.bodies = _Forgetful()
-    with contextlib.ExitStack() as stack:
-        if settings.log is not None:
-            stream = stack.enter_context(settings.log.open("a", encoding="utf-8", buffering=1))
-            fake.log = RequestLog(stream)
-        server = _Server(("127.0.0.1", settings.port), _handler(fake))
-        stack.callback(server.server_close)
-        api_base = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        for line in settings.lines(api_base):
-            say(line)
-        if port_file is not None:
-            port_file.write_text(str(server.server_address[1]))
-        server.serve_forever()
-
-
-@attrs.define
-class RequestLog:
-    """One JSON line a request: when, what was asked, how it was answered (never a key)."""
-
-    stream: TextIO
-    lock: threading.Lock = attrs.field(factory=threading.Lock)
-
-    def __call__(self, line: dict[str, Any]) -> None:
-        with self.lock:
-            self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # a run with 64 requests in flight connects at once
 
 
-class _Forgetful(list[Body]):
-    """``bodies`` of a long-running server: only the last one kept."""
-
-    def append(self, body: Body) -> None:
-        self[:] = [body]
+def http_server(fake: FakeOpenAI, port: int = 0) -> ThreadingHTTPServer:
+    """``fake`` bound to 127.0.0.1:``port`` (0: a free one), to be served
+    (``serve_forever``); an OSError where the port is taken."""
+    return _Server(("127.0.0.1", port), _handler(fake))

@@ -7,17 +7,12 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from chainrag.core.notes import MethodNotes
 from chainrag.core.types import QAExample, StepTrace
 from chainrag.data.metrics import GoldKey, Level
 from chainrag.report.runs import Run
 from chainrag.run.record import RunRecord
-from chainrag.view.evidence import (
-    ChainNotes,
-    GoldItem,
-    gold_cover,
-    gold_evidence,
-    retrieved,
-)
+from chainrag.view.evidence import GoldItem, gold_cover, gold_evidence, retrieved
 from chainrag.view.html import el, esc
 from chainrag.view.sources import Unavailable, Units
 
@@ -33,7 +28,6 @@ class Answered:
         key: The run's key in the page's filters (its name, unique per dataset).
         labels: Answer variant -> its label in the report (``ChainRAG (AnsInt)``).
         units: The index's units for this question, or why they are not shown.
-        chain: What the recipe says of its steps, for a ChainRAG run (else None).
     """
 
     key: str
@@ -41,7 +35,13 @@ class Answered:
     record: RunRecord
     labels: Mapping[str, str]
     units: Units | Unavailable
-    chain: ChainNotes | None = None
+
+    @property
+    def chain(self) -> MethodNotes | None:
+        """What the record says of a method that rewrites and integrates as ChainRAG does
+        (its notes with their rewriting), whose steps the page explains in full; else None."""
+        notes = self.record.trace.notes
+        return notes if notes is not None and notes.rewriting is not None else None
 
 
 @attrs.frozen

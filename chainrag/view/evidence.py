@@ -1,6 +1,6 @@
-"""The gold evidence of a question and which retrieved units cover it; and what a ChainRAG
-recipe says about its steps (the rewrite trigger, the integrators), read from the run's stored
-recipe, to explain a trace.
+"""The gold evidence of a question and which retrieved units cover it; and why ChainRAG
+rewrote a sub-question or not, from how its record says it decides
+(:class:`~chainrag.core.notes.Rewriting`).
 
 Gold evidence is the dataset's: supporting sentences (HotpotQA, 2Wiki) or supporting
 paragraphs (MuSiQue); a unit covers a gold item as :func:`chainrag.data.metrics.covers` says,
@@ -10,11 +10,11 @@ the rule the run's Recall@k was scored with.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import attrs
 
 from chainrag.components.reasoning.rewrite_triggers import has_substring, has_whole_word
+from chainrag.core.notes import Rewriting
 from chainrag.core.types import QAExample, StepTrace
 from chainrag.data.metrics import GoldKey, Level, covers, gold_items
 from chainrag.view.sources import Unit
@@ -76,71 +76,10 @@ def retrieved(steps: Sequence[StepTrace]) -> list[int]:
     return list(dict.fromkeys(u for step in steps for u in step.retrieved))
 
 
-# --------------------------------------------------------------------------- ChainRAG's recipe
+# --------------------------------------------------------------------------- ChainRAG's rewriting
 
 
-@attrs.frozen
-class Integrator:
-    """An integrator of a ChainRAG recipe: its kind, the name of the answer it gives (its
-    ``name``, else its kind without ``_``: ``ans_int`` gives ``ansint``) and what it reads."""
-
-    kind: str
-    original_sub_questions: bool = False
-    word_budget: int | None = None
-    reranker: str = ""
-    name: str = attrs.field()
-
-    @name.default
-    def _kind_name(self) -> str:
-        return self.kind.replace("_", "")
-
-
-@attrs.frozen
-class ChainNotes:
-    """What a ChainRAG recipe says about rewriting and integration."""
-
-    rewrite: bool = True
-    confirm_rewrite: bool = False
-    trigger: str = "pronoun_words"
-    words: tuple[str, ...] = ()
-    summarizer: bool = True
-    expander: str = ""
-    integrators: tuple[Integrator, ...] = ()
-
-
-def _kind(value: Any) -> str:
-    return str(value.get("kind", "")) if isinstance(value, Mapping) else ""
-
-
-def chain_notes(method: Mapping[str, Any], retrieval: Mapping[str, Any] | None) -> ChainNotes:
-    """:class:`ChainNotes` from the plain ``method:`` and ``retrieval:`` sections of a stored
-    ChainRAG recipe (absent keys take ChainRAG's defaults)."""
-    trigger = method.get("rewrite_trigger")
-    words = trigger.get("words", ()) if isinstance(trigger, Mapping) else ()
-    integrators = []
-    for item in method.get("integrators") or ():
-        if isinstance(item, Mapping):
-            budget = item.get("word_budget")
-            name = item.get("name")
-            integrator = Integrator(
-                _kind(item),
-                bool(item.get("use_original_sub_questions", False)),
-                int(budget) if isinstance(budget, int) else None,
-                _kind(item.get("reranker")),
-            )
-            integrators.append(attrs.evolve(integrator, name=name) if name else integrator)
-    return ChainNotes(
-        rewrite=bool(method.get("rewrite", True)),
-        confirm_rewrite=bool(method.get("confirm_rewrite", False)),
-        trigger=_kind(trigger) or "pronoun_words",
-        words=tuple(str(w).lower() for w in words),
-        summarizer=method.get("summarizer", {}) is not None,
-        expander=_kind((retrieval or {}).get("expander")),
-        integrators=tuple(integrators),
-    )
-
-
-def trigger_words(question: str, notes: ChainNotes) -> list[str]:
+def trigger_words(question: str, notes: Rewriting) -> list[str]:
     """The trigger words found in ``question`` (whole words for ``pronoun_words``, anywhere
     for ``substring``; other triggers are not known here, so none)."""
     if notes.trigger == "pronoun_words":
@@ -150,7 +89,7 @@ def trigger_words(question: str, notes: ChainNotes) -> list[str]:
     return []
 
 
-def rewrite_reason(steps: Sequence[StepTrace], i: int, notes: ChainNotes) -> str:
+def rewrite_reason(steps: Sequence[StepTrace], i: int, notes: Rewriting) -> str:
     """Why step ``i`` was (not) rewritten, as ChainRAG decides it: rewriting on, a previous
     step that was answered, the trigger firing (and, with ``confirm_rewrite``, the LLM
     agreeing)."""
@@ -163,21 +102,21 @@ def rewrite_reason(steps: Sequence[StepTrace], i: int, notes: ChainNotes) -> str
             if words
             else (f"the trigger ({notes.trigger}) fired")
         )
-        confirmed = "; the LLM confirmed it refers back" if notes.confirm_rewrite else ""
+        confirmed = "; the LLM confirmed it refers back" if notes.confirm else ""
         same = (
             " (the rewriter returned it unchanged)"
             if (step.rewritten.strip() == step.question.strip())
             else ""
         )
         return f"rewritten{same}: the previous sub-question was answered and {why}{confirmed}"
-    if not notes.rewrite:
+    if not notes.on:
         return "not rewritten: rewriting is off in this recipe"
     if i == 0:
         return "not rewritten: the first sub-question has nothing to refer back to"
     previous = steps[i - 1].answer
     if previous is not None and not previous.answered:
         return "not rewritten: the previous sub-question was not answered"
-    if words and notes.confirm_rewrite:
+    if words and notes.confirm:
         return f"not rewritten: the trigger matched {found}, but the LLM did not confirm it"
     if notes.trigger not in ("pronoun_words", "substring"):
         return f"not rewritten: the trigger ({notes.trigger}) did not fire"

@@ -20,20 +20,15 @@ from pathlib import Path
 import attrs
 
 from chainrag.index.build import IndexCache
-from chainrag.recipes.structure import unstructure
 from chainrag.report.figures import plots as report_plots
 from chainrag.report.runs import Run, comparisons, load_run, rows_of
 from chainrag.run.files import RunError
 from chainrag.run.folder import RUN_FILE
 from chainrag.view.answered import Answered, Question
-from chainrag.view.evidence import ChainNotes, chain_notes
 from chainrag.view.html import esc
 from chainrag.view.overview import overview, question_list
 from chainrag.view.question import question_section
 from chainrag.view.sources import Examples, Indexes, Unavailable
-
-CHAINRAG = "ChainRAG"
-"""``run.json``'s method of a ChainRAG run, whose steps the page explains in full."""
 
 
 def run_folders(path: Path) -> list[Path]:
@@ -89,22 +84,11 @@ def _keys(runs: Sequence[Run]) -> dict[Path, str]:
     return keys
 
 
-def _chain(run: Run, indexes: Indexes) -> ChainNotes | None:
-    if run.meta.method != CHAINRAG:
-        return None
-    recipe = indexes.recipe(run)
-    if isinstance(recipe, Unavailable) or recipe.method is None:
-        return ChainNotes()
-    retrieval = unstructure(recipe.retrieval) if recipe.retrieval is not None else None
-    return chain_notes(unstructure(recipe.method), retrieval)
-
-
 def questions_of(runs: Sequence[Run], examples: Examples, indexes: Indexes) -> list[Question]:
     """Every question the runs answered, dataset by dataset in the runs' order, each with every
     run's record of it."""
     keys = _keys(runs)
     labels = {run.folder: {r.variant: r.label for r in rows_of(run)} for run in runs}
-    chains = {run.folder: _chain(run, indexes) for run in runs}
     grouped: dict[tuple[str, str], list[Answered]] = {}
     first_run: dict[tuple[str, str], Run] = {}
     for run in runs:
@@ -118,9 +102,7 @@ def questions_of(runs: Sequence[Run], examples: Examples, indexes: Indexes) -> l
                 else Unavailable(f"the dataset cannot say which index: {example.reason}")
             )
             grouped.setdefault(at, []).append(
-                Answered(
-                    keys[run.folder], run, record, labels[run.folder], units, chains[run.folder]
-                )
+                Answered(keys[run.folder], run, record, labels[run.folder], units)
             )
     out = []
     for n, ((dataset, qid), answered) in enumerate(grouped.items()):

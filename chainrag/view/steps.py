@@ -5,6 +5,7 @@ their rounds, follow-up queries, filtered knowledge and reservoir hits; LLM use 
 
 from __future__ import annotations
 
+from chainrag.core.notes import Integration, MethodNotes
 from chainrag.core.types import Decomposition, Sentence, StepTrace, SubAnswer, Usage
 from chainrag.run.record import RunRecord
 from chainrag.view.answered import (
@@ -13,12 +14,7 @@ from chainrag.view.answered import (
     unit_list,
     unit_text,
 )
-from chainrag.view.evidence import (
-    ChainNotes,
-    Integrator,
-    retrieved,
-    rewrite_reason,
-)
+from chainrag.view.evidence import retrieved, rewrite_reason
 from chainrag.view.html import el, esc, usage_text
 from chainrag.view.sources import Unavailable, Units
 from chainrag.view.walk import combined, hop_levels
@@ -26,7 +22,7 @@ from chainrag.view.walk import combined, hop_levels
 # --------------------------------------------------------------------------- ChainRAG
 
 
-def _verdicts(step: StepTrace, notes: ChainNotes) -> str:
+def _verdicts(step: StepTrace, notes: MethodNotes) -> str:
     if step.expansion is None or not step.expansion.verdicts:
         return ""
     after = notes.expander == "iterative_hops"
@@ -103,13 +99,15 @@ def _walk_units(step: StepTrace, answered: Answered, gold: Gold | None) -> str:
 def chain_steps(answered: Answered, gold: Gold | None) -> str:
     notes = answered.chain
     assert notes is not None
+    assert notes.rewriting is not None
     trace = answered.record.trace
     parts = [] if trace.decomposition is None else [_decomposition(trace.decomposition)]
     for i, step in enumerate(trace.steps):
         body = [el("h4", f"Step {i + 1}: {esc(step.question)}")]
         if step.rewritten is not None:
             body.append(el("p", f"Rewritten: <b>{esc(step.rewritten)}</b>", class_="rewritten"))
-        body.append(el("p", esc(rewrite_reason(trace.steps, i, notes)), class_="why"))
+        why = rewrite_reason(trace.steps, i, notes.rewriting)
+        body.append(el("p", esc(why), class_="why"))
         body.append(_walk_units(step, answered, gold))
         body.append(_verdicts(step, notes))
         if step.answer is not None:
@@ -136,7 +134,7 @@ def _decomposition(d: Decomposition) -> str:
     )
 
 
-def _sub_answer(step: StepTrace, i: int, steps: int, notes: ChainNotes) -> str:
+def _sub_answer(step: StepTrace, i: int, steps: int, notes: MethodNotes) -> str:
     """Step ``i``'s sub-answer, and the summary the next step read when it went unanswered."""
     assert step.answer is not None
     state = answered_note(step.answer)
@@ -144,7 +142,7 @@ def _sub_answer(step: StepTrace, i: int, steps: int, notes: ChainNotes) -> str:
     if step.summary is not None:
         out += el("p", f"Summary of this step's sentences, which step {i + 2}'s answerer read: "
                   f"<q>{esc(step.summary)}</q>", class_="summary")  # fmt: skip
-    elif not step.answer.answered and notes.summarizer and i + 1 < steps:
+    elif not step.answer.answered and notes.summarizes and i + 1 < steps:
         out += el("p", "Unanswered: the summarizer condensed this step's sentences into a "
                   f"summary that step {i + 2}'s answerer read (its text is not in this trace, "
                   "written before traces kept it).", class_="note")  # fmt: skip
@@ -165,7 +163,7 @@ def integration(answered: Answered) -> str:
     assert notes is not None
     named = {n.name: n.answer for n in answered.record.trace.answers}
     parts = []
-    for integrator in notes.integrators:
+    for integrator in notes.integrations:
         found = named.get(integrator.name)
         answer = el("b", esc(found.text if found else "(not in the trace)"))
         if integrator.kind == "ans_int":
@@ -178,15 +176,15 @@ def integration(answered: Answered) -> str:
                     f"answered {answer} {esc(why)}.")  # fmt: skip
         else:
             text = f"<b>{esc(integrator.kind)}</b> answered {answer}."
-        if integrator.name != integrator.kind.replace("_", ""):
+        if integrator.named:
             text = f"<b>{esc(integrator.name)}</b>: {text}"
         parts.append(el("div", text, class_="integrator"))
     return el("div", el("h4", "Integration") + "".join(parts), class_="integration")
 
 
-def ans_int_text(integrator: Integrator, answered: Answered, answer: str) -> str:
+def ans_int_text(integrator: Integration, answered: Answered, answer: str) -> str:
     """What AnsInt read (each sub-question, as decomposed or rewritten, with its answer)."""
-    original = integrator.original_sub_questions
+    original = integrator.reads.sub_questions == "decomposed"
     which = "as decomposed" if original else "as rewritten"
     pairs = "".join(
         el(
@@ -201,15 +199,16 @@ def ans_int_text(integrator: Integrator, answered: Answered, answer: str) -> str
             + el("ol", pairs) + f"and answered {answer}.")  # fmt: skip
 
 
-def cxt_int_text(integrator: Integrator, answered: Answered, answer: str) -> str:
+def cxt_int_text(integrator: Integration, answered: Answered, answer: str) -> str:
     """What CxtInt read: the distinct sentences retrieved, reranked, cut at its budget."""
     units = retrieved(answered.record.trace.steps)
     words = ""
     if isinstance(answered.units, Units):
         count = sum(len(unit_text(answered.units, u).split()) for u in units)
         words = f", {count} words"
-    budget = f"{integrator.word_budget} words" if integrator.word_budget else "its budget"
-    rerank = integrator.reranker or "none"
+    reads = integrator.reads
+    budget = f"{reads.word_budget} words" if reads.word_budget else "its budget"
+    rerank = reads.reranker or "none"
     return (f"<b>CxtInt</b> read the {len(units)} distinct sentences the steps retrieved"
             f"{words}, reranked against the question (reranker: {esc(rerank)}) and cut at "
             f"{budget}, and answered {answer}.")  # fmt: skip
@@ -251,6 +250,9 @@ def other_steps(answered: Answered, gold: Gold | None) -> str:
             )
         else:
             body.append(_walk_units(step, answered, gold))
+        if step.summary is not None:
+            body.append(el("p", "Extracted from their passages, which the answer read after "
+                           f"them: <q>{esc(step.summary)}</q>", class_="summary"))  # fmt: skip
         if step.answer is not None:
             state = answered_note(step.answer)
             body.append(

@@ -15,6 +15,7 @@ from chainrag.components.retrieval.judges import numbered
 from chainrag.components.retrieval.rerankers import NoRerank
 from chainrag.core.budget import fit, words
 from chainrag.core.context import Context, MissingResourceError
+from chainrag.core.notes import Reads
 from chainrag.core.types import (
     Answer,
     Hit,
@@ -23,9 +24,7 @@ from chainrag.core.types import (
 )
 from chainrag.llm.prompts import load_prompt
 from chainrag.protocols.retrieval import Reranker, Sentenced
-from chainrag.recipes.registry import (
-    INTEGRATORS,
-)
+from chainrag.recipes.registry import INTEGRATORS, kind_of
 
 if TYPE_CHECKING:
     from chainrag.recipes.recipe import Recipe
@@ -58,6 +57,10 @@ class AnsInt:
     prompt_version: int = 1
     name: str | None = attrs.field(default=None, validator=answer_name_ok)
     """The answer's name in the run's records (default: the kind without ``_``, ``ansint``)."""
+
+    def reads(self) -> Reads:
+        """The sub-questions, as decomposed or as rewritten, with their sub-answers."""
+        return Reads(sub_questions="decomposed" if self.use_original_sub_questions else "rewritten")
 
     def __call__(self, inputs: IntegrationInput, ctx: Context) -> Answer:
         llm = ctx.require_llm("ans_int integrator")
@@ -108,6 +111,12 @@ class CxtInt:
                 "cxt_int: notes: true and reason: true are two different prompts "
                 "(cxtint_notes, cxtint_reason); choose one"
             )
+
+    def reads(self) -> Reads:
+        """The evidence, reranked and cut at the word budget (with ``notes``, the answered
+        sub-questions too)."""
+        rewritten: Literal["rewritten"] | None = "rewritten" if self.notes else None
+        return Reads(rewritten, self.word_budget, kind_of(self.reranker))
 
     def check_recipe(self, recipe: Recipe) -> None:
         """``layout: passages`` needs an index of sentences."""
