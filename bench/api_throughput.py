@@ -5,7 +5,7 @@
         [--latency fixed:1] [--bursts 60:2] [--baseline 61e250e] [--sides old new] [--repeat 1]
         [--stores cold warm] [--out FILE]
 
-Starts the one stand-in server (chainrag.standin.server, in its own process: its CPU is not
+Starts the one stand-in server (``chainrag standin``, in its own process: its CPU is not
 counted) with the latency given (``fixed:S``, or ``lognormal:MEDIAN:P99``, e.g. 1 s median and a
 5 s 99th percentile) and 429 bursts (``EVERY_S:FOR_S``), and answers every prompt with
 ``standin_reply``. Then, for each code side — this checkout ("new") and the commit
@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = "chainrag.standin.server"  # run from this checkout (PYTHONPATH), whatever side is measured
+SERVER = ["-m", "chainrag.cli", "standin"]  # this checkout (PYTHONPATH), whichever side is run
 
 SAMPLER = ROOT / "bench" / "stage_sampler.py"
 CORES = len(os.sched_getaffinity(0))
@@ -82,11 +82,12 @@ def mean_latency(spec: str) -> float:
 def standin(latency: str, bursts: str, folder: Path) -> Iterator[str]:
     """The stand-in server in its own process; yields its ``api_base``."""
     port_file = folder / "port"
-    args = [sys.executable, "-m", SERVER, "--latency", latency, "--port-file", str(port_file)]
+    args = [sys.executable, *SERVER, "--port", "0", "--latency", latency,
+            "--port-file", str(port_file)]  # fmt: skip
     if bursts:
         args += ["--bursts", bursts]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen(args, env=env, cwd=ROOT)
+    server = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     try:
         for _ in range(300):
             if port_file.is_file() and port_file.read_text():

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from chainrag.cli.main import app
 from chainrag.core.endpoint import ACCESS_FIELDS, endpoint_identity, normal_base
-from chainrag.core.errors import LLMConnectionError, LLMTimeoutError
+from chainrag.core.errors import LLMConnectionError, LLMTimeoutError, RecipeError
 from chainrag.core.types import LLMRequest, Message
 from chainrag.llm import endpoint_identity as llm_identity
 from chainrag.llm.backend import (
@@ -30,7 +30,7 @@ from chainrag.llm.backend import (
 from chainrag.recipes.overrides import load_changed, parse_all
 from chainrag.recipes.recipe import LLMSpec
 from chainrag.run.files import RunError
-from chainrag.run.folder import RunDir
+from chainrag.run.folder import RunDir, access_change
 from chainrag.run.meta import recipe_digest
 from chainrag.standin.server import FakeOpenAI, serve
 
@@ -70,7 +70,7 @@ def test_how_the_endpoint_is_reached_is_not_part_of_the_digest() -> None:
                "llm.timeout_s=5", "llm.max_retries=0"]  # fmt: skip
     moved = load_changed(ANSINT, parse_all(changes), llm="gpt-4o-mini")
     assert [getattr(moved.llm, f) for f in ACCESS_FIELDS] == ["http://127.0.0.1:9999/v1", 32,
-                                                              5.0, 0]  # fmt: skip
+                                                              5.0, 0, None]  # fmt: skip
     assert recipe_digest(moved) == recipe_digest(shipped)
     other = load_changed(ANSINT, parse_all(["llm.temperature=0"]), llm="gpt-4o-mini")
     assert recipe_digest(other) != recipe_digest(shipped)
@@ -108,6 +108,10 @@ def test_a_run_resumes_with_its_server_on_another_port_and_says_so(
     assert [s["access"]["api_base"] for s in sessions] == [first, second]
     assert sessions[1]["access"] == {"api_base": second, "concurrency": 1, "timeout_s": 120.0,
                                      "max_retries": 4}  # fmt: skip
+    moved = {**sessions[1]["access"], "api_base": None, "concurrency": 8}
+    assert access_change(folder, sessions[1]["access"], moved).startswith(
+        f"note: {folder} resumes with llm api_base unset (was {second}), concurrency 8 (was 1):"
+    )
 
 
 def test_the_response_cache_keeps_the_endpoint(
@@ -205,3 +209,73 @@ def test_a_connection_failure_is_said_for_what_it_is(error: BaseException, words
         f"http://host:8000/v1: {words}"
     )
     assert connection_failure(exc, None, 30.0).startswith("the provider's endpoint: ")
+
+
+# --------------------------------------------------------------------------- params, api_key_env
+
+
+def test_further_litellm_keywords_pass_through_and_are_part_of_what_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path / "cache"))
+    recipe, _ = naive_recipe(tmp_path, "llm: {kind: litellm, model: openai/m}\n")
+    fake = FakeOpenAI([], reply="Paris")
+    params = ["--set", "llm.params={top_p: 0.9, extra_body: {top_k: 20}, stop: [END]}"]
+    with serve(fake) as base:
+        plain = CliRunner().invoke(app, run_args(recipe, base, tmp_path / "a"))
+        assert plain.exit_code == 0, plain.output
+        assert all("top_p" not in body for body in fake.bodies)
+        tuned = CliRunner().invoke(app, run_args(recipe, base, tmp_path / "b", *params))
+        assert tuned.exit_code == 0, tuned.output
+    sent = fake.bodies[3:]  # not answered from the first run's cache: another identity
+    assert len(sent) == 3
+    assert all(b["top_p"] == 0.9 and b["top_k"] == 20 and b["stop"] == ["END"] for b in sent)
+    stored = (tmp_path / "b" / "musique" / "naive" / "recipe.yaml").read_text()
+    assert "  params:\n    top_p: 0.9\n" in stored
+    unset = load_changed(recipe)
+    assert recipe_digest(load_changed(recipe, parse_all(params[1:]))) != recipe_digest(unset)
+    spec = attrs.evolve(unset.llm, params={"top_p": 0.9})
+    assert llm_identity(spec).endswith('+params:{"top_p":0.9}')
+    assert llm_identity(unset.llm) == "litellm:openai/m@provider-default"  # unset: as before
+
+
+@pytest.mark.parametrize(
+    ("params", "why"),
+    [
+        ("{temperature: 0}", r"temperature is set by llm\.temperature, not by llm\.params"),
+        ("{api_key: sk-x}", r"api_key is set by llm\.api_key_env \(the name of the variable"),
+        ("{timeout: 5}", r"timeout is set by llm\.timeout_s"),
+    ],
+)
+def test_a_keyword_chainrag_sets_itself_is_refused_naming_its_field(params: str, why: str) -> None:
+    with pytest.raises(RecipeError, match=why):
+        load_changed(ANSINT, parse_all([f"llm.params={params}"]))
+
+
+def test_the_key_is_read_from_the_variable_the_recipe_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    recipe, _ = naive_recipe(tmp_path, "llm: {kind: litellm, model: openai/m}\n")
+    fake = FakeOpenAI([], key="sk-vllm-secret", reply="Paris")
+    named = ["--set", "llm.api_key_env=VLLM_API_KEY"]
+    with serve(fake) as base:
+        unset = CliRunner().invoke(app, run_args(recipe, base, tmp_path / "runs", *named))
+        assert unset.exit_code == 1
+        assert "openai/m needs its key in VLLM_API_KEY (llm.api_key_env), and it is not set" in (
+            unset.output
+        )
+        monkeypatch.setenv("VLLM_API_KEY", "sk-vllm-secret")
+        done = CliRunner().invoke(app, run_args(recipe, base, tmp_path / "runs", *named))
+    assert done.exit_code == 0, done.output
+    assert "3 answered" in done.output and len(fake.bodies) == 3
+    folder = tmp_path / "runs" / "musique" / "naive"
+    written = "".join(p.read_text() for p in folder.iterdir() if p.is_file())
+    assert "api_key_env: VLLM_API_KEY" in written and "sk-vllm-secret" not in written
+    with pytest.raises(
+        RecipeError, match="names the environment variable that holds the key"
+    ) as caught:
+        load_changed(ANSINT, parse_all(["llm.api_key_env=sk-vllm-secret-pasted"]))
+    assert "pasted" not in str(caught.value)

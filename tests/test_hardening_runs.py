@@ -189,6 +189,8 @@ def test_a_second_signal_stops_at_once_and_the_same_command_resumes(tmp_path: Pa
             process.send_signal(signal.SIGINT)
             assert _said(stderr, "SIGINT: waiting for the 2 question(s) in flight to finish")
             assert "Ctrl-C again, or SIGTERM, to stop now" in stderr.read_text()
+            before = stderr.read_text().split("SIGINT: waiting")[0]
+            assert "musique/naive:" in before and before.endswith(("\r", "\n"))  # not on the bar
             time.sleep(1.0)
             assert process.poll() is None  # it waits, as said
             second = time.monotonic()
@@ -209,6 +211,20 @@ def test_a_second_signal_stops_at_once_and_the_same_command_resumes(tmp_path: Pa
     lines = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
     assert len(lines) == 6 and len({line["id"] for line in lines}) == 6
     assert len(fake.bodies) == 8  # the 2 answered, the 2 abandoned, then the 4 left
+
+
+def test_a_signals_notice_is_a_line_of_its_own_beside_a_progress_bar(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from chainrag.core.progress import Progress
+    from chainrag.run.interrupts import notice
+
+    with Progress("q") as bars:
+        bars("musique/naive", 2, 6, {"F1": "50.0"})
+        notice("SIGINT: waiting for the 2 question(s) in flight to finish")
+    err = capsys.readouterr().err
+    before, _, after = err.partition("SIGINT: waiting")
+    assert "2/6" in before and before.endswith(("\r", "\n")) and "2/6" not in after.split("\n")[0]
 
 
 def test_connection_refused_is_the_connection_error_the_readme_names(tmp_path: Path) -> None:

@@ -57,6 +57,24 @@ def test_an_overlay_and_its_model_string_are_one_recipe() -> None:
     )
 
 
+def test_recipe_show_and_the_dry_run_print_the_digest(tmp_path: Path, own_cache: Path) -> None:
+    """Whether ``gpt-4o-mini`` and ``openai/gpt-4o-mini`` make one recipe is read off the
+    command line: both print the digest a run folder resumes by."""
+    runner = CliRunner()
+    shown = {name: runner.invoke(app, ["recipe", "show", str(ANSINT), "--llm", name])
+             for name in ("gpt-4o-mini", "openai/gpt-4o-mini")}  # fmt: skip
+    digest = recipe_digest(load_changed(ANSINT, llm="gpt-4o-mini"))
+    for result in shown.values():
+        assert result.exit_code == 0, result.output
+        assert result.output.splitlines()[-1].startswith(f"# digest: {digest} (a run folder")
+    plan = runner.invoke(app, [*run_args(tmp_path, "--llm", "gpt-4o-mini"), "--dry-run"])
+    assert plan.exit_code == 0, plan.output
+    assert (
+        f"  recipe digest: {recipe_digest(load_changed(naive(tmp_path), llm='gpt-4o-mini'))}"
+        in (plan.output.splitlines())
+    )
+
+
 @pytest.mark.parametrize("name", ["nonsense/xyz", "gpt4o"])
 def test_an_unknown_model_is_refused_naming_what_was_tried(name: str) -> None:
     with pytest.raises(RecipeError, match=r"LLM overlay \(glm-4-plus.*local model") as caught:

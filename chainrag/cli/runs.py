@@ -75,7 +75,8 @@ ESTIMATE_HELP = (
     "already answered or from a sample answered into an estimate folder of its own (see "
     "--sample), in this process whatever --engine. A paid API is called only with --yes: "
     "without it, its tokens come from stored runs of the same recipe on the same dataset "
-    "(--out-dir, docs/runs), else from a sample the local model answers, counted with the "
+    "(in --out-dir, then ./docs/runs, then the package's docs/runs), else from a sample the "
+    "local model answers, counted with the "
     "model's tokenizer where litellm has it."
 )
 SAMPLE_HELP = (

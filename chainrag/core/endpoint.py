@@ -18,7 +18,8 @@ answers. It never holds a credential: a URL's userinfo is dropped, and a key is 
 environment, never named here.
 
 **How it is reached** (:data:`ACCESS_FIELDS`): the base URL again (a server moved to another
-port answers as before), the requests in flight, the timeout and the retries. None changes an
+port answers as before), the requests in flight, the timeout, the retries and the variable
+that holds the key. None changes an
 answer of a given endpoint, so none is part of a recipe's digest (a run folder resumes after a
 change, and says so); the base URL stays in the identity above, since a cached answer is that
 server's.
@@ -33,10 +34,10 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-ACCESS_FIELDS = ("api_base", "concurrency", "timeout_s", "max_retries")
+ACCESS_FIELDS = ("api_base", "concurrency", "timeout_s", "max_retries", "api_key_env")
 """The fields of a remote model's section that say how its endpoint is reached, not what it
 answers: where (``api_base``), how many requests at once, how long each may take, how often one
-is tried again."""
+is tried again, and the environment variable that holds its key (its name, never the key)."""
 
 PROVIDER_DEFAULT = "provider-default"
 """The identity's endpoint where none is given: the provider's own, as its client knows it."""
@@ -64,17 +65,26 @@ def endpoint_identity(
     """What answers a request sent by a client of ``kind`` for ``model`` to ``api_base`` (None:
     the provider's own endpoint) with the further ``params`` (see the module docstring)."""
     base = normal_base(api_base) if api_base else PROVIDER_DEFAULT
-    identity = f"{kind}:{model}@{base}"
-    if params:
-        identity += "+params:" + json.dumps(params, sort_keys=True, separators=(",", ":"))
-    return identity
+    return f"{kind}:{model}@{base}" + params_part(params)
+
+
+def params_part(params: Mapping[str, Any] | None) -> str:
+    """The further parameters' part of an identity: ``+params:`` and their canonical JSON, or
+    ``""`` for none (so an identity without them is what it was before they existed)."""
+    if not params:
+        return ""
+    return "+params:" + json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
 def access_changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     """Each of :data:`ACCESS_FIELDS` whose value differs between two records of them, as
-    ``concurrency 16 (was 8)``; a field either lacks is left out."""
+    ``concurrency 16 (was 8)``; a field a record lacks is unset there."""
+
+    def shown(value: Any) -> str:
+        return "unset" if value is None else str(value)
+
     return [
-        f"{name} {now[name]} (was {before[name]})"
+        f"{name} {shown(now.get(name))} (was {shown(before.get(name))})"
         for name in ACCESS_FIELDS
-        if name in before and name in now and before[name] != now[name]
+        if before.get(name) != now.get(name)
     ]

@@ -17,7 +17,7 @@ import random
 import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -136,10 +136,12 @@ class LiteLLMBackend:
         pacer: Every attempt takes a turn of it (:mod:`chainrag.llm.pacing`: requests in
             flight, a minute's requests and tokens); a 429 that says ``Retry-After`` holds it,
             so that no request starts before then. None: no limit.
+        params: Further ``litellm.completion`` keywords, passed as they are (``llm.params``:
+            ``top_p``, ``extra_body``…; never one this class sets itself).
     """
 
     api_base: str | None = None
-    api_key: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)
     timeout_s: float = 120.0
     retry: RetryPolicy = RetryPolicy()
     json_mode: JsonMode = "auto"
@@ -148,6 +150,7 @@ class LiteLLMBackend:
     sleep: Callable[[float], None] = time.sleep
     gone: Callable[[], str | None] | None = None
     pacer: Pacer | None = None
+    params: Mapping[str, Any] = attrs.field(factory=dict)
     _rng: random.Random = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -191,6 +194,7 @@ class LiteLLMBackend:
                 "request has no model; bind it first", prompt_id=request.prompt_id
             )
         kwargs: dict[str, Any] = {
+            **self.params,
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "timeout": self.timeout_s,
@@ -254,10 +258,11 @@ class LiteLLMBackend:
             kind: type[LLMError] = type(exc)
         else:
             kind = classify(exc)
+        key = (self.api_key,) if self.api_key else ()  # a named variable's too, whatever its name
         if kind in (LLMConnectionError, LLMTimeoutError) and not isinstance(exc, LLMError):
-            message = redact(connection_failure(exc, self.api_base, self.timeout_s))
+            message = redact(connection_failure(exc, self.api_base, self.timeout_s), key)
         else:
-            message = redact(f"{type(exc).__name__}: {exc}")
+            message = redact(f"{type(exc).__name__}: {exc}", key)
         prompt_id, model, attempts = request.prompt_id, request.model, attempt + 1
         if kind is LLMRateLimitError:
             return LLMRateLimitError(message, prompt_id=prompt_id, model=model, attempts=attempts,

@@ -5,6 +5,7 @@
         print(line)
     # musique / ansint (ChainRAG, local qwen2.5-coder-1.5b): 5 questions -> runs/musique/ansint
     #   resumes: 3 of 5 answered, 1 failed before (tried again), 2 to answer
+    #   recipe digest: sha256:5f0c…
     plan.check()                         # a RunError naming every run that would be refused
 
 :func:`plan_grid` reads every input once into a typed :class:`RunPlan`: the recipes (with the
@@ -322,7 +323,8 @@ def llm_words(spec: LLMSpec) -> str:
 
 
 def plan_lines(plan: RunPlan) -> list[str]:
-    """The plan as ``--dry-run`` prints it, two or three lines per recipe x dataset."""
+    """The plan as ``--dry-run`` prints it, three lines or more per recipe x dataset: what it
+    would do in its folder, and its recipe's digest (what the folder resumes by)."""
     lines = []
     for run in plan.runs:
         recipe = run.recipe
@@ -330,6 +332,7 @@ def plan_lines(plan: RunPlan) -> list[str]:
         lines.append(f"{run.data.name} / {recipe.name} ({method}, {llm_words(recipe.llm)}): "
                      f"{len(run.data.examples)} questions -> {run.folder}")  # fmt: skip
         lines.append(f"  {run.state}")
+        lines.append(f"  recipe digest: {run.identity.recipe_digest}")
         if run.state.note:
             lines.append(f"  {run.state.note}")
         if run.job.changes:

@@ -55,7 +55,8 @@ def answer_recipe(recipe: Recipe) -> Recipe:
     run resumed with a larger one answers the questions whose prompts were too long); so are the
     provider's limits (``requests_per_minute``, ``tokens_per_minute``), which pace requests;
     and how the endpoint is reached (:data:`~chainrag.core.endpoint.ACCESS_FIELDS`:
-    ``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``) is at its defaults, so that
+    ``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``, ``api_key_env``) is at its
+    defaults, so that
     a served model moved to another port, or a run given more requests in flight, goes on in
     its folder (each session records them: :func:`access`)."""
     cache = "fresh" if recipe.llm.prompt_cache in (None, "aligned") else recipe.llm.prompt_cache
@@ -72,21 +73,24 @@ ACCESS_DEFAULTS: dict[str, Any] = {
 
 def access(recipe: Recipe) -> dict[str, Any]:
     """How ``recipe``'s LLM is reached (:data:`~chainrag.core.endpoint.ACCESS_FIELDS`; the
-    ``api_base`` without userinfo), as a session of a run records it."""
+    ``api_base`` without userinfo), as a session of a run records it: unset fields left out."""
     spec = stored_recipe(recipe).llm
-    return {name: getattr(spec, name) for name in ACCESS_FIELDS}
+    values = {name: getattr(spec, name) for name in ACCESS_FIELDS}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def _unset(line: str) -> bool:
     """A dumped line of a field added since digests were first made, at its default."""
     unset = ("name: null", "- name: null", "confirmer: null", "margin: 0.0", "calibrate: false")
-    llm_unset = ("  n_ctx: null", "  requests_per_minute: null", "  tokens_per_minute: null")
+    llm_unset = ("  n_ctx: null", "  requests_per_minute: null", "  tokens_per_minute: null",
+                 "  params: {}", "  api_key_env: null")  # fmt: skip
     return line in llm_unset or line.strip() in unset
 
 
 def recipe_digest(recipe: Recipe) -> str:
     """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded), as
-    far as its answers go (:func:`answer_recipe`; ``n_ctx``, an integrator's unset ``name``,
+    far as its answers go (:func:`answer_recipe`; ``n_ctx``, unset ``llm.params``, an
+    integrator's unset ``name``,
     ChainRAG's unset ``confirmer`` and ``choose``'s unset ``margin`` and ``calibrate``, left
     out, keep the digests made before they existed;
     so does leaving out where the encoders run, :func:`~chainrag.recipes.structure.identity`)."""

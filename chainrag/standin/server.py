@@ -31,13 +31,13 @@ in place of ``latency`` where given) and their own script (``encoder_script``: `
 HTTP status); their bodies are kept in ``embedded`` and ``reranked``, and chainrag's encoder
 preflight (one input ``OK``) in ``probes``.
 
-As a process (bench/api_throughput.py runs it so, to measure chainrag's CPU without it):
-``python -m chainrag.standin.server --latency lognormal:1:5 --bursts 60:2 --port-file F``.
+Each request, with how it was answered, goes to ``log`` where one is set. As a process,
+``chainrag standin`` (:mod:`chainrag.standin.process`): a user tests a set-up with it without
+paying, and bench/api_throughput.py runs it so, to measure chainrag's CPU without it.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import functools
 import json
@@ -48,7 +48,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -129,6 +128,7 @@ class FakeOpenAI:
         self.top = top
         self.bodies: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.log: Callable[[dict[str, Any]], None] | None = None
 
     def next_behaviour(self) -> str:
         with self.lock:
@@ -174,6 +174,20 @@ class FakeOpenAI:
         """The reply's text for ``body``."""
         return self.reply(body) if callable(self.reply) else self.reply
 
+    def logged(
+        self, method: str, path: str, body: Body, status: int, what: str, seconds: float
+    ) -> None:
+        """Tell ``log`` (where there is one) of a request and how it was answered."""
+        if self.log is None:
+            return
+        messages = body.get("messages") or []
+        self.log({
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "method": method, "path": path,
+            "status": status, "what": what, "seconds": round(seconds, 3),
+            "model": body.get("model"), "messages": len(messages),
+            "prompt_chars": sum(len(str(m.get("content", ""))) for m in messages),
+        })  # fmt: skip
+
 
 def is_probe(body: dict[str, Any]) -> bool:
     """Whether ``body`` is chainrag's one-token preflight request."""
@@ -190,29 +204,34 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model"}]}))
+            fake.logged("GET", self.path, {}, 200, "models", 0.0)
 
         def do_POST(self) -> None:
+            started = time.monotonic()
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length))
+            status, what = self._answer(body)
+            fake.logged("POST", self.path, body, status, what, time.monotonic() - started)
+
+        def _answer(self, body: Body) -> tuple[int, str]:
+            """Answer ``body``; the status sent and what it was, in a word or two."""
             encoder = self.path.rstrip("/").rsplit("/", 1)[-1]
             if fake.key is not None and self.headers.get("Authorization") != f"Bearer {fake.key}":
                 message = "Incorrect API key provided. You can find your API key in your account."
                 error = {"message": message, "type": "invalid_request_error",
                          "code": "invalid_api_key"}  # fmt: skip
-                self._send(401, json.dumps({"error": error}))
-                return
+                return self._send(401, json.dumps({"error": error})), "key refused"
             if is_probe(body) or is_encoder_probe(encoder, body):
                 fake.probes.append(body)
-                self._send(200, json.dumps(probe_body(encoder, body)))
-                return
-            if (wait := fake.in_burst()) is not None or (wait := fake.over_rate()) is not None:
-                error = {"message": "Rate limit reached for requests", "type": "requests",
-                         "code": "rate_limit_exceeded"}  # fmt: skip
-                self._send(429, json.dumps({"error": error}), {"Retry-After": f"{wait:.3f}"})
-                return
+                return self._send(200, json.dumps(probe_body(encoder, body))), "probe"
+            for why, wait in (("burst", fake.in_burst()), ("rate", fake.over_rate())):
+                if wait is not None:
+                    error = {"message": "Rate limit reached for requests", "type": "requests",
+                             "code": "rate_limit_exceeded"}  # fmt: skip
+                    headers = {"Retry-After": f"{wait:.3f}"}
+                    return self._send(429, json.dumps({"error": error}), headers), why
             if encoder in ENCODERS:
-                self._encode(encoder, body)
-                return
+                return self._encode(encoder, body), encoder
             fake.bodies.append(body)
             behaviour = fake.next_behaviour()
             time.sleep(fake.delay_s + (fake.latency() if fake.latency is not None else 0.0))
@@ -220,38 +239,36 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 time.sleep(fake.hang_s)
                 behaviour = "ok"
             if behaviour == "ok":
-                top = fake.top if fake.bodies[-1].get("logprobs") else None
-                self._send(200, json.dumps(completion_body(fake.answer(body), top)))
-            elif behaviour == "malformed":
-                self._send(200, '{"id": "x", "choices": [ this is not json')
-            elif behaviour == "empty":
-                self._send(200, json.dumps({"id": "x", "object": "chat.completion", "choices": []}))
-            else:
-                status = int(behaviour)
-                body = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
-                self._send(status, json.dumps(body))
+                top = fake.top if body.get("logprobs") else None
+                return self._send(200, json.dumps(completion_body(fake.answer(body), top))), "ok"
+            if behaviour == "malformed":
+                return self._send(200, '{"id": "x", "choices": [ this is not json'), behaviour
+            if behaviour == "empty":
+                empty = {"id": "x", "object": "chat.completion", "choices": []}
+                return self._send(200, json.dumps(empty)), behaviour
+            return self._injected(int(behaviour)), "injected"
 
-        def _encode(self, encoder: str, body: dict[str, Any]) -> None:
-            """An embedding or rerank request, after the key and rate checks."""
+        def _encode(self, encoder: str, body: dict[str, Any]) -> int:
+            """An embedding or rerank request, after the key and rate checks; the status."""
             (fake.embedded if encoder == "embeddings" else fake.reranked).append(body)
             behaviour = fake.next_encoder_behaviour()
             time.sleep(fake.encoder_wait())
             if behaviour != "ok":
-                status = int(behaviour)
-                error = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
-                self._send(status, json.dumps(error))
-                return
+                return self._injected(int(behaviour))
             try:
                 answer = ENCODERS[encoder](body)
             except (KeyError, TypeError, ValueError) as exc:
                 error = {
                     "error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}
                 }
-                self._send(400, json.dumps(error))
-                return
-            self._send(200, json.dumps(answer))
+                return self._send(400, json.dumps(error))
+            return self._send(200, json.dumps(answer))
 
-        def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+        def _injected(self, status: int) -> int:
+            injected = {"message": f"injected {status}", "type": "test", "code": status}
+            return self._send(status, json.dumps({"error": injected}))
+
+        def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> int:
             data = body.encode()
             try:
                 self.send_response(status)
@@ -263,6 +280,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass
+            return status
 
     return Handler
 
@@ -327,7 +345,7 @@ def probe_body(encoder: str, body: dict[str, Any]) -> dict[str, Any]:
 def shared_standin() -> str:
     """The ``api_base`` of a stand-in started once for this process (a daemon thread, never
     stopped): what the remote encoders' registered examples call in conformance checks."""
-    server = _Server(("127.0.0.1", 0), _handler(FakeOpenAI([], reply=standin_reply)))
+    server = http_server(FakeOpenAI([], reply=standin_reply))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/v1"
 
@@ -346,40 +364,12 @@ def serve(fake: FakeOpenAI) -> Iterator[str]:
         server.server_close()
 
 
-def _latency(spec: str) -> Callable[[], float]:
-    """``fixed:S`` or ``lognormal:MEDIAN:P99`` (seconds)."""
-    kind, *numbers = spec.split(":")
-    values = [float(n) for n in numbers]
-    return fixed(values[0]) if kind == "fixed" else lognormal(values[0], values[1])
-
-
-def main() -> None:
-    """Serve :func:`standin_reply` until killed; the port is written to ``--port-file``."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency", default="fixed:0", help="fixed:S or lognormal:MEDIAN:P99")
-    parser.add_argument("--bursts", default="", help="EVERY_S:FOR_S: 429s for FOR_S each EVERY_S")
-    parser.add_argument("--port-file", type=Path, required=True)
-    args = parser.parse_args()
-    bursts = tuple(float(n) for n in args.bursts.split(":")) if args.bursts else None
-    fake = FakeOpenAI([], reply=standin_reply, latency=_latency(args.latency),
-                      bursts=bursts)  # type: ignore[arg-type]  # fmt: skip
-    fake.bodies = _Forgetful()
-    server = _Server(("127.0.0.1", 0), _handler(fake))
-    args.port_file.write_text(str(server.server_address[1]))
-    server.serve_forever()
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # a run with 64 requests in flight connects at once
 
 
-class _Forgetful(list[Body]):
-    """``bodies`` of a long-running server: only the last one kept."""
-
-    def append(self, body: Body) -> None:
-        self[:] = [body]
-
-
-if __name__ == "__main__":
-    main()
+def http_server(fake: FakeOpenAI, port: int = 0) -> ThreadingHTTPServer:
+    """``fake`` bound to 127.0.0.1:``port`` (0: a free one), to be served
+    (``serve_forever``); an OSError where the port is taken."""
+    return _Server(("127.0.0.1", port), _handler(fake))
