@@ -1,6 +1,7 @@
 # Two commands on a fresh machine (see README):
 #   make demo   set up, then run the main job on the embedded default
-#   make test   set up, then ruff, mypy --strict and the whole test suite
+#   make test   set up, fetch the models the tests load, then ruff, mypy --strict and the
+#               whole test suite
 # Both create or refresh .venv themselves from the hash-checked pins of requirements/lock.txt.
 
 SHELL := /bin/bash
@@ -12,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.chainrag-installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck pytest venv llama llama-rebuild lock bench clean
+.PHONY: demo test lint typecheck pytest test-models venv llama llama-rebuild lock bench clean
 
 venv: $(STAMP)
 
@@ -76,7 +77,17 @@ lint: venv
 typecheck: venv llama
 	$(BIN)/mypy --strict chainrag
 
-pytest: venv llama
+# The local models the tests load (tests/conftest.py's TEST_MODELS: tests/test_determinism.py,
+# test_llm_integration.py, test_methods.py and test_llama_build.py serve the 0.5B model;
+# test_estimate.py's token ratio reads the 1.5B one's tokenizer), fetched and verified as `make
+# demo` fetches its own, so that a fresh clone runs every test; under CI (CI=true) a test whose
+# model is missing fails rather than skips.
+TEST_MODELS := qwen2.5-coder-0.5b qwen2.5-coder-1.5b
+
+test-models: venv
+	$(BIN)/chainrag models fetch $(foreach model,$(TEST_MODELS),--llm $(model))
+
+pytest: venv llama test-models
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest

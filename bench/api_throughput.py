@@ -3,16 +3,23 @@
     .venv/bin/python bench/api_throughput.py [--recipes chainrag/ansint.yaml baselines/naive.yaml]
         [--datasets musique long:musique] [--limit 30] [--concurrency 1 4 16 64]
         [--latency fixed:1] [--bursts 60:2] [--baseline 61e250e] [--sides old new] [--repeat 1]
-        [--out FILE]
+        [--stores cold warm] [--out FILE]
 
-Starts the one stand-in server (chainrag.standin.server, in its own process: its CPU is not
+Starts the one stand-in server (``chainrag standin``, in its own process: its CPU is not
 counted) with the latency given (``fixed:S``, or ``lognormal:MEDIAN:P99``, e.g. 1 s median and a
 5 s 99th percentile) and 429 bursts (``EVERY_S:FOR_S``), and answers every prompt with
 ``standin_reply``. Then, for each code side — this checkout ("new") and the commit
 ``--baseline`` ("old", exported with ``git archive`` into a temporary folder) — each recipe,
 dataset and ``--concurrency``, runs ``chainrag run RECIPE --dataset D --limit N --llm
-openai/stand-in --api-base URL --concurrency C`` in a fresh process from an empty
-``$CHAINRAG_CACHE``, and prints:
+openai/stand-in --api-base URL --concurrency C`` in a fresh process, and prints per store:
+
+* ``cold``: from an empty ``$CHAINRAG_CACHE``, every question's index built;
+* ``warm``: over the vector store a first run of the same cell filled (not measured), the LLM
+  cache not used (``--cache-mode bypass``): the second recipe or the rerun over the same
+  questions, where no index build loads the embedder and the CPU floor of a cold store no longer
+  caps the ratio to the latency bound;
+
+and for each:
 
 * questions a minute (wall time of the whole process, start-up included);
 * CPU seconds a question: user + sys of the chainrag process (``os.wait4``), start-up included;
@@ -50,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = "chainrag.standin.server"  # run from this checkout (PYTHONPATH), whatever side is measured
+SERVER = ["-m", "chainrag.cli", "standin"]  # this checkout (PYTHONPATH), whichever side is run
 
 SAMPLER = ROOT / "bench" / "stage_sampler.py"
 CORES = len(os.sched_getaffinity(0))
@@ -75,11 +82,12 @@ def mean_latency(spec: str) -> float:
 def standin(latency: str, bursts: str, folder: Path) -> Iterator[str]:
     """The stand-in server in its own process; yields its ``api_base``."""
     port_file = folder / "port"
-    args = [sys.executable, "-m", SERVER, "--latency", latency, "--port-file", str(port_file)]
+    args = [sys.executable, *SERVER, "--port", "0", "--latency", latency,
+            "--port-file", str(port_file)]  # fmt: skip
     if bursts:
         args += ["--bursts", bursts]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen(args, env=env, cwd=ROOT)
+    server = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     try:
         for _ in range(300):
             if port_file.is_file() and port_file.read_text():
@@ -113,17 +121,28 @@ def calls_of(record: dict[str, Any]) -> int:
 
 
 def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
-            api_base: str, latency_s: float, work: Path) -> dict[str, Any]:  # fmt: skip
-    """One ``chainrag run`` in a fresh process from an empty cache; what the table shows."""
+            api_base: str, latency_s: float, work: Path, store: str = "cold",
+            ) -> dict[str, Any]:  # fmt: skip
+    """One ``chainrag run`` in a fresh process; what the table shows. ``store``: ``cold``, from
+    an empty cache; ``warm``, over the stores a first run (not measured) filled, the LLM cache
+    bypassed."""
     cache, out, stages = work / "cache", work / "runs", work / "stages.json"
     limited = ["--limit", str(limit)] if limit else []
     args = [sys.executable, str(SAMPLER), "run", str(code / "recipes" / recipe),
             "--dataset", dataset, *limited, "--llm", "openai/stand-in",
-            "--api-base", api_base, "--concurrency", str(concurrency), "--out-dir", str(out),
-            "--no-report"]  # fmt: skip
+            "--api-base", api_base, "--concurrency", str(concurrency), "--no-report"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(code), "CHAINRAG_CACHE": str(cache),
            "OPENAI_API_KEY": "stand-in", "BENCH_STAGES": str(stages),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    if store == "warm":
+        fill = [*args, "--out-dir", str(work / "fill")]
+        filled = subprocess.run(fill, env={**env, "BENCH_STAGES": str(work / "fill.json")},
+                                cwd=work, capture_output=True, text=True, check=False)  # fmt: skip
+        if filled.returncode != 0:
+            raise RuntimeError(f"the run that fills the store failed ({filled.returncode}) "
+                               f"in {work}:\n{filled.stderr[-2000:]}")  # fmt: skip
+        args += ["--cache-mode", "bypass"]
+    args += ["--out-dir", str(out)]
     start = time.perf_counter()
     child = subprocess.Popen(args, env=env, cwd=work, stdout=subprocess.DEVNULL,
                              stderr=(work / "stderr.txt").open("w"))  # fmt: skip
@@ -201,15 +220,20 @@ def options() -> argparse.Namespace:
         default=1,
         help="runs a cell; the table shows their median (default: %(default)s)",
     )
+    parser.add_argument("--stores", nargs="+", choices=["cold", "warm"], default=["cold", "warm"],
+                        help="cold: from an empty cache; warm: over the stores a first run "
+                             "filled, the LLM cache not used (default: both)")  # fmt: skip
     parser.add_argument(
         "--out", type=Path, default=None, help="a JSON-lines file each cell's runs are appended to"
     )
     return parser.parse_args()
 
 
-def table_row(recipe: str, dataset: str, concurrency: int, side: str, r: dict[str, Any]) -> str:
+def table_row(
+    recipe: str, dataset: str, concurrency: int, store: str, side: str, r: dict[str, Any]
+) -> str:
     """A cell's line of the table (``r``: its median run)."""
-    return (f"| {recipe:<22} | {dataset:<12} | {concurrency:>4} | {side:<4} | "
+    return (f"| {recipe:<22} | {dataset:<12} | {concurrency:>4} | {store:<5} | {side:<4} | "
             f"{r['q_per_min']:>6.1f} | {r['cpu_per_q']:>7.2f} | {r['peak_mib']:>8.0f} | "
             f"{r['ideal_s']:>7.1f} | {r['floor_s']:>11.1f} | {r['wall_s']:>7.1f} | "
             f"{r['ratio']:>5.2f} | {top_stages(r['stages'])} | {top_waits(r['waits'])} |"
@@ -227,28 +251,30 @@ def main() -> None:
     print(f"stand-in latency {args.latency} (mean {latency_s:.2f} s), bursts "
           f"{args.bursts or 'none'}; {CORES} cores; load average before: "
           f"{os.getloadavg()[0]:.2f}")  # fmt: skip
-    header = (f"| {'recipe':<22} | {'dataset':<12} | {'conc':>4} | {'side':<4} | {'q/min':>6} | "
+    header = (f"| {'recipe':<22} | {'dataset':<12} | {'conc':>4} | {'store':<5} | {'side':<4} | "
+              f"{'q/min':>6} | "
               f"{'CPU s/q':>7} | {'peak MiB':>8} | {'ideal s':>7} | {'CPU floor s':>11} | "
               f"{'wall s':>7} | {'ratio':>5} | top stages by CPU | "
               "top waits (question time) |")  # fmt: skip
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
-    grid = itertools.product(args.recipes, args.datasets, args.concurrency, sides.items())
+    grid = itertools.product(args.recipes, args.datasets, args.concurrency, args.stores,
+                             sides.items())  # fmt: skip
     with standin(args.latency, args.bursts, work) as api_base:
-        for recipe, dataset, concurrency, (side, code) in grid:
+        for recipe, dataset, concurrency, store, (side, code) in grid:
             runs = []
             for i in range(args.repeat):
                 cell = work / f"{side}-{recipe.replace('/', '_')}-"\
-                    f"{dataset.replace(':', '_')}-{concurrency}-{i}"  # fmt: skip
+                    f"{dataset.replace(':', '_')}-{concurrency}-{store}-{i}"  # fmt: skip
                 cell.mkdir(parents=True)
-                note(f"running {side} {recipe} {dataset} c={concurrency} #{i + 1}")
+                note(f"running {side} {recipe} {dataset} c={concurrency} {store} #{i + 1}")
                 runs.append(one_run(code, recipe, dataset, args.limit, concurrency,
-                                    api_base, latency_s, cell))  # fmt: skip
+                                    api_base, latency_s, cell, store))  # fmt: skip
             r = median_of(runs)
-            print(table_row(recipe, dataset, concurrency, side, r), flush=True)
+            print(table_row(recipe, dataset, concurrency, store, side, r), flush=True)
             if args.out is not None:
                 row = {"recipe": recipe, "dataset": dataset, "side": side,
-                       "concurrency": concurrency, "latency": args.latency,
+                       "concurrency": concurrency, "store": store, "latency": args.latency,
                        "bursts": args.bursts, "runs": runs, "median": r}  # fmt: skip
                 with args.out.open("a") as fh:
                     fh.write(json.dumps(row) + "\n")

@@ -23,6 +23,38 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 ROOT = Path(__file__).resolve().parent.parent
 DATA_ROOT = ROOT / "chainrag" / "data" / "files"  # the datasets that ship with chainrag
 
+TEST_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+"""The local models tests load, which ``make test`` fetches and verifies first (the Makefile's
+TEST_MODELS; tests/test_models.py holds the two lists equal)."""
+
+
+def under_ci() -> bool:
+    """Whether the tests run under CI (``CI`` set, as CI services set it, and not false)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def need_model(name: str) -> None:
+    """Skip the calling test where the local model ``name`` (one of :data:`TEST_MODELS`) or
+    llama-cpp-python is missing, with the command that provides it; under CI fail instead:
+    ``make test`` provides both, so there a missing one is a broken set-up, not a reason for a
+    test to pass unseen."""
+    from chainrag.recipes import models
+
+    assert name in TEST_MODELS, f"{name}: add it to TEST_MODELS and to the Makefile's"
+    missing = None
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        missing = "llama-cpp-python is not installed: make llama"
+    if missing is None:
+        status = models.check(models.get_model(name), full=False)
+        if status.state != "ok":
+            missing = f"{name} is not in the model cache ({status.state}): chainrag models fetch"
+    if missing is not None:
+        if under_ci():
+            pytest.fail(f"{missing} (make test fetches it; under CI a missing model fails)")
+        pytest.skip(missing)
+
 
 def _is_loopback(address: Any) -> bool:
     if not isinstance(address, tuple):  # AF_UNIX paths
@@ -69,7 +101,8 @@ def _loopback_url(url: object) -> bool:
 
 @pytest.fixture(autouse=True)
 def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any litellm completion that is not aimed at a server on 127.0.0.1 fails loudly."""
+    """Any litellm completion, embedding or rerank that is not aimed at a server on 127.0.0.1
+    fails loudly."""
     litellm = import_litellm()
 
     def refuse(name: str, real: Any) -> Any:
@@ -85,3 +118,5 @@ def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(litellm, "completion", refuse("completion", litellm.completion))
     monkeypatch.setattr(litellm, "acompletion", refuse("acompletion", litellm.acompletion))
+    monkeypatch.setattr(litellm, "embedding", refuse("embedding", litellm.embedding))
+    monkeypatch.setattr(litellm, "rerank", refuse("rerank", litellm.rerank))

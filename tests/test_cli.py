@@ -49,7 +49,8 @@ def test_validate_broken_recipe_prints_every_problem_and_exits_1(tmp_path: Path)
     out = result.output
     assert f"expected an integer, got 7.9 @ {bad}.llm.max_tokens" in out
     assert f"expected a number, got 'hot' @ {bad}.llm.temperature" in out
-    assert f"unknown chunker 'nope'. Known: passages, word_chunks @ {bad}.index.chunker.kind" in out
+    known = "passages, sentence_chunks, titled_passages, word_chunks"
+    assert f"unknown chunker 'nope'. Known: {known} @ {bad}.index.chunker.kind" in out
     assert f"ok   {good} (good)" in out
     assert "1 of 2 recipes valid" in out
 

@@ -49,6 +49,33 @@ def test_a_question_that_fails_with_any_exception_is_its_own_error(tmp_path: Pat
     assert "KeyError: 'choices'" in error["traceback"]
 
 
+def test_a_question_lost_to_a_bug_is_named_a_chainrag_bug_on_the_console(tmp_path: Path) -> None:
+    """A question that fails on a bug (not a ChainragError) is said to be chainrag's, with where
+    its traceback is, beside the run's line; an LLM's failure is not."""
+    from chainrag.cli.runs import bug_report
+    from chainrag.core.errors import LLMServerError
+    from chainrag.run.jobs import JobResult
+
+    path, recipe = naive_recipe(tmp_path)
+    examples = load_dataset("musique", 3)
+    run = start(tmp_path, path, recipe)
+    bug = ImportError("cannot import name 'AutoModel' from 'transformers'")
+    result = JobResult(
+        run.folder, run_recipe(recipe, examples, run, fails_on(examples[0].question, bug))
+    )
+    assert "1 failed (1 on a bug in chainrag)" in result.line()
+    said = bug_report([result])
+    assert said.startswith("BUG 1 question(s) failed on a bug in chainrag, not a problem with")
+    assert f"question {examples[0].qid}: ImportError: cannot import name 'AutoModel'" in said
+    assert said.endswith(
+        f"please report it with the traceback recorded in {run.folder}/errors.jsonl"
+    )
+    other = start(tmp_path, path, recipe, "other")
+    down = fails_on(examples[0].question, LLMServerError("injected 500"))
+    result = JobResult(other.folder, run_recipe(recipe, examples, other, down))
+    assert result.line().count("1 failed in") == 1 and bug_report([result]) == ""
+
+
 def _cli() -> list[str]:
     return [sys.executable, "-c", "from chainrag.cli.main import app; app()"]
 
@@ -162,6 +189,8 @@ def test_a_second_signal_stops_at_once_and_the_same_command_resumes(tmp_path: Pa
             process.send_signal(signal.SIGINT)
             assert _said(stderr, "SIGINT: waiting for the 2 question(s) in flight to finish")
             assert "Ctrl-C again, or SIGTERM, to stop now" in stderr.read_text()
+            before = stderr.read_text().split("SIGINT: waiting")[0]
+            assert "musique/naive:" in before and before.endswith(("\r", "\n"))  # not on the bar
             time.sleep(1.0)
             assert process.poll() is None  # it waits, as said
             second = time.monotonic()
@@ -182,6 +211,20 @@ def test_a_second_signal_stops_at_once_and_the_same_command_resumes(tmp_path: Pa
     lines = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
     assert len(lines) == 6 and len({line["id"] for line in lines}) == 6
     assert len(fake.bodies) == 8  # the 2 answered, the 2 abandoned, then the 4 left
+
+
+def test_a_signals_notice_is_a_line_of_its_own_beside_a_progress_bar(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from chainrag.core.progress import Progress
+    from chainrag.run.interrupts import notice
+
+    with Progress("q") as bars:
+        bars("musique/naive", 2, 6, {"F1": "50.0"})
+        notice("SIGINT: waiting for the 2 question(s) in flight to finish")
+    err = capsys.readouterr().err
+    before, _, after = err.partition("SIGINT: waiting")
+    assert "2/6" in before and before.endswith(("\r", "\n")) and "2/6" not in after.split("\n")[0]
 
 
 def test_connection_refused_is_the_connection_error_the_readme_names(tmp_path: Path) -> None:
@@ -297,6 +340,20 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
     run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
     assert "prompt_cache" not in json.loads((tmp_path / "remote" / "run.json").read_text())[
         "models"]["llm"]  # fmt: skip
+    # api_base is no part of the digest: a local model's server there and the managed one
+    # are told apart by how they evaluate prompts
+    served = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, api_base="http://127.0.0.1:1/v1"))
+    run_into(served, path, tmp_path / "served", "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
+    with pytest.raises(RunError, match=r"from the server at http://127\.0\.0\.1:1/v1, which "
+                       r"evaluates prompts its own way; this run's are from the managed server "
+                       r"in 'aligned'"):  # fmt: skip
+        RunDir(tmp_path / "served").start(recipe, path, "2wiki", file, prompt_cache="aligned")
+    with pytest.raises(
+        RunError,
+        match=r"from the managed local server in 'aligned'; this run's "
+        r"are from a server at api_base, which evaluates prompts its own way",
+    ):
+        RunDir(tmp_path / "aligned").start(served, path, "2wiki", file, prompt_cache=None)
 
 
 def test_fresh_and_aligned_runs_go_on_in_each_other(tmp_path: Path) -> None:

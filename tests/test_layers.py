@@ -53,6 +53,7 @@ ONLY: dict[str, tuple[str, ...]] = {
     "chainrag.protocols": (
         "chainrag.core.types",
         "chainrag.core.notes",
+        "chainrag.core.phrase_graph",
         "chainrag.core.errors",
         "chainrag.core.context",
         "chainrag.core.retrieval",

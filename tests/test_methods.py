@@ -172,6 +172,11 @@ def universal(request: LLMRequest) -> str:
         "query_plan": '{"Rewritten Question": ["Where did Bergman die?"], "Query": ["Bergman"]}',
         "follow_up": "Where did Ingmar Bergman die?",
         "iter_retgen": "Bergman died on Fårö. So the answer is: Fårö.",
+        "openie_ner": '{"named_entities": ["Ingmar Bergman", "Fårö"]}',
+        "openie_triples": '{"triples": [["Ingmar Bergman", "died on", "Fårö"]]}',
+        "query_ner": '{"named_entities": ["Ingmar Bergman"]}',
+        "ircot_2wiki": "Bergman died on Fårö. So the answer is: Fårö.",
+        "hipporag_reader_2wiki": "Bergman died on Fårö.\nAnswer: Fårö",
     }.get(request.prompt_id, "Fårö")
 
 

@@ -143,3 +143,43 @@ def test_recipes_accept_exactly_the_local_models() -> None:
         assert LLMSpec(model=name).model == name
     with pytest.raises(ValueError, match=f"is not one of {', '.join(models.LOCAL_MODELS)} "):
         LLMSpec(model="toy")
+
+
+# --------------------------------------------------------------------------- the models tests need
+
+
+def test_make_test_fetches_every_model_the_tests_load(tmp_path: Path) -> None:
+    """The Makefile's TEST_MODELS, which ``make test`` fetches and verifies before pytest, are
+    the conftest's, which every test loading a local model names (``need_model``)."""
+    import subprocess
+
+    from .conftest import ROOT, TEST_MODELS
+
+    show = tmp_path / "show.mk"
+    show.write_text(
+        "include Makefile\nshow:\n\t@echo '$(TEST_MODELS)'\n\t@echo '$(MAKECMDGOALS)'\n"
+    )
+    done = subprocess.run(["make", "-s", "-f", str(show), "show"], cwd=ROOT, check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    assert tuple(done.stdout.splitlines()[0].split()) == TEST_MODELS
+    plan = subprocess.run(["make", "-n", "pytest"], cwd=ROOT, check=False, capture_output=True,
+                          text=True)  # fmt: skip
+    fetch = next(line for line in plan.stdout.splitlines() if "models fetch" in line)
+    assert fetch.split("models fetch")[1].split() == [w for m in TEST_MODELS for w in ("--llm", m)]
+    named = {m for path in (ROOT / "tests").glob("test_*.py")
+             for m in TEST_MODELS if f'need_model("{m}")' in path.read_text()
+             or f"MODEL = \"{m}\"" in path.read_text()}  # fmt: skip
+    assert named == set(TEST_MODELS)
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "fail"), ("", "skip")])
+def test_a_missing_model_skips_a_test_but_fails_it_under_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ci: str, outcome: str
+) -> None:
+    from .conftest import need_model
+
+    monkeypatch.setenv("CHAINRAG_MODEL_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("CI", ci)
+    raised = pytest.fail.Exception if outcome == "fail" else pytest.skip.Exception
+    with pytest.raises(raised, match=r"qwen2\.5-coder-0\.5b is not in the model cache \(missing\)"):
+        need_model("qwen2.5-coder-0.5b")

@@ -63,14 +63,14 @@ extra: 1
     assert messages(exc) == [
         f"expected a number, got 'hot' @ {p}.llm.temperature",
         f"expected an integer, got 7.9 @ {p}.llm.max_tokens",
-        "unknown key 'seeds'; did you mean 'seed'? (known keys: api_base, concurrency, json_mode, "
-        "kind, max_retries, max_tokens, model, n_ctx, prompt_cache, requests_per_minute, seed, "
-        f"temperature, timeout_s, tokens_per_minute) "
+        "unknown key 'seeds'; did you mean 'seed'? (known keys: api_base, api_key_env, "
+        "concurrency, json_mode, kind, max_retries, max_tokens, model, n_ctx, params, "
+        "prompt_cache, requests_per_minute, seed, temperature, timeout_s, tokens_per_minute) "
         f"@ {p}.llm.seeds",
-        f"unknown chunker 'word_chunk'. Did you mean 'word_chunks'? Known: passages, word_chunks "
-        f"@ {p}.index.chunker.kind",
+        "unknown chunker 'word_chunk'. Did you mean 'word_chunks'? Known: passages, "
+        f"sentence_chunks, titled_passages, word_chunks @ {p}.index.chunker.kind",
         f"unknown seed_retriever 'dense_rerankr'. Did you mean 'dense_rerank'? Known: "
-        f"dense_rerank @ {p}.retrieval.seed.kind",
+        f"dense_rerank, hipporag @ {p}.retrieval.seed.kind",
         f"expected a number, got '1' @ {p}.retrieval.edge_weights.sa",
         "unknown key 'extra' (known keys: description, index, llm, method, name, plugins, "
         f"retrieval) @ {p}.extra",

@@ -28,7 +28,16 @@ from chainrag.report import (
     sign_test,
 )
 from chainrag.report.figures import dodge, f1_against_calls, f1_by_method, yerr
-from chainrag.report.stats import detectable, questions_needed, z_values
+from chainrag.report.stats import (
+    detectable,
+    flip_floor,
+    floor_needed,
+    gain_to_pass,
+    least_changes,
+    questions_needed,
+    rule_chance,
+    z_values,
+)
 
 from .run_records import record, write_run
 
@@ -109,10 +118,48 @@ def test_a_paired_difference_carries_its_spread_and_power() -> None:
     p = paired(base, other)
     diff = 100 * (np.array(other) - np.array(base))
     assert p.sd is not None and abs(p.sd - diff.std(ddof=1)) < 1e-9
-    assert p.detectable == detectable(p.sd, 5) and p.needed(3.0) == questions_needed(p.sd, 3.0)
+    assert p.detectable == detectable(p.sd, 5) > flip_floor(5) and not p.floor_binds
+    assert p.needed(3.0) == questions_needed(p.sd, 3.0)
     one, flat = paired([0.0], [1.0]), paired([0.2, 0.4], [0.7, 0.9])
     assert (one.sd, one.detectable, one.needed(3.0)) == (None, None, None)
-    assert (flat.detectable, flat.needed(3.0)) == (None, None)  # every difference +50
+    assert flat.detectable == flip_floor(2) and flat.floor_binds  # every difference +50: SD 0
+    assert flat.needed(3.0) == floor_needed(3.0)
+
+
+def test_the_bootstrap_leaves_0_out_from_the_fewest_concordant_changes() -> None:
+    """k questions of n gaining 100 points, the rest unchanged: the paired interval leaves 0
+    out exactly from :func:`least_changes` on, whatever the spread says."""
+    for n in (30, 90):
+        k = least_changes(n)
+        assert k == 4
+        below, at = (paired([0.0] * n, [1.0] * j + [0.0] * (n - j)) for j in (k - 1, k))
+        assert not below.beyond_noise and at.beyond_noise
+        assert below.detectable == flip_floor(n) > detectable(below.sd or 0.0, n)
+
+
+def test_the_flip_floor_is_the_binomial_chance_of_enough_flips() -> None:
+    """At the floor, P(Binomial(n, floor / 100) >= least_changes(n)) is the power, 80%."""
+    from math import comb
+
+    for n, expected in ((30, 17.62), (36, 14.79), (90, 6.04)):
+        p, k = flip_floor(n) / 100, least_changes(n)
+        chance = 1 - sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k))
+        assert abs(chance - 0.8) < 1e-9 and round(flip_floor(n), 2) == expected
+    assert floor_needed(3.0) == 183 and flip_floor(183) <= 3.0 < flip_floor(182)
+    # Below 9 questions fewer changes suffice, so the floor is not monotone there: the fewest
+    # questions for a difference are those from which on it stays within reach.
+    assert flip_floor(8) < 50.0 < flip_floor(9) and floor_needed(50.0) == 10
+    with pytest.raises(ValueError, match="delta"):
+        floor_needed(0.0)
+
+
+def test_the_pre_registered_rule_passes_a_true_goal_at_most_half_the_time() -> None:
+    """Interval above 0 and estimate >= +3: a true +3 passes with chance 1/2 once n is large
+    (6.9% at n = 36 and SD 37.9); :func:`gain_to_pass` is the true gain passing with 80%."""
+    assert rule_chance(37.9, 1255, 3.0, 3.0) == 0.5
+    assert abs(rule_chance(37.9, 36, 3.0, 3.0) - 0.0688) < 1e-4
+    for n in (36, 1255):
+        assert abs(rule_chance(37.9, n, gain_to_pass(37.9, n, 3.0), 3.0) - 0.8) < 1e-9
 
 
 def test_the_analysis_package_uses_the_reports_statistics() -> None:
@@ -149,18 +196,20 @@ def test_report_prints_each_mean_with_its_interval(runs: Path) -> None:
 def test_differences_from_a_baseline_are_pinned(runs: Path) -> None:
     """AnsInt − NaiveRAG is +0.5 and +1.0 per question: [+50, +100], beyond noise, 2 better,
     p = 2 / 2² = 0.5; CxtInt − NaiveRAG is 0 and +0.5: [0, +50], spans 0, marked. Both
-    spreads are 35.4 points: (1.96 + 0.84) x 35.4 / √2 = 70.0 detectable."""
+    spreads are 35.4 points: (1.96 + 0.84) x 35.4 / √2 = 70.0, below the flip floor at n = 2
+    (89.4: both answers must flip), which is what they could detect."""
     text = markdown(find_runs([runs]), baselines=["naive"])
     assert "Paired differences against the baseline, `naive`:" in text
-    assert ("| ChainRAG (AnsInt) | NaiveRAG | 2 | +75.00 [+50.0, +100.0] | 70.0 | 2 / 0 / 0 "
+    assert ("| ChainRAG (AnsInt) | NaiveRAG | 2 | +75.00 [+50.0, +100.0] | 89.4 ‡ | 2 / 0 / 0 "
             "| 0.500 |") in text  # fmt: skip
-    assert ("| ChainRAG (CxtInt) | NaiveRAG | 2 | +25.00 [+0.0, +50.0] † | 70.0 | 1 / 0 / 1 "
+    assert ("| ChainRAG (CxtInt) | NaiveRAG | 2 | +25.00 [+0.0, +50.0] † | 89.4 ‡ | 1 / 0 / 1 "
             "| 1.000 |") in text  # fmt: skip
     assert "† the interval spans 0: not beyond noise." in text
     assert "detectable Δ: the smallest true difference these questions detect with 80%" in text
     planned = markdown(find_runs([runs]), baselines=["naive"], detect=50.0)
     assert "| Δ F1 [95%] | detectable Δ (80%) | n for Δ 50 | better / worse / same |" in planned
-    assert "| +75.00 [+50.0, +100.0] | 70.0 | 4 | 2 / 0 / 0 |" in planned  # (2.8 x 35.4/50)²
+    # (2.8 x 35.4 / 50)² = 4, but 50 points are within the flip floor's reach from 10 on
+    assert "| +75.00 [+50.0, +100.0] | 89.4 ‡ | 10 | 2 / 0 / 0 |" in planned
     with pytest.raises(ChainragError, match="the difference to detect must be above 0"):
         markdown(find_runs([runs]), baselines=["naive"], detect=-1.0)
     table = text.split("Paired differences")[1].split("the paper's Table 1")[0]
@@ -180,7 +229,7 @@ def test_a_baseline_with_two_answers_pairs_its_own_with_its_primary(runs: Path) 
         ("naive", "naive", "ansint"),  # no "naive" answer in the baseline: its primary
     ]
     text = markdown(find_runs([runs]), baselines=["ansint"])
-    assert "| NaiveRAG | ChainRAG (AnsInt) | 2 | -75.00 [-100.0, -50.0] | 70.0 | 0 / 2 / 0 |" in (
+    assert "| NaiveRAG | ChainRAG (AnsInt) | 2 | -75.00 [-100.0, -50.0] | 89.4 ‡ | 0 / 2 / 0 |" in (
         text
     )
     assert "| ChainRAG (CxtInt) | ChainRAG (AnsInt) | 2 | -50.00 [-50.0, -50.0] |" in text
@@ -224,7 +273,7 @@ def test_report_command_takes_baselines(runs: Path) -> None:
     assert "| ChainRAG (AnsInt) | NaiveRAG | 2 | +75.00 [+50.0, +100.0] |" in done.output
     planned = runner.invoke(app, ["report", str(runs), "--baseline", "naive", "--no-plots",
                                   "--detect", "50"])  # fmt: skip
-    assert planned.exit_code == 0 and "| 70.0 | 4 | 2 / 0 / 0 |" in planned.output
+    assert planned.exit_code == 0 and "| 89.4 ‡ | 10 | 2 / 0 / 0 |" in planned.output
     wrong = runner.invoke(app, ["report", str(runs), "--baseline", "nope", "--no-plots"])
     assert wrong.exit_code == 1
     assert "FAIL baseline 'nope': no run of that name" in wrong.output

@@ -282,3 +282,18 @@ def test_the_final_test_refuses_bad_arguments_and_has_help(tmp_path: Path) -> No
         assert refused.returncode == 2 and message in refused.stderr
     shown, _ = final_test(tmp_path, "--help")
     assert shown.returncode == 0 and "--musique FILE --2wiki FILE --hotpotqa FILE" in shown.stdout
+
+
+def test_power_floor_simulates_the_rule_compare_prints() -> None:
+    """scripts/power_floor.py (docs/guide.md's evidence for the flip floor): at the floor, about
+    80% of simulated comparisons whose answers flip one way leave 0 out; at the spread formula's
+    figure for one changed answer in 90, about 30%; most stored changes are flips or halves."""
+    script = _script("power_floor")
+    from chainrag.report.stats import detectable, flip_floor
+
+    at_floor, _ = script.simulate(script.flips(flip_floor(90) / 100, 0.0), 90, 300, 500, seed=1)
+    one_change = detectable(100 / 90**0.5, 90)
+    at_spread, _ = script.simulate(script.flips(one_change / 100, 0.0), 90, 300, 500, seed=1)
+    assert 0.72 <= at_floor <= 0.88 and at_spread < 0.45
+    sizes = [abs(c) for c in script.changes(ROOT)]
+    assert len(sizes) > 500 and sum(s >= 50 for s in sizes) / len(sizes) > 0.8

@@ -175,7 +175,11 @@ def test_the_teacher_is_chosen_by_the_options(tmp_path: Path) -> None:
     assert choose_teacher("auto", None, recipe) == Teacher("llm", None, recipe)
     assert choose_teacher("auto", str(tmp_path), recipe) == Teacher("path", str(tmp_path), recipe)
     assert choose_teacher("gold", str(tmp_path), None) == Teacher("gold", str(tmp_path))
-    with pytest.raises(TrainingError, match=r"^--teacher must be auto, path, llm or gold, not 'x'"):
+    with pytest.raises(
+        TrainingError,
+        match=r"^--teacher must be auto, path, llm, gold or a rerank "
+        r"model litellm knows, not 'x'",
+    ):
         choose_teacher("x", None, None)
     with pytest.raises(TrainingError, match=r"^--teacher-path '.*nope' does not exist"):
         choose_teacher("auto", str(tmp_path / "nope"), None)

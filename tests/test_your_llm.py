@@ -57,6 +57,24 @@ def test_an_overlay_and_its_model_string_are_one_recipe() -> None:
     )
 
 
+def test_recipe_show_and_the_dry_run_print_the_digest(tmp_path: Path, own_cache: Path) -> None:
+    """Whether ``gpt-4o-mini`` and ``openai/gpt-4o-mini`` make one recipe is read off the
+    command line: both print the digest a run folder resumes by."""
+    runner = CliRunner()
+    shown = {name: runner.invoke(app, ["recipe", "show", str(ANSINT), "--llm", name])
+             for name in ("gpt-4o-mini", "openai/gpt-4o-mini")}  # fmt: skip
+    digest = recipe_digest(load_changed(ANSINT, llm="gpt-4o-mini"))
+    for result in shown.values():
+        assert result.exit_code == 0, result.output
+        assert result.output.splitlines()[-1].startswith(f"# digest: {digest} (a run folder")
+    plan = runner.invoke(app, [*run_args(tmp_path, "--llm", "gpt-4o-mini"), "--dry-run"])
+    assert plan.exit_code == 0, plan.output
+    assert (
+        f"  recipe digest: {recipe_digest(load_changed(naive(tmp_path), llm='gpt-4o-mini'))}"
+        in (plan.output.splitlines())
+    )
+
+
 @pytest.mark.parametrize("name", ["nonsense/xyz", "gpt4o"])
 def test_an_unknown_model_is_refused_naming_what_was_tried(name: str) -> None:
     with pytest.raises(RecipeError, match=r"LLM overlay \(glm-4-plus.*local model") as caught:
@@ -132,7 +150,7 @@ def test_a_refused_connection_stops_the_run_at_once(tmp_path: Path, own_cache: P
         tmp_path, "--llm", "openai/m", "--api-base", f"http://127.0.0.1:{port}/v1"))  # fmt: skip
     assert result.exit_code == 1
     assert "openai/m did not answer a one-token request" in result.output
-    assert "Connection" in result.output  # the client's own words
+    assert f"http://127.0.0.1:{port}/v1/chat/completions: connection refused" in result.output
     assert nothing_recorded(tmp_path)
 
 
@@ -169,6 +187,42 @@ def test_a_run_the_cache_answers_needs_no_key_and_no_endpoint(
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert "3 answered" in again.output
+
+
+def test_answers_cached_from_another_address_do_not_put_the_check_off(
+    tmp_path: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache holds answers of ``openai/m`` from one server; the same model name at another
+    address (which refuses the key) is checked before the first question, and a refusal
+    records nothing: the cache holds no answer of that endpoint, whatever its model's name."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-right")
+    first, other = FakeOpenAI([], key="sk-right", reply="Paris"), FakeOpenAI([], key="sk-other")
+    runner = CliRunner()
+    with serve(first) as first_base, serve(other) as other_base:
+        done = runner.invoke(app, run_args(tmp_path, "--llm", "openai/m", "--api-base", first_base))
+        assert done.exit_code == 0, done.output
+        args = run_args(tmp_path, "--llm", "openai/m", "--api-base", other_base)
+        args[args.index("--out-dir") + 1] = str(tmp_path / "elsewhere")
+        refused = runner.invoke(app, args)
+    assert refused.exit_code == 1 and "Incorrect API key provided" in refused.output
+    assert not (tmp_path / "elsewhere").exists() and other.bodies == []
+    assert len(other.probes) == 0  # the 401 came before the probe's body was kept
+
+
+def test_the_cache_knows_the_endpoints_it_holds_answers_of(tmp_path: Path) -> None:
+    from chainrag.core.types import LLMResponse
+    from chainrag.llm import endpoint_identity
+    from chainrag.llm.cache import ResponseCache
+
+    at = {port: LLMSpec(kind="litellm", model="openai/m", api_base=f"http://127.0.0.1:{port}/v1")
+          for port in (8000, 8001)}  # fmt: skip
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    request = LLMRequest((Message("user", "hi"),), prompt_id="p", model="openai/m")
+    cache.put(request, LLMResponse("Paris", "openai/m"), endpoint_identity(at[8000]))
+    assert cache.holds_endpoint(endpoint_identity(at[8000]))
+    assert not cache.holds_endpoint(endpoint_identity(at[8001]))  # one model name, two servers
+    cache.close()
+    assert ResponseCache(tmp_path / "c.sqlite").holds_endpoint(endpoint_identity(at[8000]))
 
 
 def test_the_check_waits_for_the_first_live_request_and_stops_the_run_there() -> None:

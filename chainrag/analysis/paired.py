@@ -5,8 +5,9 @@ both hold (ChainRAG's ``ansint`` and ``cxtint``; a run with other variants is co
 primary answer): mean F1 of each, the mean difference, its 95% paired-bootstrap interval
 (questions resampled with replacement), how many questions got better, worse or stayed the
 same, and the two-sided exact sign test over the questions that changed; under each difference,
-the smallest true difference the comparison could detect (80% power, two-sided 5%, from the
-spread of its paired differences at its n) and, with ``detect``, the questions needed to detect
+the smallest true difference the comparison could detect (80% power, two-sided 5%: the larger
+of the figure from the spread of its paired differences at its n and the flip floor of
+:func:`~chainrag.report.stats.flip_floor`) and, with ``detect``, the questions needed to detect
 that many points. With 30 questions one question is 3.3 points of EM: an interval that spans 0
 says the runs are not told apart, and a detectable difference above the one hoped for says the
 comparison could not have told. The statistics are :mod:`chainrag.report.stats`'s, the same the

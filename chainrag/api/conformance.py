@@ -44,6 +44,7 @@ from scipy import sparse
 from chainrag.components.index.edges import EntityCooccurrence, StructuralAdjacency
 from chainrag.components.index.embedders import HashedBagOfWords
 from chainrag.context import StageContext
+from chainrag.core.phrase_graph import Extraction, PhraseGraph
 from chainrag.core.types import (
     GraphInputs,
     Hit,
@@ -94,7 +95,10 @@ def _toy_graph() -> SentenceGraph:
         sentences, inputs.key_entities, HashedBagOfWords(dim=16)(texts, StageContext())
     )
     return SentenceGraph(
-        passages=(Passage("0", "A", " ".join(texts)),),
+        passages=tuple(
+            Passage(str(p), f"T{p}", " ".join(texts[i] for i in members))
+            for p, members in enumerate(([0, 1, 2, 3, 4], [5, 6], [7]))
+        ),
         sentences=sentences,
         embeddings=inputs.embeddings,  # type: ignore[arg-type]
         embedder=HashedBagOfWords(dim=16),
@@ -103,6 +107,23 @@ def _toy_graph() -> SentenceGraph:
         key_entities=inputs.key_entities,
         layers={"sa": StructuralAdjacency()(inputs), "ec": EntityCooccurrence()(inputs)},
     )
+
+
+def _extractions() -> tuple[Extraction, ...]:
+    return (
+        Extraction(("France", "Paris"), (("Paris", "is in", "France"), ("Paris", "is"))),
+        Extraction(("Lyon",), (("Lyon", "is in", "France"),)),
+        Extraction((), (), ner_read=False, triples_read=False),
+        Extraction(("Rome",), (("Rome", "is", "old"),)),
+    )
+
+
+def _phrase_graph(extractions: tuple[Extraction, ...] | None = None) -> PhraseGraph:
+    """HippoRAG's graph of a few extractions, built by the authors' rules."""
+    from chainrag.components.phrases.graph import HippoRAGGraph
+
+    found = _extractions() if extractions is None else extractions
+    return HippoRAGGraph(threshold=0.5)(found, HashedBagOfWords(dim=16), StageContext())
 
 
 def _reply(request: Any) -> str:
@@ -116,6 +137,10 @@ def _reply(request: Any) -> str:
         "query_plan": '{"Rewritten Question": ["Where is Paris?"], "Query": ["Paris city"]}',
         "follow_up": "Where is France?",
         "iter_retgen": "Ann wrote it. So the answer is: Ann",
+        "openie_ner": '{"named_entities": ["Paris", "France"]}',
+        "openie_triples": '{"triples": [["Paris", "is in", "France"], ["Paris", "is"]]}',
+        "query_ner": '{"named_entities": ["Paris"]}',
+        "ircot_musique": "Paris is in France.",
     }.get(request.prompt_id, "Ann")
 
 
@@ -171,9 +196,9 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
         (_graph_inputs().embeddings,),
         (np.zeros((0, 4), dtype=np.float32),),
     ],
-    "seed_retriever": lambda: [
-        ("Where is Paris?", _toy_graph(), StageContext()),
-        ("", _toy_graph(), StageContext()),
+    "seed_retriever": lambda: [  # HippoRAG's reads its passages and the query with the LLM
+        ("Where is Paris?", _toy_graph(), _llm_context()),
+        ("", _toy_graph(), _llm_context()),
     ],
     "expander": lambda: [
         ("Where is Paris?", (Hit(0, 1.0), Hit(3, 0.5)), _toy_graph().view(), _judge_context()),
@@ -217,6 +242,22 @@ EXAMPLE_INPUTS: dict[str, Callable[[], list[tuple[Any, ...]]]] = {
     "knowledge_filter": lambda: [
         ("Where is Paris?", (KnowledgeItem("Paris is."), KnowledgeItem("Rome.")), _llm_context()),
         ("q", (), _llm_context()),
+    ],
+    "open_ie": lambda: [
+        (("Paris is in France.", "Rome is old.", ""), _llm_context()),
+        ((), _llm_context()),
+    ],
+    "phrase_graph_builder": lambda: [
+        (_extractions(), HashedBagOfWords(dim=16), StageContext()),
+        ((), HashedBagOfWords(dim=16), StageContext()),
+    ],
+    "entity_linker": lambda: [
+        ("Where is Paris?", _phrase_graph(), HashedBagOfWords(dim=16), _llm_context()),
+        ("Where is Paris?", _phrase_graph(()), HashedBagOfWords(dim=16), _llm_context()),
+    ],
+    "phrase_ranker": lambda: [
+        (_phrase_graph(), np.array([1.0, 0.0, 0.0, 0.5, 0.0])),
+        (_phrase_graph(), np.array([0.0, 0.0, 0.0, 0.0, 2.0])),
     ],
     "cache_trigger": lambda: [
         (ReservoirMatch((), np.array([0.9, 0.5, 0.41, 0.1], dtype=np.float32)),),

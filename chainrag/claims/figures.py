@@ -16,7 +16,16 @@ from typing import Any
 
 from chainrag.analysis import compare_runs
 from chainrag.report import load_run, rows_of
-from chainrag.report.stats import Paired, paired
+from chainrag.report.stats import (
+    Paired,
+    detectable,
+    flip_floor,
+    floor_needed,
+    gain_to_pass,
+    paired,
+    questions_needed,
+    rule_chance,
+)
 from chainrag.run.files import RunError
 from chainrag.run.reading import all_walks, predictions
 
@@ -34,14 +43,15 @@ def rounded(value: float) -> float:
 def of_paired(p: Paired, goal: float | None = None) -> Figure:
     """A paired difference's numbers (F1 in points): the means, the difference, its 95%
     interval, questions better / worse / same, the sign test, the standard deviation of the
-    differences and the smallest difference it could detect, and with ``goal`` the questions
-    that difference needs."""
+    differences and the smallest difference it could detect (``floor``: set by the flip floor,
+    not the spread), and with ``goal`` the questions that difference needs."""
     out: Figure = {
         "n": p.n, "base": rounded(p.base), "other": rounded(p.other), "delta": rounded(p.delta),
         "low": rounded(p.low), "high": rounded(p.high), "better": p.better, "worse": p.worse,
         "same": p.same, "sign_p": rounded(p.p_sign),
         "sd": None if p.sd is None else rounded(p.sd),
         "detectable": None if p.detectable is None else rounded(p.detectable),
+        "floor": p.floor_binds,
     }  # fmt: skip
     if goal is not None:
         out["goal"] = goal
@@ -83,13 +93,16 @@ def gold_recall(root: Path, sets: Sequence[str], run: str) -> float:
 
 def first_checks(root: Path, sets: Sequence[str], run: str) -> Figure:
     """ChainRAG's walks over ``sets``: the first sufficiency checks and how many said "yes",
-    the walks that went past the first hop, and how many of those the word budget cut."""
+    the walks that went past the first hop, and how many of those the word budget cut; and
+    every check with its "yes" count (``chainrag walks``'s "checks" and "yes")."""
     walks = [walk for s in sets for walk in all_walks(predictions(root / s / run))]
     first = [w.verdicts[0] for w in walks if w.verdicts and w.verdicts[0].checked]
+    checks = [v for w in walks for v in w.verdicts if v.checked]
     went_on = [w for w in walks if w.hops > 1]
     return {"walks": len(walks), "first_checks": len(first),
             "first_yes": sum(1 for v in first if v.ok), "went_on": len(went_on),
-            "went_on_cut": sum(1 for w in went_on if w.budget_cut)}  # fmt: skip
+            "went_on_cut": sum(1 for w in went_on if w.budget_cut), "checks": len(checks),
+            "yes": sum(1 for v in checks if v.ok)}  # fmt: skip
 
 
 def same_scores(
@@ -106,6 +119,38 @@ def same_scores(
         total += len(shared)
         alike += sum(1 for q in shared if mine[q] == theirs[q])
     return {"n": total, "same": alike}
+
+
+def better_of(
+    root: Path, sets: Sequence[str], run: str, answers: tuple[str, str], goal: float | None = None
+) -> Figure:
+    """The better of a run's two answers on each question (a bound no choice between them can
+    pass: it reads the gold) against the first of them, pooled over ``sets``."""
+    first, second = answers
+    records = [r for s in sets for r in predictions(root / s / run)]
+    base = [r.answers[first].f1 for r in records]
+    best = [max(r.answers[first].f1, r.answers[second].f1) for r in records]
+    return of_paired(paired(base, best), goal)
+
+
+def planning(figure: Figure, n: int, goal: float) -> Figure:
+    """A next test planned from a stored comparison's spread (``figure``'s SD): what ``n``
+    paired questions detect, the chance that they exclude 0 and that they pass the
+    pre-registered rule (interval above 0 and estimate at least ``goal``) for a true ``goal``;
+    the questions ``goal`` needs to exclude 0 with 80% power, the rule's chance there, and the
+    true gain that passes the rule with 80% there (normal approximation, with the flip floor:
+    :mod:`chainrag.report.stats`)."""
+    sd = figure["sd"]
+    needed = max(questions_needed(sd, goal), floor_needed(goal))
+    return {
+        "sd": sd, "n": n, "detectable": rounded(max(detectable(sd, n), flip_floor(n))),
+        "exclude_0_chance": rounded(rule_chance(sd, n, goal, 0.0)),
+        "rule_chance": rounded(rule_chance(sd, n, goal, goal)),
+        "needed_for_goal": needed,
+        "floor_needed_for_goal": floor_needed(goal),
+        "rule_chance_at_needed": rounded(rule_chance(sd, needed, goal, goal)),
+        "gain_to_pass_at_needed": rounded(gain_to_pass(sd, needed, goal)),
+    }  # fmt: skip
 
 
 def padded(

@@ -15,6 +15,7 @@ from typing import Any
 
 from chainrag.claims.figures import (
     Figure,
+    better_of,
     choices,
     difference,
     first_checks,
@@ -22,13 +23,14 @@ from chainrag.claims.figures import (
     judge_table,
     lost_in_retrieval,
     padded,
+    planning,
     recurring,
     requests,
     rounded,
     same_scores,
     stored_json,
 )
-from chainrag.report.stats import detectable, questions_needed
+from chainrag.report.stats import flip_floor, floor_needed, least_changes
 from chainrag.run.reading import predictions
 
 LONG = ("long-musique", "long-2wiki", "long-hotpotqa")
@@ -48,6 +50,10 @@ FROZEN = "one_hop_choose_probabilities"
 FINAL_TEST_N = 36
 """The questions of the frozen recipe's final test (12 of each held-out file): its figures
 are not here (the repository does not hold the files), what it could detect is."""
+PLANNED_FROM = (f"{FROZEN}_vs_cxtint", "one_hop_choose_verify_margin_vs_cxtint")
+"""The stored comparisons whose spread plans a next test: the frozen recipe against ChainRAG's
+CxtInt on the 90 dev questions (the widest spread of the recipes tried against it), and the
+narrowest, ``one_hop_choose_verify_margin``'s."""
 
 
 def _runs(root: Path) -> Path:
@@ -158,6 +164,9 @@ def cheaper(root: Path) -> Figure:
     for run in ("one_hop", "judge_answers"):
         for answer in ("ansint", "cxtint"):
             out[f"same_{answer}@{run}"] = same_scores(runs, LONG, ("ansint", run), (answer, answer))
+            out[f"{run}_{answer}"] = difference(
+                runs, LONG, "ansint", run, base_answer=answer, answer=answer
+            )
     out["seeds_first_cxtint"] = difference(
         runs, LONG, "ansint", "seeds_first", base_answer="cxtint", answer="cxtint"
     )
@@ -268,35 +277,6 @@ def frozen(root: Path) -> Figure:
             runs, LONG, "ansint", FROZEN, base_answer=base_answer, answer="choose", goal=GOAL
         )
     further = (*TRAIN_60, *WIKI_31_82)
-    out |= beyond_dev(runs, further)
-    dev = out[f"{FROZEN}_vs_cxtint"]
-    out["final_test_planning"] = {
-        "n": FINAL_TEST_N,
-        "detectable_at_dev_sd": rounded(detectable(dev["sd"], FINAL_TEST_N)),
-        "needed_for_goal_at_dev_sd": questions_needed(dev["sd"], GOAL),
-        "needed_for_goal_at_sd_37": questions_needed(37.0, GOAL),
-    }
-    lean = (0.48, 0.53)
-    out["choices@dev"] = choices(runs, LONG, FROZEN, lean=lean)
-    for s in LONG:
-        out[f"choices@{s}"] = choices(runs, [s], FROZEN, lean=lean)
-    out["choices@further_112"] = choices(runs, further, FROZEN, lean=lean)
-    out["train_60_margin_vs_cxtint"] = difference(
-        runs,
-        TRAIN_60,
-        "ansint",
-        "one_hop_choose_verify_margin",
-        base_answer="cxtint",
-        answer="choose",
-    )
-    return out
-
-
-def beyond_dev(runs: Path, further: Sequence[str]) -> Figure:
-    """Claim 15 beyond the dev questions: the frozen recipe against paper-faithful ChainRAG's
-    two answers, and both's requests, on the 60 training questions, on long:2wiki's 31–82, and
-    on both pooled (``further``)."""
-    out: Figure = {}
     for name, sets in (
         ("train_60", TRAIN_60),
         ("wiki_31_82", WIKI_31_82),
@@ -308,10 +288,50 @@ def beyond_dev(runs: Path, further: Sequence[str]) -> Figure:
             )
         out[f"{name}_requests@ansint"] = requests(runs, sets, "ansint")
         out[f"{name}_requests@{FROZEN}"] = requests(runs, sets, FROZEN)
+    out["best_of_two_vs_cxtint"] = better_of(runs, LONG, "ansint", ("cxtint", "ansint"))
+    for name in PLANNED_FROM:
+        out[f"planning@{name}"] = {
+            "sd_from": f"frozen.{name}",
+            **planning(out[name], FINAL_TEST_N, GOAL),
+        }
+    out |= frozen_choices(runs, further)
+    out["train_60_margin_vs_cxtint"] = difference(
+        runs,
+        TRAIN_60,
+        "ansint",
+        "one_hop_choose_verify_margin",
+        base_answer="cxtint",
+        answer="choose",
+    )
     return out
 
 
+def frozen_choices(runs: Path, further: Sequence[str]) -> Figure:
+    """Claim 15's choices of the frozen recipe (which answer it took, and how far its verify
+    leaned) on the dev questions, on each of their sets, and on the further 112."""
+    lean = (0.48, 0.53)
+    out: Figure = {"choices@dev": choices(runs, LONG, FROZEN, lean=lean)}
+    for s in LONG:
+        out[f"choices@{s}"] = choices(runs, [s], FROZEN, lean=lean)
+    out["choices@further_112"] = choices(runs, further, FROZEN, lean=lean)
+    return out
+
+
+def power(root: Path) -> Figure:
+    """The flip floor under every detectable difference on the page (no run: the rule of
+    :func:`~chainrag.report.stats.flip_floor`): the questions that must change the same way,
+    the floor at 30 and 90 questions, and the questions whose floor reaches the goal."""
+    del root  # the same for any repository
+    return {
+        "least_changes": least_changes(90),
+        "floor@30": rounded(flip_floor(30)),
+        "floor@90": rounded(flip_floor(90)),
+        "floor_needed_for_goal": floor_needed(GOAL),
+    }
+
+
 CLAIMS: dict[str, Callable[[Path], Figure]] = {
+    "power": power,
     "lost_in_retrieval": lost,
     "baselines": baselines,
     "walk_and_ablations": walk_and_ablations,

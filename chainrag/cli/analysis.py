@@ -50,9 +50,9 @@ def compare(
 ) -> None:
     """Is a difference between runs more than noise? Each run against BASE on the questions
     both answered, per answer variant: mean F1, the difference with its 95% paired-bootstrap
-    interval, the smallest difference the comparison could detect (80% power, two-sided 5%,
-    from the paired differences' spread at this n), questions better / worse / same, and the
-    exact sign test.
+    interval, the smallest difference the comparison could detect (80% power, two-sided 5%:
+    the larger of the figure from the paired differences' spread at this n and the floor
+    flipped answers set, marked ‡), questions better / worse / same, and the exact sign test.
 
     Every answer variant both runs hold is compared (ChainRAG's ansint and cxtint); a run with
     other variants is compared on its primary answer ("cxtint vs primary"); --base-answer and
@@ -142,7 +142,7 @@ def integration_gap(
 
 CLAIMS_CHECK_HELP = (
     "Write nothing: compare the claims file with the figures the repository's runs give, and "
-    "exit 1 naming each that differs."
+    "the page's figures with the claims file, and exit 1 naming each that differs."
 )
 
 
@@ -154,25 +154,35 @@ def claims(
     out: Annotated[
         Path | None, typer.Option(help="The claims file (default: ROOT/docs/claims.json).")
     ] = None,
+    page: Annotated[
+        Path | None,
+        typer.Option(help="The page its figures are written into (default: ROOT/docs/results.md)."),
+    ] = None,
     check: Annotated[bool, typer.Option("--check", help=CLAIMS_CHECK_HELP)] = False,
 ) -> None:
     """Recompute every figure of docs/results.md's claims page from the stored runs, probes
     and reports into docs/claims.json (paired differences as compare gives them, with the
-    difference each could detect); --check compares instead of writing."""
+    difference each could detect), then write them into the page between its markers
+    (<!--c:FORMAT:PATH-->figure<!--/c-->); --check compares instead of writing."""
     import json
 
-    from chainrag.claims import CLAIMS_FILE, differences, document, write
+    from chainrag.claims import CLAIMS_FILE, PAGE, differences, document, stale_page, write
+    from chainrag.claims import write_page as fill_page
 
-    path = out or root / CLAIMS_FILE
+    path, shown = out or root / CLAIMS_FILE, page or root / PAGE
     if not check:
         typer.echo(f"written to {write(root, path)}")
+        typer.echo(f"figures written into {fill_page(path, shown)}")
         return
     if not path.exists():
         raise fail(f"{path}: no claims file (make it with chainrag claims)")
+    on_page = stale_page(path, shown)
     found = differences(json.loads(path.read_text(encoding="utf-8")), document(root))
-    for line in found:
+    for line in [*found, *on_page]:
         typer.echo(line)
-    if found:
-        raise fail(f"{path}: {len(found)} figure(s) differ from what the runs give "
-                   "(regenerate with chainrag claims)")  # fmt: skip
-    typer.echo(f"{path}: every figure as the runs give it")
+    typer.echo(f"{path}: " + (f"{len(found)} figure(s) differ from what the runs give"
+                              if found else "every figure as the runs give it"))  # fmt: skip
+    typer.echo(f"{shown}: " + (f"{len(on_page)} figure(s) differ from {path}"
+                               if on_page else f"every figure as {path} gives it"))  # fmt: skip
+    if found or on_page:
+        raise fail("regenerate with chainrag claims")

@@ -46,12 +46,13 @@ def cache_clear(
     annotations: Annotated[bool, typer.Option(help="spaCy's sentences and entities.")] = False,
     indexes: Annotated[bool, typer.Option(help="The built indexes of questions.")] = False,
     llm: Annotated[bool, typer.Option(help="The LLM's response cache.")] = False,
+    rerank: Annotated[bool, typer.Option(help="A remote reranker's scores.")] = False,
 ) -> None:
     """Delete caches: those named, or all of them when none is. Everything is recomputed
     when next needed (the LLM's answers by new calls)."""
     from chainrag.index.stores import STORES, clear
 
-    chosen = [name for name, on in zip(STORES, (embeddings, annotations, indexes, llm),
+    chosen = [name for name, on in zip(STORES, (embeddings, annotations, indexes, llm, rerank),
                                        strict=True) if on] or list(STORES)  # fmt: skip
     for store in clear(chosen):
         typer.echo(f"cleared {store.name}: {size_text(store.bytes)}  ({store.path})")

@@ -37,8 +37,9 @@ R = TypeVar("R")
 RESUME_HINT = "finished work is kept; run the same command to resume"
 DETECT_HELP = (
     "Also state, beside each paired difference, how many paired questions a true difference "
-    "of D F1 points needs to be detected (80% power, two-sided 5%) at the spread of the "
-    "differences seen: n = ((1.96 + 0.84) x SD / D)^2."
+    "of D F1 points needs to be detected (80% power, two-sided 5%): the larger of "
+    "((1.96 + 0.84) x SD / D)^2 at the spread of the differences seen and the fewest whose "
+    "flip floor is at most D (183 for 3 points)."
 )
 T = TypeVar("T")
 
@@ -71,6 +72,43 @@ ApiBaseOption = Annotated[
         "--set llm.api_base=URL: --llm openai/NAME --api-base http://127.0.0.1:8000/v1.",
     ),
 ]
+
+
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        metavar="MODEL",
+        help="Embed with this model in place of the recipe's index embedder: a model folder, "
+        "a model that ships (hashed_bow, all-minilm-l6-v2) or any litellm model string "
+        "(text-embedding-3-small, cohere/embed-english-v3.0, hosted_vllm/NAME with "
+        "--set index.embedder.api_base=URL).",
+    ),
+]
+RerankerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--reranker",
+        metavar="MODEL",
+        help="Rerank the seed candidates with this model: a reranker's folder, none, dense, or "
+        "any litellm rerank model string (cohere/rerank-english-v3.0, infinity/NAME with "
+        "--set retrieval.seed.reranker.api_base=URL).",
+    ),
+]
+
+
+def with_encoders(
+    overrides: list[str] | None, embedder: str | None, reranker: str | None
+) -> list[str]:
+    """The ``--set`` changes with ``--embedder`` and ``--reranker`` first (as the ``--set``
+    changes they make: :func:`chainrag.recipes.overrides.encoder_changes`); exit 1 naming the
+    option where a name is none of what it may be."""
+    from chainrag.recipes.overrides import encoder_changes
+
+    try:
+        return [*encoder_changes(embedder, reranker), *(overrides or ())]
+    except ChainragError as exc:
+        raise fail(str(exc)) from None
 
 
 def with_api_base(overrides: list[str] | None, api_base: str | None) -> list[str]:
@@ -130,6 +168,11 @@ def renamed(old: str, new: str, old_value: T | None, new_value: T) -> T:
         return new_value
     deprecated(old, new)
     return old_value
+
+
+BUG_HINT = "please report it with the traceback recorded in"
+"""What to do with a question's chainrag bug, followed by the file its traceback is in (a crash
+of the command itself says so with the traceback printed: :func:`chainrag.cli.entry`)."""
 
 
 def fail(message: str, code: int = 1, *, prefix: str = "FAIL ") -> typer.Exit:

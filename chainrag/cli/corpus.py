@@ -8,14 +8,17 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from chainrag.cli.common import (
+    EmbedderOption,
     LLMOption,
     Progress,
+    RerankerOption,
     SetOption,
     changed_recipe,
     fail,
     recipe_argument,
     renamed,
     reports_errors,
+    with_encoders,
 )
 
 if TYPE_CHECKING:
@@ -74,6 +77,8 @@ def index_command(
     llm: LLMOption = None,
     recipe_option: OldRecipe = None,
     out: OldOut = None,
+    embedder: EmbedderOption = None,
+    reranker: RerankerOption = None,
 ) -> None:
     """Build (or load from the cache) the indexes of a dataset or corpus and report on them;
     with --out-dir, build one corpus index in a stream into that folder (resumable)."""
@@ -81,7 +86,7 @@ def index_command(
     out_dir = renamed("--out", "--out-dir", out, out_dir)
     if (dataset is None) == (not corpus):
         raise fail("give exactly one of --dataset and --corpus", 2, prefix="")
-    recipe = changed_recipe(path, set_, llm)
+    recipe = changed_recipe(path, with_encoders(set_, embedder, reranker), llm)
     if out_dir is not None:
         build_streamed(recipe, corpus or [], out_dir, dtype, batch_passages, batch_sentences,
                        engine)  # fmt: skip

@@ -1,7 +1,7 @@
 """The ``chainrag`` command line.
 
 Commands: ``validate``, ``recipe show``, ``components``, ``datasets``, ``models fetch|list``,
-``serve-llm``,
+``serve-llm``, ``standin``,
 ``index``, ``experiment``, ``ask``, ``run``, ``report``, ``compare``, ``walks``,
 ``integration-gap``, ``claims``, ``view``, ``train adapter|reranker``, ``cache [clear]``.
 """
@@ -22,12 +22,15 @@ from chainrag.cli.analysis import claims, compare, integration_gap, walks
 from chainrag.cli.cache import cache_app
 from chainrag.cli.common import (
     ApiBaseOption,
+    EmbedderOption,
     LLMOption,
+    RerankerOption,
     SetOption,
     fail,
     reports_errors,
     show_notes,
     with_api_base,
+    with_encoders,
 )
 from chainrag.cli.corpus import index_command
 from chainrag.cli.datasets import datasets
@@ -40,10 +43,11 @@ from chainrag.cli.experiments import (
 )
 from chainrag.cli.models import models_app, serve_llm
 from chainrag.cli.runs import ask, recurring, report, run
+from chainrag.cli.standin import standin
 from chainrag.cli.train import train_app
 from chainrag.cli.view import view
 from chainrag.recipes.describe import catalogue, catalogue_data, entry_lines
-from chainrag.recipes.recipe import dump_recipe
+from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.recipes.validation import notes, validate_paths
 
 app = typer.Typer(
@@ -58,6 +62,7 @@ app.add_typer(recipe_app, name="recipe")
 app.add_typer(models_app, name="models")
 app.add_typer(cache_app, name="cache")
 app.command("serve-llm")(serve_llm)
+app.command("standin")(standin)
 app.command("run")(run)
 app.command("report")(report)
 app.command("compare")(compare)
@@ -112,6 +117,8 @@ def validate(
     set_: SetOption = None,
     llm: LLMOption = None,
     api_base: ApiBaseOption = None,
+    embedder: EmbedderOption = None,
+    reranker: RerankerOption = None,
 ) -> None:
     """Check recipes; print every problem with its path; exit 1 if any. With --set or --llm
     (one recipe file only), check the recipe with those changes.
@@ -127,8 +134,9 @@ def validate(
     "recipes", else the file's own folder), in the repository's recipes/ folder, or in a folder
     listed in $CHAINRAG_RECIPE_ROOTS (separated by ":").
     """
-    if set_ or llm or api_base:
-        validate_changed(paths, with_api_base(set_, api_base), llm, load_plugins)
+    if set_ or llm or api_base or embedder or reranker:
+        changes = with_api_base(with_encoders(set_, embedder, reranker), api_base)
+        validate_changed(paths, changes, llm, load_plugins)
         return
     found = validate_paths(paths, load_plugins=load_plugins)
     for path in found.missing:
@@ -180,20 +188,31 @@ def recipe_show(
     set_: SetOption = None,
     llm: LLMOption = None,
     api_base: ApiBaseOption = None,
+    embedder: EmbedderOption = None,
+    reranker: RerankerOption = None,
 ) -> None:
     """Print the fully resolved recipe (bases merged, --llm and --set applied, defaults
-    explicit) as YAML.
+    explicit) as YAML, then its digest as a comment: what a run folder of it resumes by.
 
     The recipe's plugins: modules are not imported unless --load-plugins is given; a recipe
     using components only they provide is then not shown (exit 1) and says so.
     """
     from chainrag.recipes.overrides import check_changed, parse_all
 
-    changes = with_api_base(set_, api_base)
+    changes = with_api_base(with_encoders(set_, embedder, reranker), api_base)
     checked = check_changed(path, parse_all(changes), llm, load_plugins=load_plugins)
     if checked.recipe is None:
         raise fail(f"{path}: not shown, parts need plugins{notes(checked.unchecked)}", prefix="")
     typer.echo(dump_recipe(checked.recipe), nl=False)
+    typer.echo(digest_line(checked.recipe))
+
+
+def digest_line(recipe: Recipe) -> str:
+    """The recipe's digest as a YAML comment, with what it covers."""
+    from chainrag.run.meta import recipe_digest
+
+    return (f"# digest: {recipe_digest(recipe)} (a run folder of this recipe resumes by it; "
+            "its name, description and how its LLM is reached are not part of it)")  # fmt: skip
 
 
 @app.command()

@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from chainrag.cli.common import (
+    BUG_HINT,
     DETECT_HELP,
     ApiBaseOption,
+    EmbedderOption,
     LLMOption,
     Progress,
+    RerankerOption,
     SetOption,
     changed_recipe,
     deprecated,
@@ -24,6 +27,7 @@ from chainrag.cli.common import (
     renamed,
     reports_errors,
     with_api_base,
+    with_encoders,
 )
 from chainrag.core.errors import signal_name
 from chainrag.data.datasets import dataset_slug as dataset_slug  # the run folder of a dataset
@@ -71,7 +75,8 @@ ESTIMATE_HELP = (
     "already answered or from a sample answered into an estimate folder of its own (see "
     "--sample), in this process whatever --engine. A paid API is called only with --yes: "
     "without it, its tokens come from stored runs of the same recipe on the same dataset "
-    "(--out-dir, docs/runs), else from a sample the local model answers, counted with the "
+    "(in --out-dir, then ./docs/runs, then the package's docs/runs), else from a sample the "
+    "local model answers, counted with the "
     "model's tokenizer where litellm has it."
 )
 SAMPLE_HELP = (
@@ -163,6 +168,7 @@ def run(
     ray_cpus: RayCpus = 1.0, estimate: EstimateOption = False, sample: SampleOption = None,
     yes: YesOption = False, dry_run: DryRunOption = False, set_: SetOption = None,
     llm: LLMOption = None, api_base: ApiBaseOption = None, out: OldOutDir = None,
+    embedder: EmbedderOption = None, reranker: RerankerOption = None,
 ) -> None:  # fmt: skip
     """Answer a dataset's questions with each recipe; one JSON line per question in a run
     directory. Run the same command again to continue a stopped run: finished questions are
@@ -174,17 +180,12 @@ def run(
     check_run_options(cache_mode, engine, estimate, sample, yes)
     plan = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
                      cache_mode=cache_mode, index=index, say=said,
-                     overrides=with_api_base(set_, api_base), llm=llm)  # fmt: skip
+                     overrides=with_api_base(with_encoders(set_, embedder, reranker), api_base),
+                     llm=llm)  # fmt: skip
     from chainrag.run.preflight import check_plan, plan_warnings
 
     if dry_run:
-        from chainrag.run.plan import plan_lines
-
-        for line in plan_lines(plan):
-            typer.echo(line)
-        for line in plan_warnings(plan):
-            typer.secho(line, fg="yellow", err=True)
-        plan.check()  # a plan that would refuse a run is no dry run of a command that works
+        print_dry_run(plan)
         return
     for line in plan.lines():
         typer.echo(line)
@@ -201,9 +202,37 @@ def run(
 
         typer.echo("")
         typer.echo(markdown(find_runs([r.folder for r in results])))
+    if bugs := bug_report(results):
+        typer.secho(bugs, fg="red", err=True)
     if failed := sum(r.session.failed for r in results):
         raise fail(f"{failed} question(s) failed (see errors.jsonl in the run directories); "
                    "run the same command again to retry them")  # fmt: skip
+
+
+def print_dry_run(plan: RunPlan) -> None:
+    """``--dry-run``: the plan and its warnings, then its check (a plan that would refuse a
+    run is no dry run of a command that works)."""
+    from chainrag.run.plan import plan_lines
+    from chainrag.run.preflight import plan_warnings
+
+    for line in plan_lines(plan):
+        typer.echo(line)
+    for line in plan_warnings(plan):
+        typer.secho(line, fg="yellow", err=True)
+    plan.check()
+
+
+def bug_report(results: list[JobResult]) -> str:
+    """The questions that failed on a bug in chainrag (``"bug": true`` in ``errors.jsonl``),
+    named as such with the first one's error and where its traceback is; "" for none."""
+    bugs = [(r.folder, bug) for r in results for bug in r.session.bugs]
+    if not bugs:
+        return ""
+    folder, first = bugs[0]
+    message = first.message if len(first.message) <= 200 else first.message[:200] + "…"
+    return (f"BUG {len(bugs)} question(s) failed on a bug in chainrag, not a problem with your "
+            f"input or the LLM (question {first.id}: {first.error}: {message}); {BUG_HINT} "
+            f"{folder / 'errors.jsonl'}")  # fmt: skip
 
 
 @reports_errors(RUN_HINT)
@@ -371,6 +400,8 @@ def ask(
     llm: LLMOption = None,
     api_base: ApiBaseOption = None,
     recipe_option: OldRecipe = None,
+    embedder: EmbedderOption = None,
+    reranker: RerankerOption = None,
 ) -> None:
     """Answer one question over the given passages; print the answer and a readable trace."""
     from chainrag.core.trace import render
@@ -390,7 +421,8 @@ def ask(
     if context is None:
         raise fail("missing --context FILE: the passages to answer over", 2)
     check_cache_mode(cache_mode)
-    loaded = changed_recipe(Path(recipe), with_api_base(set_, api_base), llm)
+    changes = with_api_base(with_encoders(set_, embedder, reranker), api_base)
+    loaded = changed_recipe(Path(recipe), changes, llm)
     prediction, texts = answer(loaded, question, load_context_file(context),
                                cache_mode=cast("CacheMode", cache_mode))  # fmt: skip
     if as_json:

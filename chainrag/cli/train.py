@@ -15,7 +15,8 @@ from chainrag.core.device import Device
 train_app = typer.Typer(help="Train Patwa et al.'s adapter and reranker.", no_args_is_help=True)
 
 TEACHER_HELP = (
-    "auto (a --teacher-path, else the LLM of --llm-recipe, else gold labels), path, llm or gold."
+    "auto (a --teacher-path, else the LLM of --llm-recipe, else gold labels), path, llm, gold, "
+    "or a rerank model litellm knows (cohere/rerank-english-v3.0; a server: --teacher-api-base)."
 )
 DEVICE_HELP = (
     "Where the fit runs: auto (the GPU when torch sees one, else the CPU), cpu or cuda, as an "
@@ -117,6 +118,9 @@ def train_reranker(
     llm_recipe: Annotated[
         Path | None, typer.Option(help="A recipe whose llm: judges relevance 0-10.")
     ] = None,
+    teacher_api_base: Annotated[
+        str | None, typer.Option(help="The server of a remote reranker teacher.")
+    ] = None,
     train: Annotated[
         list[str] | None, typer.Option(help="Training question sets (default: both).")
     ] = None,
@@ -137,13 +141,9 @@ def train_reranker(
     from chainrag.training import DistillConfig, choose_teacher, distill_reranker
     from chainrag.training.common import TRAIN_SETS
 
-    if out is not None:
-        deprecated("--out", "--out-dir")
-    out = out if out is not None else out_dir
-    if out is None:
-        raise fail("missing --out-dir: the folder the student goes to", 2)
+    out = student_folder(out_dir, out)
     on = device_option(device)
-    chosen = choose_teacher(teacher, teacher_path, llm_recipe)
+    chosen = choose_teacher(teacher, teacher_path, llm_recipe, teacher_api_base)
     config = DistillConfig(epochs=epochs, max_length=max_length, seed=seed, lr=lr, balance=balance)
     units = {"teacher (LLM)": "pair", "training the student": "batch"}
     with Progress(units=units) as bars:
@@ -153,3 +153,14 @@ def train_reranker(
     typer.echo(report.table())
     typer.echo(f"\nsaved the student to {out} ({report.seconds} s); use it: "
                f"reranker: {{kind: cross_encoder, model_path: {out}}}")  # fmt: skip
+
+
+def student_folder(out_dir: Path | None, out: Path | None) -> Path:
+    """The folder ``--out-dir`` names (or ``--out``, its old spelling, with a line that says
+    so); exit code 2 without one."""
+    if out is not None:
+        deprecated("--out", "--out-dir")
+    found = out if out is not None else out_dir
+    if found is None:
+        raise fail("missing --out-dir: the folder the student goes to", 2)
+    return found

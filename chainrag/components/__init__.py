@@ -8,6 +8,8 @@
 - :mod:`~chainrag.components.reasoning`: decomposers, rewrite triggers, rewriters and
   summarizers, answerers, integrators, choosers, comparisons by rule, answer forms.
 - :mod:`~chainrag.components.knowledge`: Query Rewriter+, knowledge filters, cache triggers.
+- :mod:`~chainrag.components.phrases`: HippoRAG's OpenIE, phrase graph, query linking and
+  Personalized PageRank.
 
 Each family mirrors its module of :mod:`chainrag.protocols`.
 
@@ -16,6 +18,6 @@ Layer: may import :mod:`chainrag.core`, :mod:`chainrag.protocols`, :mod:`chainra
 runs, reports or the CLI.
 """
 
-from chainrag.components import index, knowledge, reasoning, retrieval
+from chainrag.components import index, knowledge, phrases, reasoning, retrieval
 
-__all__ = ["index", "knowledge", "reasoning", "retrieval"]
+__all__ = ["index", "knowledge", "phrases", "reasoning", "retrieval"]

@@ -8,7 +8,7 @@ together in code gets the error at the first query), never skipped without a wor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
@@ -20,6 +20,8 @@ from chainrag.protocols.units import Graph, Searchable
 
 if TYPE_CHECKING:
     from chainrag.protocols.context import Context
+
+T = TypeVar("T")
 
 
 class RetrievalError(ChainragError, ValueError):
@@ -36,6 +38,16 @@ class Retriever:
     def __call__(self, query: str, ctx: Context) -> Expansion:
         """Seeds for ``query``, expanded over the graph where the recipe has an expander."""
         return self.expand(query, self.spec.seed(query, self.index, ctx), ctx)
+
+    def seeds(self, query: str, ctx: Context) -> tuple[Hit, ...]:
+        """The seed retriever's hits for ``query``, not expanded."""
+        return tuple(self.spec.seed(query, self.index, ctx))
+
+    def seed_part(self, part: type[T]) -> T | None:
+        """The seed retriever as ``part`` (a runtime-checkable Protocol of an optional part),
+        None where it is not one."""
+        seed = self.spec.seed
+        return seed if isinstance(seed, part) else None
 
     def expand(self, query: str, seeds: Sequence[Hit], ctx: Context) -> Expansion:
         """``seeds`` (this retrieval's seeds for ``query``) expanded over the graph where the

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import attrs
 
 from chainrag.context.retriever import Retriever
-from chainrag.core.context import MissingResourceError, ModelStore
+from chainrag.core.context import EncoderLedger, MissingResourceError, ModelStore
 from chainrag.core.retrieval import IndexData
 from chainrag.core.types import Expansion, Usage
 from chainrag.protocols.llm import LLM, UsageLedger
@@ -38,6 +38,8 @@ class StageContext:
             None when nothing counts it; :meth:`usage` reads it.
         index_data: What retrieval derives from an index (BM25, vector indexes), per index
             and bounded (:class:`~chainrag.core.retrieval.IndexData`); shared by copies.
+        encoders: Where remote encoders count their requests, tokens and searches (the
+            runner's per-question ledger), or None when nothing counts them.
     """
 
     llm: LLM | None = None
@@ -46,6 +48,7 @@ class StageContext:
     retrieval: Retrieval | None = None
     ledger: UsageLedger | None = None
     index_data: IndexData = attrs.field(factory=IndexData)
+    encoders: EncoderLedger | None = None
 
     def require_llm(self, stage: str) -> LLM:
         """The LLM, or a clear error naming the stage that needed one."""

@@ -10,6 +10,8 @@
   itself is a Protocol (:mod:`chainrag.protocols.context`), implemented by
   :class:`chainrag.context.StageContext`.
 * :mod:`~chainrag.core.errors`: ``ChainragError`` and ``Problem``, what every refusal is made of.
+* :mod:`~chainrag.core.endpoint`: a remote model's identity (what answers: the response
+  cache's key) and the fields that say how it is reached (out of a recipe's digest).
 * :mod:`~chainrag.core.paths`, :mod:`~chainrag.core.credentials`,
   :mod:`~chainrag.core.sqlite_file`: where caches and data live, credentials masked by value,
   the SQLite file every store builds on.

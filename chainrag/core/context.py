@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from chainrag.core.errors import ChainragError
+from chainrag.core.types import EncoderUsage
 
 T = TypeVar("T")
 
@@ -70,6 +71,23 @@ class ModelStore:
     def __deepcopy__(self, memo: dict[int, Any]) -> ModelStore:
         """A model store is shared, never copied: copies of a context share its models."""
         return self
+
+
+class EncoderLedger:
+    """The remote encoders' usage (:class:`~chainrag.core.types.EncoderUsage`) by stage, as a
+    question's index build and retrieval record it; safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._by_stage: dict[str, EncoderUsage] = {}
+        self._lock = threading.Lock()
+
+    def record(self, stage: str, usage: EncoderUsage) -> None:
+        with self._lock:
+            self._by_stage[stage] = self._by_stage.get(stage, EncoderUsage()) + usage
+
+    def by_stage(self) -> tuple[tuple[str, EncoderUsage], ...]:
+        with self._lock:
+            return tuple(sorted(self._by_stage.items()))
 
 
 class MissingResourceError(ChainragError):

@@ -3,6 +3,7 @@
     store = TextStore(cache_root() / "embeddings" / "vectors.sqlite")
     found = store.get(space, texts)            # {text: bytes} for the texts it holds
     store.put(space, {text: value, ...})
+    values = stored(store, space, texts, compute, (encode, decode))   # computed where missing
 
 A value is kept under a hash of its *space* (what computed it: an embedder's identity and role,
 a spaCy pipeline's identity) and its text, so one text is computed once per space whatever
@@ -16,22 +17,40 @@ else is lost.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from chainrag.core.sqlite_file import SQLiteFile
+from chainrag.core.types import FloatArray
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key BLOB PRIMARY KEY, value BLOB NOT NULL);"
 DEFAULT_MAX_BYTES = 4 * 1024**3
 """The bound of one store's live pages (4 GiB: about 2.7 million 384-dim float32 vectors)."""
 R = TypeVar("R")
+T = TypeVar("T")
+Codec = tuple[Callable[[T], bytes], Callable[[bytes], T]]
+"""How a value is written to bytes and read back (a damaged value raises ValueError)."""
+
+CHUNK = 1024
+"""Texts computed (and stored) at a time: small enough that a killed build keeps most of its
+work, large enough that FlagModel's batch-size probe (one extra batch a call) costs little."""
 _CHUNK = 500
 """Keys per ``IN (...)`` query (below SQLite's smallest limit on bound parameters)."""
+
+
+def digest(payload: object) -> str:
+    """sha256 of the canonical JSON of ``payload`` (a store's space is one)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def text_key(space: str, text: str) -> bytes:
@@ -142,3 +161,60 @@ class TextStore(SQLiteFile):
                     os.replace(part, Path(f"{self.path}.damaged{suffix}"))
             self._local = threading.local()  # every thread opens the new file
             self._connect().executescript(SCHEMA)
+
+
+def stored(
+    store: TextStore,
+    space: str,
+    texts: Sequence[str],
+    compute: Callable[[list[str]], Sequence[T]],
+    codec: Codec[T],
+    chunk: int = CHUNK,
+) -> list[T]:
+    """The value of each of ``texts``: from ``store`` where it holds one (and it decodes), else
+    by ``compute`` on the distinct missing texts, ``chunk`` at a time, each chunk stored."""
+    encode, decode = codec
+    known: dict[str, T] = {}
+    for text, raw in store.get(space, texts).items():
+        with contextlib.suppress(ValueError):  # a damaged value is computed again
+            known[text] = decode(raw)
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    for start in range(0, len(missing), chunk):
+        part = missing[start : start + chunk]
+        made = dict(zip(part, compute(part), strict=True))
+        store.put(space, {t: encode(v) for t, v in made.items()})
+        known.update(made)
+    return [known[t] for t in texts]
+
+
+def vector_codec() -> Codec[FloatArray]:
+    """float32 bytes, exactly as computed."""
+
+    def decode(raw: bytes) -> FloatArray:
+        vector: FloatArray = np.frombuffer(raw, dtype=np.float32)  # ValueError if damaged
+        return vector
+
+    def encode(vector: FloatArray) -> bytes:
+        return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+    return encode, decode
+
+
+ENDPOINTS = "endpoints"
+"""The space where a store marks each endpoint identity it holds values of."""
+
+
+def mark_endpoint(store: TextStore, identity: str) -> None:
+    """Note in ``store`` that it holds values computed at the endpoint ``identity``."""
+    store.put(ENDPOINTS, {identity: b"1"})
+
+
+def holds_endpoint(path: Path, identity: str) -> bool:
+    """Whether the store at ``path`` (which may not exist) holds values of ``identity``."""
+    if not path.is_file():
+        return False
+    store = TextStore(path)
+    try:
+        return bool(store.get(ENDPOINTS, [identity]))
+    finally:
+        store.close()

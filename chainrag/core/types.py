@@ -480,6 +480,38 @@ class Usage:
 
 
 @attrs.frozen
+class EncoderUsage:
+    """Accounting for a remote encoder's work (an embedding model's, a reranker's): its
+    requests, the tokens they embedded, the searches they ranked, the texts sent and the texts
+    whose vector or score came from the store instead, the inputs cut to the model's token
+    limit, latency and dollars (None where litellm's price map has no entry)."""
+
+    requests: int = 0
+    tokens: int = 0
+    searches: int = 0
+    sent: int = 0
+    stored: int = 0
+    cut: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+
+    def __add__(self, other: EncoderUsage) -> EncoderUsage:
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return EncoderUsage(
+            requests=self.requests + other.requests,
+            tokens=self.tokens + other.tokens,
+            searches=self.searches + other.searches,
+            sent=self.sent + other.sent,
+            stored=self.stored + other.stored,
+            cut=self.cut + other.cut,
+            latency_s=self.latency_s + other.latency_s,
+            cost_usd=cost,
+        )
+
+
+@attrs.frozen
 class LLMResponse:
     """The text an LLM returned for a request, with the usage it cost.
 
@@ -509,13 +541,14 @@ class StepTrace:
         answer: The sub-answer, where the method answers per step.
         usage: LLM usage of the step.
         kept: The units among ``retrieved`` that a knowledge filter kept (Shi et al.'s
-            four-module methods), or None where no filter ran.
+            four-module methods, LongRAG's CoT-guided filter), or None where no filter ran.
         from_memory: True for a query a knowledge reservoir answered instead of retrieval
             (Shi et al.'s four-module method; nothing is retrieved for it). Traces written
             before this field marked such a step by a ``"memory: "`` prefix of ``question``;
             :func:`chainrag.run.record.read_legacy_step` reads them.
         summary: ChainRAG's summary of an unanswered step's units, which the next step's
-            answerer reads (§3.3), or None (traces written before this field hold none).
+            answerer reads (§3.3); LongRAG's extracted information, which its generator reads
+            after the kept chunks; or None (traces written before this field hold none).
         rewrite_check: The rewrite confirmer's verdict (``confirm_rewrite``: does the
             triggered sub-question refer back?), or None where none was asked (traces
             written before this field hold none; a record leaves it out when None).
@@ -534,6 +567,29 @@ class StepTrace:
 
 
 @attrs.frozen
+class PhraseGraphStats:
+    """What a phrase graph was built from, as a trace records it.
+
+    Attributes:
+        passages: Passages read (the index's units).
+        phrases: Nodes (distinct cleaned heads and tails of well-formed triples).
+        triples: Distinct well-formed triples (the code's facts).
+        malformed_triples: Triples with more than one element but not three (dropped).
+        synonymy_edges: Directed synonymy pairs added (the code's ``equivalent`` relations).
+        unread_ner: Passages whose NER reply could not be read (no entities).
+        unread_triples: Passages whose triples reply could not be read (no triples).
+    """
+
+    passages: int = 0
+    phrases: int = 0
+    triples: int = 0
+    malformed_triples: int = 0
+    synonymy_edges: int = 0
+    unread_ner: int = 0
+    unread_triples: int = 0
+
+
+@attrs.frozen
 class NamedAnswer:
     """One of a method's final answers, e.g. ``ansint`` and ``cxtint`` from one ChainRAG run."""
 
@@ -547,12 +603,15 @@ class Prediction:
 
     ``answers[0]`` is the primary answer; further entries are variants produced in the same run
     (ChainRAG's AnsInt and CxtInt). ``usage`` and ``usage_by_prompt`` count the LLM calls,
-    cache hits, tokens, latency and cost the question took, per prompt id. ``read`` is the
+    cache hits, tokens, latency and cost the question took, per prompt id (``encoder_usage``:
+    the remote encoders' requests, tokens and searches, by stage). ``read`` is the
     question the final answer was read for where it is not the dataset's own (Shi et al.'s reader
-    answers Query Rewriter+'s rewritten question), else None. ``notes`` is what the method says
-    of how it answered (:class:`~chainrag.core.notes.MethodNotes`: its answers' integrators,
-    its rewriting), which the run adds to the method's prediction; None for a method that says
-    nothing.
+    answers Query Rewriter+'s rewritten question), else None. ``phrase_graph`` is what the
+    phrase graph a retriever built to answer it was made of (HippoRAG's: passages, phrases,
+    triples, synonymy edges, OpenIE replies it could not read), else None. ``notes`` is what the
+    method says of how it answered (:class:`~chainrag.core.notes.MethodNotes`: its answers'
+    integrators, its rewriting), which the run adds to the method's prediction; None for a
+    method that says nothing.
     """
 
     answers: tuple[NamedAnswer, ...]
@@ -561,7 +620,11 @@ class Prediction:
     usage: Usage = Usage()
     usage_by_prompt: tuple[tuple[str, Usage], ...] = ()
     read: str | None = None
+    phrase_graph: PhraseGraphStats | None = None
     notes: MethodNotes | None = None
+    encoder_usage: tuple[tuple[str, EncoderUsage], ...] = ()
+    """The remote encoders' work for the question by stage (``embed passages``, ``embed
+    queries``, ``rerank``); empty where no remote encoder worked."""
 
     @property
     def answer(self) -> str:

@@ -80,6 +80,14 @@ class SentenceGraph:
     def __len__(self) -> int:
         return len(self.sentences)
 
+    def passage_of(self, unit: int) -> int:
+        """The number of sentence ``unit``'s passage (``SourcePassages``)."""
+        return self.sentences[unit].passage
+
+    def passage(self, number: int) -> Passage:
+        """The passage numbered ``number`` (``SourcePassages``)."""
+        return self.passages[number]
+
     def adjacency(self, weights: Mapping[str, float] | None = None) -> sparse.csr_matrix:
         """``Σ_t w_t · A_t`` over the named layers (default: every layer with weight 1)."""
         weights = dict.fromkeys(self.layers, 1.0) if weights is None else weights
@@ -193,6 +201,14 @@ class GraphView:
     def embedder(self) -> Embedder:
         return self.graph.embedder
 
+    def passage_of(self, unit: int) -> int:
+        """The number of sentence ``unit``'s passage (``SourcePassages``)."""
+        return self.graph.passage_of(unit)
+
+    def passage(self, number: int) -> Passage:
+        """The passage numbered ``number`` (``SourcePassages``)."""
+        return self.graph.passage(number)
+
     def neighbours(self, units: Sequence[int]) -> tuple[int, ...]:
         given = np.unique(np.asarray(units, dtype=np.int64))
         if given.size == 0:
@@ -219,6 +235,14 @@ class ChunkIndex:
 
     def __len__(self) -> int:
         return len(self.chunks)
+
+    def passage_of(self, unit: int) -> int:
+        """The number of chunk ``unit``'s passage (``SourcePassages``)."""
+        return self.chunks[unit].passage
+
+    def passage(self, number: int) -> Passage:
+        """The passage numbered ``number`` (``SourcePassages``)."""
+        return self.passages[number]
 
     def save(self, folder: Path) -> None:
         meta = {

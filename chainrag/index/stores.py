@@ -18,13 +18,11 @@ empties them (``chainrag cache``).
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
 import attrs
 import numpy as np
@@ -32,26 +30,21 @@ import numpy as np
 from chainrag.core.device import cache_devices
 from chainrag.core.parts import parts
 from chainrag.core.paths import cache_root, llm_cache_path
-from chainrag.core.text_store import TextStore
+from chainrag.core.text_store import CHUNK, Codec, TextStore, vector_codec
+from chainrag.core.text_store import digest as digest  # where callers found it
+from chainrag.core.text_store import stored as stored  # where callers found it
 from chainrag.core.types import FloatArray, Mention, Passage, Sentence
-from chainrag.protocols.index import NER, Embedder, EmbedRole, SentenceSplitter, VersionedModel
+from chainrag.protocols.index import (
+    NER,
+    Embedder,
+    EmbedRole,
+    SentenceSplitter,
+    StoresItsVectors,
+    VersionedModel,
+)
 from chainrag.protocols.parts import FileIdentified
 from chainrag.protocols.resources import Resources
 from chainrag.recipes.structure import identity
-
-T = TypeVar("T")
-Codec = tuple[Callable[[T], bytes], Callable[[bytes], T]]
-"""How a value is written to bytes and read back (a damaged value raises ValueError)."""
-
-CHUNK = 1024
-"""Texts computed (and stored) at a time: small enough that a killed build keeps most of its
-work, large enough that FlagModel's batch-size probe (one extra batch a call) costs little."""
-
-
-def digest(payload: object) -> str:
-    """sha256 of the canonical JSON of ``payload``."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def file_identities(component: object) -> list[str]:
@@ -82,45 +75,10 @@ def space_of(component: object, **more: str) -> str:
     return digest(payload)
 
 
-def stored(
-    store: TextStore,
-    space: str,
-    texts: Sequence[str],
-    compute: Callable[[list[str]], Sequence[T]],
-    codec: Codec[T],
-    chunk: int = CHUNK,
-) -> list[T]:
-    """The value of each of ``texts``: from ``store`` where it holds one (and it decodes), else
-    by ``compute`` on the distinct missing texts, ``chunk`` at a time, each chunk stored."""
-    encode, decode = codec
-    known: dict[str, T] = {}
-    for text, raw in store.get(space, texts).items():
-        with contextlib.suppress(ValueError):  # a damaged value is computed again
-            known[text] = decode(raw)
-    missing = [t for t in dict.fromkeys(texts) if t not in known]
-    for start in range(0, len(missing), chunk):
-        part = missing[start : start + chunk]
-        made = dict(zip(part, compute(part), strict=True))
-        store.put(space, {t: encode(v) for t, v in made.items()})
-        known.update(made)
-    return [known[t] for t in texts]
-
-
-def _vector_codec() -> Codec[FloatArray]:
-    """float32 bytes, exactly as computed."""
-
-    def decode(raw: bytes) -> FloatArray:
-        vector: FloatArray = np.frombuffer(raw, dtype=np.float32)  # ValueError if damaged
-        return vector
-
-    def encode(vector: FloatArray) -> bytes:
-        return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-
-    return encode, decode
-
-
 class EmbeddingCache:
-    """Vectors by (embedder, role, text) in ``folder``/vectors.sqlite."""
+    """Vectors by (embedder, role, text) in ``folder``/vectors.sqlite; an embedder that stores
+    its own (:class:`~chainrag.protocols.index.StoresItsVectors`: a remote model, by its
+    endpoint's identity, in ``$CHAINRAG_CACHE``'s store) is handed its texts as they are."""
 
     def __init__(
         self, folder: Path | None = None, *, chunk: int = CHUNK, max_bytes: int | None = None
@@ -142,11 +100,11 @@ class EmbeddingCache:
         self, embedder: Embedder, texts: Sequence[str], ctx: Resources, role: EmbedRole = "passage"
     ) -> FloatArray:
         """The (n, d) vectors of ``texts``; only the texts the store lacks are embedded."""
-        if not texts:
+        if not texts or isinstance(embedder, StoresItsVectors):  # a remote model stores its own
             return embedder(texts, ctx, role)
         space = space_of(embedder, role=role)
         rows = stored(self.store, space, texts, lambda part: list(embedder(part, ctx, role)),
-                      _vector_codec(), self.chunk)  # fmt: skip
+                      vector_codec(), self.chunk)  # fmt: skip
         return np.stack(rows).astype(np.float32, copy=False)
 
 
@@ -232,8 +190,8 @@ class AnnotationCache:
         return sentences_from(passages, spans)
 
 
-Store = Literal["embeddings", "annotations", "indexes", "llm"]
-STORES: tuple[Store, ...] = ("embeddings", "annotations", "indexes", "llm")
+Store = Literal["embeddings", "annotations", "indexes", "llm", "rerank"]
+STORES: tuple[Store, ...] = ("embeddings", "annotations", "indexes", "llm", "rerank")
 
 
 @attrs.frozen
@@ -249,7 +207,8 @@ def store_paths(root: Path | None = None) -> dict[Store, Path]:
     """Where each cache lives (the LLM's response cache is one SQLite file)."""
     root = root or cache_root()
     return {"embeddings": root / "embeddings", "annotations": root / "annotations",
-            "indexes": root / "indexes", "llm": root / llm_cache_path().name}  # fmt: skip
+            "indexes": root / "indexes", "llm": root / llm_cache_path().name,
+            "rerank": root / "rerank"}  # fmt: skip
 
 
 def _files(path: Path) -> list[Path]:

@@ -21,7 +21,8 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from chainrag.core.credentials import strip_userinfo
+from chainrag.core.endpoint import endpoint_identity as remote_identity
+from chainrag.core.endpoint import params_part
 from chainrag.core.errors import Problem, RecipeError
 from chainrag.llm.backend import JsonMode, LiteLLMBackend, RetryPolicy
 from chainrag.llm.cache import CachedLLM, CacheMode, ResponseCache
@@ -70,7 +71,8 @@ def open_llm(
             cache = ResponseCache(cache_path)
             stack.callback(cache.close)
             inner = CachedLLM(inner, cache, cache_mode, endpoint_identity(spec))
-        yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed)
+        yield BoundLLM(inner, model, spec.temperature, spec.max_tokens, spec.seed,
+                       endpoint_identity(spec))  # fmt: skip
 
 
 def check_llm(spec: LLMSpec, *, call: bool) -> None:
@@ -121,17 +123,20 @@ def _backend(
             return LiteLLMBackend(
                 api_base=base, api_key="unused", timeout_s=spec.timeout_s, retry=retry,
                 free=True, json_mode=_local_json_mode(spec), gone=gone, pacer=pacer,
+                params=spec.params,
             )  # fmt: skip
 
         return ServedLLM(server, served), server.litellm_model
     if spec.kind == "local_gguf":
         return LiteLLMBackend(
-            api_base=spec.api_base, api_key="unused", timeout_s=spec.timeout_s,
-            retry=retry, free=True, json_mode=_local_json_mode(spec), pacer=pacer,
+            api_base=spec.api_base, api_key=_named_key(spec) or "unused",
+            timeout_s=spec.timeout_s, retry=retry, free=True, json_mode=_local_json_mode(spec),
+            pacer=pacer, params=spec.params,
         ), bound_model(spec)  # fmt: skip
     return LiteLLMBackend(
-        api_base=spec.api_base, api_key=_keyless_server_key(spec), timeout_s=spec.timeout_s,
-        retry=retry, json_mode=spec.json_mode, pacer=pacer,
+        api_base=spec.api_base, api_key=_named_key(spec) or _keyless_server_key(spec),
+        timeout_s=spec.timeout_s, retry=retry, json_mode=spec.json_mode, pacer=pacer,
+        params=spec.params,
     ), spec.model  # fmt: skip
 
 
@@ -169,23 +174,32 @@ def endpoint_identity(spec: LLMSpec) -> str:
     followed by ``+prompt_cache:fresh`` when it evaluates every prompt in full or in aligned
     chunks (the two give the same logits, bit for bit): such answers differ from those of the
     prefix-reusing server, which keeps the bare identity its cached answers were made under
-    (before the mode existed, every answer was made by reuse). A
-    self-hosted server is its base URL without userinfo plus the model name it serves; a
-    provider model is litellm's model string plus its base URL (stripped) when one is set.
+    (before the mode existed, every answer was made by reuse). Any other endpoint — a
+    self-hosted server, a provider — is the one rule every remote model shares
+    (:func:`chainrag.core.endpoint.endpoint_identity`): the kind, the model string, the base URL
+    normalised (without userinfo; ``provider-default`` where none is set). Either way the
+    recipe's ``llm.params`` follow where it sets any (they change answers).
     """
     mode = managed_prompt_cache(spec)
     if mode is not None:
         from chainrag.recipes.models import get_model
 
         sha = get_model(spec.model).sha256
-        return f"gguf:sha256:{sha}" + ("" if mode == "reuse" else "+prompt_cache:fresh")
-    base = strip_userinfo(spec.api_base) if spec.api_base else "provider-default"
-    return f"{spec.kind}:{spec.model}@{base}"
+        fresh = "" if mode == "reuse" else "+prompt_cache:fresh"
+        return f"gguf:sha256:{sha}{fresh}{params_part(spec.params)}"
+    return remote_identity(spec.kind, spec.model, spec.api_base, spec.params)
 
 
 def _local_json_mode(spec: LLMSpec) -> JsonMode:
     """llama.cpp's server takes a schema as ``{"type": "json_object", "schema": ...}``."""
     return "json_object" if spec.json_mode == "auto" else spec.json_mode
+
+
+def _named_key(spec: LLMSpec) -> str | None:
+    """The key in the environment variable ``llm.api_key_env`` names; None where it names none
+    (litellm then reads the provider's variable) or the variable is unset (the checks before
+    the first request say so)."""
+    return os.environ.get(spec.api_key_env) or None if spec.api_key_env else None
 
 
 def _keyless_server_key(spec: LLMSpec) -> str | None:

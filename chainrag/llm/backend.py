@@ -11,11 +11,13 @@ sees, logs or stores one, and masks every credential it can see out of error mes
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import random
 import re
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -134,10 +136,12 @@ class LiteLLMBackend:
         pacer: Every attempt takes a turn of it (:mod:`chainrag.llm.pacing`: requests in
             flight, a minute's requests and tokens); a 429 that says ``Retry-After`` holds it,
             so that no request starts before then. None: no limit.
+        params: Further ``litellm.completion`` keywords, passed as they are (``llm.params``:
+            ``top_p``, ``extra_body``…; never one this class sets itself).
     """
 
     api_base: str | None = None
-    api_key: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)
     timeout_s: float = 120.0
     retry: RetryPolicy = RetryPolicy()
     json_mode: JsonMode = "auto"
@@ -146,6 +150,7 @@ class LiteLLMBackend:
     sleep: Callable[[float], None] = time.sleep
     gone: Callable[[], str | None] | None = None
     pacer: Pacer | None = None
+    params: Mapping[str, Any] = attrs.field(factory=dict)
     _rng: random.Random = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -154,27 +159,23 @@ class LiteLLMBackend:
     def complete(self, request: LLMRequest) -> LLMResponse:
         litellm = import_litellm()
         kwargs = self._kwargs(request, litellm)
-        for attempt in range(self.retry.max_retries + 1):
-            try:
-                return self._attempt(request, kwargs, litellm)
-            except Exception as exc:
-                error = self._error(request, exc, attempt)
-                if error.retryable and self.gone is not None and (death := self.gone()):
-                    raise ServerDiedError(
-                        f"the local LLM server {death}",
-                        prompt_id=request.prompt_id,
-                        model=request.model,
-                        attempts=attempt + 1,
-                    ) from exc
-                if not error.retryable or attempt == self.retry.max_retries:
-                    raise error from exc
-                wait = self.retry.delay(attempt, self._rng)
-                if isinstance(error, LLMRateLimitError) and error.retry_after_s is not None:
-                    wait = min(error.retry_after_s, MAX_RETRY_AFTER_S)
-                    if self.pacer is not None:  # every request waits, not only this one
-                        self.pacer.hold(wait)
-            self.sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return retrying(
+            lambda: self._attempt(request, kwargs, litellm),
+            lambda exc, attempt: self._failure(request, exc, attempt),
+            self.retry, self._rng, self.sleep, self.pacer,
+        )  # fmt: skip
+
+    def _failure(self, request: LLMRequest, exc: Exception, attempt: int) -> LLMError:
+        """The typed error of a failed attempt; a dead managed server's is final."""
+        error = self._error(request, exc, attempt)
+        if error.retryable and self.gone is not None and (death := self.gone()):
+            return ServerDiedError(
+                f"the local LLM server {death}",
+                prompt_id=request.prompt_id,
+                model=request.model,
+                attempts=attempt + 1,
+            )
+        return error
 
     def _attempt(self, request: LLMRequest, kwargs: dict[str, Any], litellm: Any) -> LLMResponse:
         """One attempt, in a turn of the pacer (when there is one)."""
@@ -193,6 +194,7 @@ class LiteLLMBackend:
                 "request has no model; bind it first", prompt_id=request.prompt_id
             )
         kwargs: dict[str, Any] = {
+            **self.params,
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "timeout": self.timeout_s,
@@ -256,7 +258,11 @@ class LiteLLMBackend:
             kind: type[LLMError] = type(exc)
         else:
             kind = classify(exc)
-        message = redact(f"{type(exc).__name__}: {exc}")
+        key = (self.api_key,) if self.api_key else ()  # a named variable's too, whatever its name
+        if kind in (LLMConnectionError, LLMTimeoutError) and not isinstance(exc, LLMError):
+            message = redact(connection_failure(exc, self.api_base, self.timeout_s), key)
+        else:
+            message = redact(f"{type(exc).__name__}: {exc}", key)
         prompt_id, model, attempts = request.prompt_id, request.model, attempt + 1
         if kind is LLMRateLimitError:
             return LLMRateLimitError(message, prompt_id=prompt_id, model=model, attempts=attempts,
@@ -264,8 +270,91 @@ class LiteLLMBackend:
         return kind(message, prompt_id=prompt_id, model=model, attempts=attempts)
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception it was raised from or during, outermost first."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in found):
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def request_url(exc: BaseException) -> str | None:
+    """The URL the failed request went to, as the innermost exception that carries it says
+    (the HTTP client's: litellm's own wrappers name the provider's default URL whatever
+    ``api_base`` was)."""
+    for error in reversed(_chain(exc)):
+        try:
+            url = getattr(getattr(error, "request", None), "url", None)
+        except RuntimeError:  # an httpx error made without its request
+            continue
+        if url is not None:
+            return str(url)
+    return None
+
+
+UNREACHABLE_ERRNOS = {errno.ENETUNREACH: "network is unreachable",
+                      errno.EHOSTUNREACH: "no route to the host"}  # fmt: skip
+
+
+def connection_words(exc: BaseException, timeout_s: float) -> str:
+    """What became of a connection, in words, with the client's own: ``timed out after 5 s``,
+    ``connection refused ([Errno 111] …); is a server listening at that address and port?``
+    or ``unreachable: why ([Errno -2] …)`` (the host's name not found, no route to it, the
+    network down, the connection cut)."""
+    chain = _chain(exc)
+    detail = str(chain[-1]) or type(chain[-1]).__name__
+    if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in chain):
+        return f"timed out after {timeout_s:g} s"
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return f"connection refused ({detail}); is a server listening at that address and port?"
+    if any(isinstance(e, socket.gaierror) for e in chain):
+        return f"unreachable: its host name could not be resolved ({detail})"
+    for error in chain:
+        if isinstance(error, OSError) and error.errno in UNREACHABLE_ERRNOS:
+            return f"unreachable: {UNREACHABLE_ERRNOS[error.errno]} ({detail})"
+    return f"unreachable ({detail})"
+
+
+def connection_failure(exc: BaseException, api_base: str | None, timeout_s: float) -> str:
+    """A failed connection's message: where (the request's URL, else ``api_base``, else the
+    provider's endpoint) and what became of it (:func:`connection_words`)."""
+    where = request_url(exc) or api_base or "the provider's endpoint"
+    return f"{where}: {connection_words(exc, timeout_s)}"
+
+
 MAX_RETRY_AFTER_S = 120.0
 """The longest ``Retry-After`` waited for; a longer one waits this long, then tries again."""
+
+
+def retrying(
+    attempt: Callable[[], T],
+    failure: Callable[[Exception, int], LLMError],
+    retry: RetryPolicy,
+    rng: random.Random,
+    sleep: Callable[[float], None],
+    pacer: Pacer | None,
+) -> T:
+    """``attempt()`` until it succeeds: after a failure, ``failure(exc, attempt)`` types it; a
+    retryable one is tried again after ``retry``'s backoff, or after a 429's ``Retry-After``,
+    which then holds ``pacer`` so that every request waits, not only this one; the last or a
+    final one is raised. The LLM's completions and the remote encoders'
+    (:mod:`chainrag.llm.encoders`) requests all go through it."""
+    for number in range(retry.max_retries + 1):
+        try:
+            return attempt()
+        except Exception as exc:
+            error = failure(exc, number)
+            if not error.retryable or number == retry.max_retries:
+                raise error from exc
+            wait = retry.delay(number, rng)
+            if isinstance(error, LLMRateLimitError) and error.retry_after_s is not None:
+                wait = min(error.retry_after_s, MAX_RETRY_AFTER_S)
+                if pacer is not None:
+                    pacer.hold(wait)
+        sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def retry_after(exc: BaseException) -> float | None:

@@ -2,13 +2,14 @@
 
 The key is the sha256 of the request's canonical JSON — model, messages, sampling parameters,
 schema, prompt id and version — together with the identity of the endpoint that answers it
-(:func:`chainrag.llm.endpoint_identity`: a local GGUF's sha256, or a provider model string with
-its base URL stripped of credentials), so two servers behind one model name never share
-answers, and the key never contains an API key. :data:`KEY_VERSION` is part of every key: keys
-made under an older rule (which left the endpoint out) are never served. Values are JSON, never
-pickle. Several processes may write
-at once: WAL mode, a busy timeout, and ``INSERT OR REPLACE`` of identical content make that
-safe. A hit is not a call: it reports ``cached=True`` and usage with one cache hit, no tokens.
+(:func:`chainrag.llm.endpoint_identity`: a local GGUF's sha256, or the rule every remote model
+shares, :func:`chainrag.core.endpoint.endpoint_identity`: the model string with its base URL
+normalised, without credentials), so two servers behind one model name never share answers,
+and the key never contains an API key. :data:`KEY_VERSION` is part of every key: keys made
+under an older rule (which left the endpoint out) are never served. Values are JSON, never
+pickle. Several processes may write at once: WAL mode, a busy timeout, and ``INSERT OR
+REPLACE`` of identical content make that safe. A hit is not a call: it reports ``cached=True``
+and usage with one cache hit, no tokens.
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ CREATE TABLE IF NOT EXISTS responses (
     value TEXT NOT NULL,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS endpoints (
+    endpoint TEXT PRIMARY KEY,
+    first REAL NOT NULL
+);
 """
+"""``endpoints``: each endpoint identity the cache has put an answer of (a cache made before the
+table existed knows none of its answers' endpoints)."""
 
 
 KEY_VERSION = 2
@@ -59,6 +66,7 @@ class ResponseCache(SQLiteFile):
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 60.0) -> None:
         super().__init__(path, _SCHEMA, busy_timeout_s=busy_timeout_s)
+        self._endpoints: set[str] = set()  # recorded by this process already
 
     def get(self, request: LLMRequest, endpoint: str = "") -> LLMResponse | None:
         row = (
@@ -78,11 +86,13 @@ class ResponseCache(SQLiteFile):
             top_logprobs=top,
         )
 
-    def holds_model(self, model: str) -> bool:
-        """Whether any answer of ``model`` (the model string requests are sent with) is kept."""
+    def holds_endpoint(self, endpoint: str) -> bool:
+        """Whether an answer of ``endpoint`` (its identity: the model and where it is served,
+        :func:`chainrag.llm.endpoint_identity`) was put here; the model's name alone says
+        nothing (another server may serve a model by that name)."""
         found = (
             self._connect()
-            .execute("SELECT 1 FROM responses WHERE model = ? LIMIT 1", (model,))
+            .execute("SELECT 1 FROM endpoints WHERE endpoint = ?", (endpoint,))
             .fetchone()
         )
         return found is not None
@@ -96,7 +106,8 @@ class ResponseCache(SQLiteFile):
         }
         if response.top_logprobs:
             value["top"] = [list(pair) for pair in response.top_logprobs]
-        self._connect().execute(
+        con = self._connect()
+        con.execute(
             "INSERT OR REPLACE INTO responses (key, prompt_id, model, value, created) "
             "VALUES (?, ?, ?, ?, ?)",
             (
@@ -107,6 +118,12 @@ class ResponseCache(SQLiteFile):
                 time.time(),
             ),
         )
+        if endpoint not in self._endpoints:
+            con.execute(
+                "INSERT OR IGNORE INTO endpoints (endpoint, first) VALUES (?, ?)",
+                (endpoint, time.time()),
+            )
+            self._endpoints.add(endpoint)
 
     def __len__(self) -> int:
         return self._count("responses")

@@ -20,6 +20,7 @@ question, where a live request is certain (:func:`chainrag.llm.check_llm`).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -41,8 +42,14 @@ PROBE = (Message("user", "Reply with the word OK."),)
 
 
 def credentials_problem(spec: LLMSpec) -> str | None:
-    """What the environment lacks for ``spec``'s model (the variables, by name); None where
-    nothing is missing, and for a model on the managed local server."""
+    """What the environment lacks for ``spec``'s model (the variables, by name: the one
+    ``llm.api_key_env`` names, else those litellm says the model needs); None where nothing is
+    missing, and for a model on the managed local server without ``api_key_env``."""
+    if spec.api_key_env is not None:  # the key is where the recipe says, for any kind
+        if os.environ.get(spec.api_key_env):
+            return None
+        return (f"{spec.model} needs its key in {spec.api_key_env} (llm.api_key_env), and it "
+                "is not set (chainrag never stores it)")  # fmt: skip
     if spec.kind != "litellm":
         return None
     missing = missing_credentials(spec.model, spec.api_base)

@@ -12,7 +12,7 @@ import threading
 import attrs
 
 from chainrag.core.types import LLMRequest, LLMResponse, Usage
-from chainrag.protocols.llm import LLM
+from chainrag.protocols.llm import LLM, IdentifiedLLM
 
 
 class Ledger:
@@ -49,16 +49,30 @@ class MeteredLLM:
         self.ledger.record(request.prompt_id, response.usage)
         return response
 
+    def identity(self) -> str | None:
+        """The identity of the LLM it meters (None where that one says none)."""
+        return self.inner.identity() if isinstance(self.inner, IdentifiedLLM) else None
+
 
 @attrs.define
 class BoundLLM:
-    """Fills a request's unset model and sampling parameters from the recipe's ``llm:``."""
+    """Fills a request's unset model and sampling parameters from the recipe's ``llm:``.
+    ``endpoint`` is what answers (:func:`chainrag.llm.endpoint_identity`), "" where unknown."""
 
     inner: LLM
     model: str
     temperature: float
     max_tokens: int
     seed: int | None
+    endpoint: str = ""
+
+    def identity(self) -> str | None:
+        """The endpoint with the model and sampling a request is bound to (None without an
+        endpoint)."""
+        if not self.endpoint:
+            return None
+        bound = (self.endpoint, self.model, self.temperature, self.max_tokens, self.seed)
+        return "|".join(map(str, bound))
 
     def bind(self, request: LLMRequest) -> LLMRequest:
         return attrs.evolve(

@@ -119,3 +119,19 @@ class ProviderCounted:
         usage = attrs.evolve(response.usage, prompt_tokens=prompt,
                              completion_tokens=self.tokenizer.text(response.text))  # fmt: skip
         return attrs.evolve(response, usage=usage)
+
+
+def cut_to_tokens(model: str, text: str, limit: int) -> str | None:
+    """``text`` cut to its first ``limit`` tokens as ``model``'s tokenizer counts them
+    (:func:`provider_tokenizer`'s tiktoken encoding, :data:`STAND_IN` where it has none), or
+    None where it is within the limit. A text of at most ``limit`` UTF-8 bytes is within it
+    uncounted (a byte-level BPE token holds at least one byte)."""
+    if len(text.encode("utf-8")) <= limit:
+        return None
+    import_litellm()  # points tiktoken at the encodings litellm bundles, never a download
+    import tiktoken
+
+    found = provider_tokenizer(model).encoding
+    encoding = tiktoken.get_encoding(found if found != "anthropic" else STAND_IN)
+    tokens = encoding.encode(text, disallowed_special=())
+    return encoding.decode(tokens[:limit]) if len(tokens) > limit else None

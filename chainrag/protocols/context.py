@@ -8,12 +8,39 @@ retrieval run on it, the LLM usage counted so far. A run gives one object that i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from chainrag.core.retrieval import IndexData
-from chainrag.core.types import Expansion, Usage
+from chainrag.core.types import Expansion, Hit, Usage
 from chainrag.protocols.resources import Resources
 from chainrag.protocols.units import Searchable
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class BoundRetrieval(Protocol):
+    """A recipe's retrieval bound to one index (what :meth:`Context.retriever` gives: a
+    :class:`chainrag.context.Retriever`), for a method that takes its stages apart (IRCoT
+    merges each step's seeds itself)."""
+
+    @property
+    def index(self) -> Searchable:
+        """The index it searches."""
+        ...
+
+    def seeds(self, query: str, ctx: Context) -> tuple[Hit, ...]:
+        """The seed retriever's hits for ``query``, not expanded."""
+        ...
+
+    def seed_part(self, part: type[T]) -> T | None:
+        """The seed retriever as ``part`` (a runtime-checkable Protocol of an optional part),
+        None where it is not one."""
+        ...
+
+    def __call__(self, query: str, ctx: Context) -> Expansion:
+        """Seeds for ``query``, expanded where the recipe has an expander."""
+        ...
 
 
 @runtime_checkable
@@ -33,6 +60,10 @@ class Context(Resources, Protocol):
 
     def require_index(self) -> Searchable:
         """The index, or an error: a method needs one."""
+        ...
+
+    def retriever(self) -> BoundRetrieval:
+        """The recipe's retrieval bound to the index, or an error: a method needs both."""
         ...
 
     def retrieve(self, query: str) -> Expansion:

@@ -86,6 +86,17 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class StoresItsVectors(Protocol):
+    """An embedder that keeps its vectors in the text store itself, under its endpoint's
+    identity (a remote model: each vector paid for once, queries too); an index build's
+    embedding cache hands it its texts as they are (:mod:`chainrag.index.stores`)."""
+
+    def vector_space(self, role: EmbedRole) -> str:
+        """The store's space of this embedder's vectors in ``role``."""
+        ...
+
+
+@runtime_checkable
 class VectorIndex(Protocol):
     """A built inner-product index over n vectors, searched by (q, d) float32 queries."""
 

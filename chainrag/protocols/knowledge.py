@@ -20,7 +20,8 @@ class QueryRewriter(Protocol):
 
 @runtime_checkable
 class KnowledgeFilter(Protocol):
-    """Keeps the retrieved items that entail an answer to the question (NLI filter)."""
+    """Keeps the retrieved items that help answer the question, in their order: Shi et al.'s
+    NLI filter (entailment), LongRAG's CoT-guided filter (Zhao et al., 2024: cited)."""
 
     def __call__(
         self, question: str, items: Sequence[KnowledgeItem], ctx: Context

@@ -20,3 +20,13 @@ class UsageLedger(Protocol):
     context reads of it."""
 
     def total(self) -> Usage: ...
+
+
+@runtime_checkable
+class IdentifiedLLM(Protocol):
+    """An LLM that says what answers its requests: the endpoint (a local model file's hash, a
+    provider's model string) with the model and sampling the requests are bound to, or None
+    where it cannot say. A stage that stores what the LLM extracted (HippoRAG's OpenIE) keys
+    its store on it, so another model never serves a stale extraction."""
+
+    def identity(self) -> str | None: ...

@@ -122,6 +122,26 @@ class FileIdentified(Protocol):
 
 
 @runtime_checkable
+class RemoteEncoder(Protocol):
+    """A component that sends its texts to a model's endpoint (a remote embedder or reranker):
+    checked before a run's first question, as the LLM is, unless the store already holds this
+    endpoint's values (a replay needs no key), and priced by ``chainrag run --estimate``."""
+
+    def check_endpoint(self, *, call: bool) -> None:
+        """Raise LLMUnavailableError where the model, its key or its endpoint is refused (with
+        ``call``, by one smallest request outside any usage)."""
+        ...
+
+    def stored_before(self) -> bool:
+        """Whether the store holds values computed at this endpoint."""
+        ...
+
+    def identity(self) -> str:
+        """The endpoint identity its values are stored under."""
+        ...
+
+
+@runtime_checkable
 class RunState(Protocol):
     """State a method carries across a run's questions. The run records :meth:`marker` after
     each question and rolls the state back to the last recorded marker when it resumes (and

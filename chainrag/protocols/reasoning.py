@@ -52,7 +52,9 @@ class Rewriter(Protocol):
 
 @runtime_checkable
 class Summarizer(Protocol):
-    """Retrieved texts of an unanswered sub-question → a short summary for the next step."""
+    """A question and texts → what the texts say that bears on it: ChainRAG's summary of an
+    unanswered sub-question's texts for the next step (§3.3); LongRAG's information extractor
+    over the retrieved chunks' source paragraphs (Zhao et al., 2024)."""
 
     def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> str: ...
 

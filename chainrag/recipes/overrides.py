@@ -170,3 +170,50 @@ def check_changed(
 ) -> Checked:
     """:func:`chainrag.recipes.recipe.check_recipe` with ``--llm`` and ``--set`` applied."""
     return check(apply(resolve(path), overrides, llm), str(path), load_plugins=load_plugins)
+
+
+LOCAL_EMBEDDERS = {"hashed_bow": {"kind": "hashed_bow"}, "all-minilm-l6-v2": {"kind": "flag_model"},
+                   "minilm": {"kind": "flag_model"}}  # fmt: skip
+"""``--embedder NAME`` for the embedders that ship: no model (``hashed_bow``) or the offline
+all-MiniLM-L6-v2 (``flag_model``'s default)."""
+
+LOCAL_RERANKERS = {"none": {"kind": "none"}, "dense": {"kind": "dense"}}
+"""``--reranker NAME`` for the rerankers that need no model folder."""
+
+
+def encoder_section(option: str, name: str) -> dict[str, Any]:
+    """The component ``--embedder NAME`` or ``--reranker NAME`` (``option``) puts in the
+    recipe, NAME tried in this order: a model folder on this machine (``flag_model``, or
+    ``flag_reranker`` for a BGE reranker's folder); a model that ships (:data:`LOCAL_EMBEDDERS`,
+    :data:`LOCAL_RERANKERS`); any model string litellm knows a provider for (the ``litellm``
+    kind: ``text-embedding-3-small``, ``cohere/rerank-english-v3.0``, ``hosted_vllm/NAME``
+    with ``--set index.embedder.api_base=URL``). A RecipeError names what was tried."""
+    from chainrag.recipes.providers import unknown_model
+
+    embedder = option == "--embedder"
+    if Path(name).is_dir():
+        kind = "flag_model" if embedder else "flag_reranker"
+        return {"kind": kind, "model_path": str(Path(name).resolve())}
+    local = LOCAL_EMBEDDERS if embedder else LOCAL_RERANKERS
+    if name in local:
+        return dict(local[name])
+    if reason := unknown_model(name):
+        raise RecipeError(option, [Problem(f"{option} {name}", (
+            f"not a model folder, a model that ships ({', '.join(local)}) or a model "
+            f"litellm knows: {reason}"))])  # fmt: skip
+    return {"kind": "litellm", "model": name}
+
+
+def encoder_changes(embedder: str | None, reranker: str | None) -> list[str]:
+    """``--embedder`` and ``--reranker`` as the ``--set`` changes they make: the index's
+    embedder (which the seed retriever, a dense reranker and a similarity judge share), and the
+    seed retriever's reranker (ChainRAG's BGE-Reranker, before the k seeds)."""
+    import json
+
+    changes = []
+    if embedder is not None:
+        changes.append(f"index.embedder={json.dumps(encoder_section('--embedder', embedder))}")
+    if reranker is not None:
+        section = encoder_section("--reranker", reranker)
+        changes.append(f"retrieval.seed.reranker={json.dumps(section)}")
+    return changes

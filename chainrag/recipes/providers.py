@@ -28,6 +28,9 @@ def import_litellm() -> Any:
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     litellm.drop_params = False
+    # chainrag retries every request itself (llm.backend.retrying); litellm's OpenAI embedding
+    # path reads max_retries=0 as unset and falls back to this default, retrying 429s unseen
+    litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[attr-defined]
     return litellm
 
 

@@ -67,6 +67,7 @@ from chainrag.recipes.bases import (
     recipe_tree,
     resolve,
 )
+from chainrag.recipes.llm_params import key_env_problem, params_problem
 from chainrag.recipes.models import LOCAL_MODELS
 from chainrag.recipes.registry import find_plugin, load_plugin
 from chainrag.recipes.structure import (
@@ -120,7 +121,17 @@ class LLMSpec:
     prompts are refused as too long. ``requests_per_minute`` and ``tokens_per_minute`` are the
     provider's limits (your account's tier): live requests are paced under them
     (:mod:`chainrag.llm.pacing`), so that a run meets them rather than discovers them by 429s.
-    Like ``n_ctx``, they change no answer and stay out of the recipe's digest.
+    Like ``n_ctx``, they change no answer and stay out of the recipe's digest, and so does how
+    the endpoint is reached: ``api_base`` (a served model moved to another port),
+    ``concurrency``, ``timeout_s``, ``max_retries`` and ``api_key_env`` (each session of a run
+    records them; see :mod:`chainrag.core.endpoint`). ``params`` passes further keywords to
+    every litellm call as they are (``{top_p: 0.9}``, ``extra_body: {top_k: 20}``,
+    ``extra_headers``, ``stop``), for any kind; a keyword chainrag sets itself is refused,
+    naming the field that sets it (:mod:`chainrag.recipes.llm_params`). Set, they are part of
+    the digest and of the response cache's key; unset (``{}``), neither. ``api_key_env`` names
+    the environment variable that holds the endpoint's key (``VLLM_API_KEY`` for a server
+    started with ``--api-key``), in place of the one litellm reads for the provider
+    (``OPENAI_API_KEY``): the recipe names the variable, never the key.
     """
 
     kind: Literal["local_gguf", "litellm"] = "local_gguf"
@@ -143,6 +154,8 @@ class LLMSpec:
     tokens_per_minute: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.gt(0.0))
     )
+    params: dict[str, Any] = attrs.field(factory=dict, hash=False)
+    api_key_env: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.kind == "local_gguf" and self.model not in LOCAL_MODELS:
@@ -150,6 +163,10 @@ class LLMSpec:
                 f"local_gguf model {self.model!r} is not one of {', '.join(LOCAL_MODELS)} "
                 "(for any other model use kind: litellm)"
             )
+        if problem := params_problem(self.params):
+            raise ValueError(f"llm.params: {problem}")
+        if self.api_key_env is not None and (problem := key_env_problem(self.api_key_env)):
+            raise ValueError(f"llm.api_key_env {problem}")
 
 
 @attrs.frozen

@@ -11,9 +11,12 @@ regenerates it and compares).
 
 from __future__ import annotations
 
+import ast
 import inspect
+import itertools
 import json
 import re
+import textwrap
 import typing
 from typing import Any
 
@@ -93,6 +96,23 @@ def as_markdown(text: str) -> str:
     return text.replace("``", "`")
 
 
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring written under each field of a component class (``name: int = 1`` then
+    ``\"\"\"What it is.\"\"\"``), by field name; empty where the source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    found: dict[str, str] = {}
+    for field, after in itertools.pairwise(body):
+        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):  # fmt: skip
+            found[field.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
+    return found
+
+
 def _doc(cls: type) -> str:
     return as_markdown(inspect.cleandoc(cls.__doc__ or "").strip())
 
@@ -115,6 +135,10 @@ WHERE = {
     "reranker": "`reranker:` of a seed retriever",
     "expander": "`retrieval.expander`",
     "method": "`method`",
+    "open_ie": "`open_ie:` of the `hipporag` seed retriever",
+    "phrase_graph_builder": "`graph:` of the `hipporag` seed retriever",
+    "entity_linker": "`linker:` of the `hipporag` seed retriever",
+    "phrase_ranker": "`ranker:` of the `hipporag` seed retriever",
 }
 
 
@@ -136,12 +160,25 @@ def reference_markdown() -> str:
         out += [f"### {stage}", "", f"Where: {where}.", ""]
         for entry in entries:
             out += [f"**`{entry.key}`** — {as_markdown(entry.summary)}", ""]
-            rows = params(entry.cls)
-            if rows:
-                out += ["| parameter | type | default |", "|---|---|---|"]
-                for p in rows:
-                    shown = p.default if p.default == REQUIRED else json.dumps(p.default)
-                    kind = p.type.replace("|", "\\|")
-                    out.append(f"| `{p.name}` | `{kind}` | `{shown}` |")
-                out.append("")
+            out += _params_table(entry.cls)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _params_table(cls: type) -> list[str]:
+    """A component's parameters as a markdown table, with a column of what each means where
+    its class documents its fields."""
+    rows = params(cls)
+    if not rows:
+        return []
+    names = {p.name for p in rows}
+    docs = {name: doc for name, doc in field_docs(cls).items() if name in names}
+    head = ["| parameter | type | default |", "|---|---|---|"]
+    if docs:
+        head = ["| parameter | type | default | meaning |", "|---|---|---|---|"]
+    lines = list(head)
+    for p in rows:
+        shown = p.default if p.default == REQUIRED else json.dumps(p.default)
+        kind = p.type.replace("|", "\\|")
+        said = as_markdown(docs.get(p.name, "")).replace("|", "\\|")
+        lines.append(f"| `{p.name}` | `{kind}` | `{shown}` |" + (f" {said} |" if docs else ""))
+    return [*lines, ""]

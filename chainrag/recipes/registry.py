@@ -26,6 +26,7 @@ import attrs
 
 from chainrag import protocols as p
 from chainrag.core.errors import PluginError, RegistryError, UnknownComponentError
+from chainrag.protocols import phrases as ph
 
 ENTRY_POINT_GROUP = "chainrag.components"
 _KEY = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -174,6 +175,12 @@ QUERY_REWRITERS: Registry[p.QueryRewriter] = Registry("query_rewriter", p.QueryR
 KNOWLEDGE_FILTERS: Registry[p.KnowledgeFilter] = Registry("knowledge_filter", p.KnowledgeFilter)
 CACHE_TRIGGERS: Registry[p.CacheTrigger] = Registry("cache_trigger", p.CacheTrigger)
 METHODS: Registry[p.Method] = Registry("method", p.Method)
+OPEN_IE: Registry[ph.OpenIE] = Registry("open_ie", ph.OpenIE)
+PHRASE_GRAPH_BUILDERS: Registry[ph.PhraseGraphBuilder] = Registry(
+    "phrase_graph_builder", ph.PhraseGraphBuilder
+)
+ENTITY_LINKERS: Registry[ph.EntityLinker] = Registry("entity_linker", ph.EntityLinker)
+PHRASE_RANKERS: Registry[ph.PhraseRanker] = Registry("phrase_ranker", ph.PhraseRanker)
 
 REGISTRIES: tuple[Registry[Any], ...] = (
     SENTENCE_SPLITTERS,
@@ -199,6 +206,10 @@ REGISTRIES: tuple[Registry[Any], ...] = (
     QUERY_REWRITERS,
     KNOWLEDGE_FILTERS,
     CACHE_TRIGGERS,
+    OPEN_IE,
+    PHRASE_GRAPH_BUILDERS,
+    ENTITY_LINKERS,
+    PHRASE_RANKERS,
     METHODS,
 )
 """Every stage registry, in pipeline order. The LLM is not here: a recipe's ``llm:`` is an

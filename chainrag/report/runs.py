@@ -28,13 +28,18 @@ PRETTY = {
     "naive": "NaiveRAG",
     "naive_qd": "NaiveRAG w/ QD",
     "iter_retgen": "Iter-RetGen",
+    "longrag": "LongRAG",
+    "hipporag_ircot": "HippoRAG w/ IRCoT",
+    "hipporag": "HippoRAG (one step)",
+    "ircot": "IRCoT",
     "naive_iteration": "Naive iteration (Patwa et al.)",
     "guided_iteration": "Guided iteration (Patwa et al.)",
     "tree": "Tree retrieval (Patwa et al.)",
     "four_module": "Four modules (Shi et al.)",
 }
-MAIN_RECIPES = {"ansint", "cxtint", "naive", "naive_qd", "iter_retgen", "naive_iteration",
-                "guided_iteration", "tree", "four_module"}  # fmt: skip
+MAIN_RECIPES = {"ansint", "cxtint", "naive", "naive_qd", "iter_retgen", "longrag",
+                "hipporag_ircot", "hipporag", "ircot", "naive_iteration", "guided_iteration",
+                "tree", "four_module"}  # fmt: skip
 SEED_LABELS = {"vanilla": "Vanilla RAG, 4 passages (Patwa et al.)",
                "vanilla_10": "Vanilla RAG, 10 passages (Patwa et al.)",
                "three_module": "Three modules, no reservoir (Shi et al.)",

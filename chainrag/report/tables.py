@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING
 
 from chainrag.report.paper import ABLATION_LABELS, ablations, table_1
 from chainrag.report.runs import against, check_baselines, comparisons, rows_of
-from chainrag.report.stats import ALPHA, POWER, RESAMPLES, SEED, Interval, z_values
+from chainrag.report.stats import (
+    ALPHA,
+    FLIP,
+    POWER,
+    RESAMPLES,
+    SEED,
+    Interval,
+    flip_floor,
+    least_changes,
+    z_values,
+)
 from chainrag.run.files import RunError
 
 if TYPE_CHECKING:
@@ -89,12 +99,16 @@ def power_heads(detect: float | None) -> list[str]:
     return ["detectable Δ (80%)"] + ([] if detect is None else [f"n for Δ {detect:g}"])
 
 
+FLOOR = "‡"
+"""Marks a detectable difference set by the flip floor, not by the spread of the differences."""
+
+
 def power_cells(p: Paired, detect: float | None) -> list[str]:
     """A paired difference's power cells (:func:`power_heads`): the smallest difference it
-    detects at its n, and with ``detect`` the paired questions that difference needs at its
-    spread; "–" without a spread to estimate them from."""
+    detects at its n (:data:`FLOOR` where the flip floor sets it), and with ``detect`` the
+    paired questions that difference needs; "–" at n = 1."""
     found = p.detectable
-    cells = ["–" if found is None else f"{found:.1f}"]
+    cells = ["–" if found is None else f"{found:.1f}" + (f" {FLOOR}" if p.floor_binds else "")]
     if detect is not None:
         needed = p.needed(detect)
         cells.append("–" if needed is None else f"{needed:,}")
@@ -106,12 +120,17 @@ def power_legend(detect: float | None) -> str:
     z = "({:.2f} + {:.2f})".format(*z_values())
     return (
         f"detectable Δ: the smallest true difference these questions detect with "
-        f"{POWER:.0%} power at two-sided {ALPHA:.0%}, {z} × SD of the paired differences / √n "
-        "(a smaller one may be real and go unseen; – where one question, or no difference "
-        "between them, gives no spread to estimate it from)"
+        f"{POWER:.0%} power at two-sided {ALPHA:.0%}, the larger of {z} × SD of the paired "
+        f"differences / √n and the flip floor ({FLOOR} where the floor is the larger): the "
+        f"difference at which, with answers flipping by {FLIP:.0f} points all the same way, "
+        f"enough of them flip for the interval to leave 0 out ({least_changes(1000)} from 9 "
+        f"questions on) with {POWER:.0%} chance — {flip_floor(30):.1f} points at n = 30, "
+        f"{flip_floor(90):.1f} at 90, however small the SD (a smaller difference may be real and "
+        "go unseen; – at n = 1)"
         + ("" if detect is None else
            f"; n for Δ {detect:g}: the paired questions a true difference of {detect:g} points "
-           f"needs at this SD, ({z} × SD / {detect:g})², rounded up")
+           f"needs, the larger of ({z} × SD / {detect:g})², rounded up, and the fewest whose "
+           "flip floor is at most that")
         + "."
     )  # fmt: skip
 

@@ -77,7 +77,7 @@ from chainrag.run.meta import LLMIdentity, RunIdentity
 from chainrag.run.plan import Job, PlannedRun, RunPlan
 from chainrag.run.question import warm_up
 from chainrag.run.record import RunRecord
-from chainrag.run.stored import SHIPPED_RUNS, stored_runs
+from chainrag.run.stored import SHIPPED_RUNS, stored_roots, stored_runs
 
 SAMPLE = 5
 """Questions answered for an estimate unless told otherwise."""
@@ -295,8 +295,9 @@ def estimate_grid(
     """An estimate per planned run, dataset by dataset, beside the run (the same plan, nothing
     read again); recipes with the same ``llm:`` share one LLM, opened (a managed server
     started) only if a sample needs it. Without ``pay``, a paid LLM is never called: its runs
-    are measured on the runs of their recipes under ``roots`` (default: ``--out-dir`` and
-    :data:`~chainrag.run.stored.SHIPPED_RUNS`), else on a sample the local model answers."""
+    are measured on the runs of their recipes under ``roots`` (default:
+    :func:`~chainrag.run.stored.stored_roots`: ``--out-dir``, the working folder's
+    ``docs/runs``, the package's), else on a sample the local model answers."""
     plan.check()
     estimates: list[Estimate] = []
     cache = IndexCache()
@@ -309,7 +310,7 @@ def estimate_grid(
                     spec = local_recipe(members[0].recipe).llm
                 llm = _on_demand(stack, spec, job, say)
                 for run in members:
-                    found = (run.job.out, SHIPPED_RUNS) if roots is None else roots
+                    found = stored_roots(run.job.out, SHIPPED_RUNS) if roots is None else roots
                     estimates.append(estimate_run(run, llm, sample=sample, cache=cache,
                                                   progress=progress, pay=pay, roots=found,
                                                   say=say))  # fmt: skip

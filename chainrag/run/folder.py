@@ -31,10 +31,12 @@ import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from chainrag.core.device import resolved_devices
+from chainrag.core.endpoint import access_changes
 from chainrag.core.errors import ChainragError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.notes import MethodNotes
@@ -47,6 +49,7 @@ from chainrag.run.meta import (
     RunMeta,
     Session,
     SessionEnd,
+    access,
     answer_recipe,
     last_build,
     meta_data,
@@ -56,6 +59,7 @@ from chainrag.run.meta import (
     stored_recipe,
 )
 from chainrag.run.notes import notes_of
+from chainrag.run.provenance import recipe_differences
 from chainrag.run.record import QuestionError, RecordError, RunRecord, read_error, read_record
 
 RUN_FILE = "run.json"
@@ -90,6 +94,26 @@ def device_change(folder: Path, sessions: Sequence[Session], now: Mapping[str, s
         "answer may differ from what the earlier device would have given; run.json records "
         "each session's devices."
     )
+
+
+def access_change(folder: Path, before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
+    """A line saying that this session reaches the LLM otherwise than the folder's latest one
+    (another ``api_base``, more requests in flight…); empty where nothing changed."""
+    changed = access_changes(before, now)
+    if not changed:
+        return ""
+    return (f"note: {folder} resumes with llm {', '.join(changed)}: how the LLM is reached "
+            "changes no answer, so the run goes on (run.json records each session's)")  # fmt: skip
+
+
+def index_differences(before: IndexIdentity | None, now: IndexIdentity) -> str:
+    """What differs between the corpus index a run was answered over and ``now``'s, by field."""
+    if before is None:
+        return f"none before; now {now.folder}"
+    fields = ("recipe_digest", "corpus_sha256", "counts", "sources")
+    found = [f"{name}: {getattr(before, name)} then, {getattr(now, name)} now"
+             for name in fields if getattr(before, name) != getattr(now, name)]  # fmt: skip
+    return "; ".join(found) or f"{before.folder} then, {now.folder} now"
 
 
 def write_recipe(path: Path, recipe: Recipe) -> None:
@@ -185,6 +209,9 @@ class RunDir:
         sessions'. ``changes``: the command line's ``--llm``/``--set`` changes to the recipe
         file, recorded per session (the resolved recipe, changes applied, is ``recipe.yaml``
         and the digest).
+        How the LLM is reached (``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``;
+        not part of the digest) is recorded per session, and a resume where it changed says so
+        in one line through ``say`` and goes on.
         ``identity``: the run's :class:`RunIdentity` as its plan computed it (else computed
         here from the recipe, the dataset and its file); with its ``questions``, a resume must
         ask those same questions. ``experiment``: the experiment whose folder this is
@@ -192,22 +219,36 @@ class RunDir:
         """
         known = identity or RunIdentity.of(recipe, dataset, dataset_file, index)
         devices = resolved_devices(recipe, "")
-        session = Session.now(prompt_cache, llama_build, changes, devices)
+        session = Session.now(prompt_cache, llama_build, changes, devices, access(recipe))
         if (self.folder / RUN_FILE).exists():
             meta = self.check(
                 recipe, dataset, dataset_file, index, identity=known, experiment=experiment
             )
             self._check_prompt_cache(meta, prompt_cache)
-            if warning := build_change(self.folder, last_build(meta.sessions), llama_build):
-                say(warning)
-            if warning := device_change(self.folder, meta.sessions, devices):
-                say(warning)
+            self._say_changes(recipe, meta, llama_build, devices, say)
             meta = attrs.evolve(meta, sessions=(*meta.sessions, session))
         else:
             meta = new_meta(recipe, recipe_path, known, session, prompt_cache, experiment)
             write_recipe(self.folder / RECIPE_FILE, recipe)
         write_json(self.folder / RUN_FILE, meta_data(meta))
         return meta
+
+    def _say_changes(
+        self,
+        recipe: Recipe,
+        meta: RunMeta,
+        llama_build: LlamaBuild | None,
+        devices: Mapping[str, str],
+        say: Callable[[str], None],
+    ) -> None:
+        """Say what a resume changed that it may go on with: the llama.cpp build, the
+        encoders' devices, how the LLM is reached."""
+        if warning := build_change(self.folder, last_build(meta.sessions), llama_build):
+            say(warning)
+        if warning := device_change(self.folder, meta.sessions, devices):
+            say(warning)
+        if line := self.access_note(recipe, meta):
+            say(line)
 
     def check(
         self,
@@ -240,11 +281,7 @@ class RunDir:
         digest, data = known.recipe_digest, (known.dataset, known.dataset_fingerprint)
         index = known.index
         if meta.recipe_digest != digest and not self.same_recipe(recipe):
-            raise RunError(
-                f"{self.folder} holds a run of another recipe ({meta.recipe_name!r}, "
-                f"{meta.recipe_digest}; now {recipe.name!r}, {digest}): pass another "
-                "--out-dir, or remove that directory to start over"
-            )
+            raise RunError(self._other_recipe(meta, recipe, digest))
         if (meta.dataset, meta.dataset_fingerprint) != data:
             raise RunError(
                 f"{self.folder} holds a run on {meta.dataset!r} "
@@ -266,21 +303,61 @@ class RunDir:
                 "it starts, so pass another --out-dir"
             )
         if index is not None and (meta.index is None or meta.index.key() != index.key()):
-            shown = meta_data(meta).get("index")
             raise RunError(
                 f"{self.folder} holds a run over another corpus index "
-                f"({shown}); now {meta_data(attrs.evolve(meta, index=index))['index']}: pass "
-                "another --out-dir"
+                f"({index_differences(meta.index, index)}): pass another --out-dir"
             )
 
+    def _other_recipe(self, meta: RunMeta, recipe: Recipe, digest: str) -> str:
+        """Why the folder's run is not of ``recipe``: the fields that differ from its
+        ``recipe.yaml`` (the digests only where that file cannot be read)."""
+        stored = self.stored_recipe()
+        start = f"{self.folder} holds a run of another recipe ({meta.recipe_name!r}"
+        end = "pass another --out-dir, or remove that directory to start over"
+        if stored is None:
+            return (f"{start}, {meta.recipe_digest}; now {recipe.name!r}, {digest}), and its "
+                    f"{RECIPE_FILE} cannot be read to say which fields differ: {end}")  # fmt: skip
+        found = recipe_differences(stored, recipe) or [
+            f"no field as this version reads them; its digest {meta.recipe_digest} was made "
+            f"by another version of chainrag, now {digest}"
+        ]
+        return f"{start}), which differs in {'; '.join(found)}: {end}"
+
+    def access_note(self, recipe: Recipe, meta: RunMeta | None = None) -> str:
+        """What a resume with ``recipe`` says where it reaches the LLM otherwise than the
+        folder's latest session (as that session recorded it, else as the folder's
+        ``recipe.yaml`` says); ``""`` where nothing changed."""
+        meta = meta or self.meta()
+        before = next((s.access for s in reversed(meta.sessions) if s.access), None)
+        if before is None:
+            stored = self.stored_recipe()
+            before = access(stored) if stored is not None else {}
+        return access_change(self.folder, before, access(recipe))
+
     def _check_prompt_cache(self, meta: RunMeta, mode: str | None) -> None:
-        """Raise if the folder's answers came from the managed server in another mode, or from
-        the server before the mode was recorded (which reused cached prompt prefixes);
-        ``fresh`` and ``aligned`` give the same answers and mix."""
-        recorded = meta.models.llm.prompt_cache
+        """Raise if the folder's answers came from the managed server in another mode, from
+        the server before the mode was recorded (which reused cached prompt prefixes), or from a
+        local model's server at ``api_base`` where the managed one answers now, or the other
+        way round (``api_base`` is not part of the digest); ``fresh`` and ``aligned`` give the
+        same answers and mix."""
+        recorded, served = meta.models.llm.prompt_cache, meta.models.llm.api_base
         if recorded == mode or {recorded, mode} <= {"fresh", "aligned"}:
             return
-        if recorded is None and mode is not None:
+        if served is not None or mode is None:  # a local model's server at api_base, either side
+            before = (
+                f"the server at {served}, which evaluates prompts its own way"
+                if recorded is None
+                else f"the managed local server in {recorded!r}"
+            )
+            now = (
+                f"the managed server in {mode!r}"
+                if mode is not None
+                else "a server at api_base, which evaluates prompts its own way"
+            )
+            raise RunError(f"{self.folder} holds answers from {before}; this run's are from "
+                           f"{now}: mixing the two would mix two experiments, so pass another "
+                           "--out-dir")  # fmt: skip
+        if recorded is None:
             raise RunError(
                 f"{self.folder} holds answers from the local server of a chainrag that did not "
                 "record prompt_cache, and reused cached prompt prefixes; this run's server "

@@ -83,7 +83,15 @@ class QuestionPool(Executor):
 
 
 def notice(line: str) -> None:
-    """A line the person who sent a signal reads at once, on standard error."""
+    """A line the person who sent a signal reads at once, on standard error, on a line of its
+    own: where progress bars may be on screen (tqdm imported), through tqdm, which clears them,
+    writes the line and draws them again below it (a plain print landed at the end of the
+    bar's line)."""
+    bars = sys.modules.get("tqdm")
+    if bars is not None:
+        bars.tqdm.write(line, file=sys.stderr)
+        sys.stderr.flush()
+        return
     print(line, file=sys.stderr, flush=True)
 
 

@@ -62,13 +62,14 @@ class JobResult:
 
     def line(self) -> str:
         """What ``chainrag run`` says of it: ``runs/musique/naive: 3 answered, 2 already done,
-        1 failed in 40 s``."""
+        1 failed in 40 s`` (``1 failed (1 on a bug in chainrag)`` where it was one)."""
         result = self.session
         parts = [f"{result.answered} answered"]
         if result.skipped:
             parts.append(f"{result.skipped} already done")
         if result.failed:
-            parts.append(f"{result.failed} failed")
+            bugs = f" ({len(result.bugs)} on a bug in chainrag)" if result.bugs else ""
+            parts.append(f"{result.failed} failed{bugs}")
         if result.torn_bytes:
             parts.append(f"torn last line repaired ({result.torn_bytes} bytes)")
         if result.stopped is not None:

@@ -31,6 +31,7 @@ from chainrag.recipes.recipe import Recipe
 from chainrag.recipes.structure import InvalidValueError, describe, make_converter
 from chainrag.run.provenance import (
     PACKAGES,
+    access,
     answer_recipe,
     file_fingerprint,
     model_files,
@@ -178,6 +179,11 @@ class Session:
     (``{"index.embedder": "cuda"}``; :mod:`chainrag.core.device`); absent for a recipe without
     one and before it was recorded."""
 
+    access: Mapping[str, Any] = attrs.field(factory=dict)
+    """How this session reached the LLM (:func:`~chainrag.run.provenance.access`: ``api_base``
+    without userinfo, ``concurrency``, ``timeout_s``, ``max_retries``), which is not part of the
+    recipe's digest; absent before it was recorded."""
+
     @classmethod
     def now(
         cls,
@@ -185,12 +191,13 @@ class Session:
         llama_build: LlamaBuild | None = None,
         changes: tuple[str, ...] = (),
         devices: Mapping[str, str] | None = None,
+        access: Mapping[str, Any] | None = None,
     ) -> Session:
         host = Host(platform.machine(), os.cpu_count())
         when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return cls(when, tuple(sys.argv), host, prompt_cache=prompt_cache,
                    llama_build=llama_build, changes=changes,
-                   devices=dict(devices or {}))  # fmt: skip
+                   devices=dict(devices or {}), access=dict(access or {}))  # fmt: skip
 
 
 def last_build(sessions: tuple[Session, ...]) -> LlamaBuild | None:
@@ -240,10 +247,14 @@ def _unstructure_session(session: Session) -> dict[str, Any]:
         own["changes"] = list(session.changes)
     if session.devices:
         own["devices"] = dict(session.devices)
+    if session.access:
+        own["access"] = dict(session.access)
     return own | (plain(session.end, _CONVERTER) if session.end is not None else {})
 
 
-SESSION_KEYS = ("started", "argv", "host", "prompt_cache", "llama_build", "changes", "devices")
+SESSION_KEYS = (
+    "started", "argv", "host", "prompt_cache", "llama_build", "changes", "devices", "access",
+)  # fmt: skip
 """A session's own keys in its JSON object; the others are its end's."""
 
 
@@ -312,6 +323,7 @@ __all__ = [
     "RunMeta",
     "Session",
     "SessionEnd",
+    "access",
     "answer_recipe",
     "dataset_identity",
     "file_fingerprint",

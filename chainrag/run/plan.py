@@ -5,6 +5,7 @@
         print(line)
     # musique / ansint (ChainRAG, local qwen2.5-coder-1.5b): 5 questions -> runs/musique/ansint
     #   resumes: 3 of 5 answered, 1 failed before (tried again), 2 to answer
+    #   recipe digest: sha256:5f0c…
     plan.check()                         # a RunError naming every run that would be refused
 
 :func:`plan_grid` reads every input once into a typed :class:`RunPlan`: the recipes (with the
@@ -89,13 +90,15 @@ class PlannedData:
 class FolderState:
     """What a run would do in its folder: start (``new``), ``resume`` (``done`` of ``wanted``
     answered, ``failed`` of the rest failed before), find it ``complete``, or be ``refused``
-    (``reason``: the error the run would raise)."""
+    (``reason``: the error the run would raise); ``note``: what a resume would say (the LLM
+    reached otherwise than before), or ``""``."""
 
     kind: Literal["new", "resumes", "complete", "refused"]
     wanted: int
     done: int = 0
     failed: int = 0
     reason: str = ""
+    note: str = ""
 
     def __str__(self) -> str:
         if self.kind == "new":
@@ -228,10 +231,11 @@ def folder_state(
                   identity=identity)  # fmt: skip
         done = {r.id for r in run.records()[0]} & wanted
         failed = {e.id for e in run.errors()} & wanted - done
+        note = run.access_note(recipe)
     except ChainragError as exc:
         return FolderState("refused", len(wanted), reason=str(exc))
     kind: Literal["complete", "resumes"] = "complete" if done == wanted else "resumes"
-    return FolderState(kind, len(wanted), len(done), len(failed))
+    return FolderState(kind, len(wanted), len(done), len(failed), note=note)
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -319,7 +323,8 @@ def llm_words(spec: LLMSpec) -> str:
 
 
 def plan_lines(plan: RunPlan) -> list[str]:
-    """The plan as ``--dry-run`` prints it, two or three lines per recipe x dataset."""
+    """The plan as ``--dry-run`` prints it, three lines or more per recipe x dataset: what it
+    would do in its folder, and its recipe's digest (what the folder resumes by)."""
     lines = []
     for run in plan.runs:
         recipe = run.recipe
@@ -327,6 +332,9 @@ def plan_lines(plan: RunPlan) -> list[str]:
         lines.append(f"{run.data.name} / {recipe.name} ({method}, {llm_words(recipe.llm)}): "
                      f"{len(run.data.examples)} questions -> {run.folder}")  # fmt: skip
         lines.append(f"  {run.state}")
+        lines.append(f"  recipe digest: {run.identity.recipe_digest}")
+        if run.state.note:
+            lines.append(f"  {run.state.note}")
         if run.job.changes:
             lines.append("  recipe changed by: " + " ".join(run.job.changes))
     lines.append("dry run: nothing was run, no LLM was called")

@@ -4,19 +4,26 @@
     for line in plan_warnings(plan): print(line)   # --dry-run, --estimate: no call
 
 Where a run will certainly make a live request — it has questions left and the response cache
-holds no answer of its model, or the cache is bypassed — :func:`check_plan` checks the model, its
-credentials and its endpoint (one one-token request) before anything runs. Where the cache holds
-answers of the model, a run may need no live request at all (a replay needs neither key nor
-network), so the same checks wait for the first live request
-(:class:`~chainrag.llm.preflight.CheckedLLM`), and stop the run there just as well.
+holds no answer of its endpoint, or the cache is bypassed — :func:`check_plan` checks the model,
+its credentials and its endpoint (one one-token request) before anything runs, and a failure
+records nothing. Where the cache holds answers of the endpoint (its identity,
+:func:`chainrag.llm.endpoint_identity`: the model and where it is served, not the model's name
+alone, which another server may answer to), a run may need no live request at all (a replay
+needs neither key nor network), so the same checks wait for the first live request
+(:class:`~chainrag.llm.preflight.CheckedLLM`), and stop the run there just as well. Each remote
+encoder of the recipes (a ``litellm`` embedder or reranker) is checked by the same rule, one
+smallest request, unless the store holds values computed at its endpoint.
 """
 
 from __future__ import annotations
 
+from chainrag.core.errors import LLMUnavailableError
+from chainrag.core.parts import parts
 from chainrag.core.paths import llm_cache_path
-from chainrag.llm import bound_model, check_llm, managed_prompt_cache
+from chainrag.llm import check_llm, endpoint_identity, managed_prompt_cache
 from chainrag.llm.cache import ResponseCache
 from chainrag.llm.preflight import credentials_problem, model_problem
+from chainrag.protocols.parts import RemoteEncoder
 from chainrag.recipes.recipe import LLMSpec
 from chainrag.run.plan import PlannedRun, RunPlan
 
@@ -31,7 +38,7 @@ def _specs(runs: tuple[PlannedRun, ...]) -> dict[LLMSpec, PlannedRun]:
 
 def live_certain(spec: LLMSpec, cache_mode: str) -> bool:
     """Whether a run of ``spec`` with questions left will make a live request for sure: the
-    cache is bypassed or refreshed, or it holds no answer of the model."""
+    cache is bypassed or refreshed, or it holds no answer of the endpoint's identity."""
     if cache_mode != "use":
         return True
     path = llm_cache_path()
@@ -39,7 +46,7 @@ def live_certain(spec: LLMSpec, cache_mode: str) -> bool:
         return True
     cache = ResponseCache(path)
     try:
-        return not cache.holds_model(bound_model(spec))
+        return not cache.holds_endpoint(endpoint_identity(spec))
     finally:
         cache.close()
 
@@ -55,7 +62,21 @@ def check_plan(plan: RunPlan) -> frozenset[LLMSpec]:
         if managed_prompt_cache(spec) is None and live_certain(spec, run.job.cache_mode):
             check_llm(spec, call=True)
             checked.append(spec)
+    for encoder in remote_encoders(left).values():
+        if not encoder.stored_before():
+            encoder.check_endpoint(call=True)
     return frozenset(checked)
+
+
+def remote_encoders(runs: tuple[PlannedRun, ...]) -> dict[str, RemoteEncoder]:
+    """Each distinct remote encoder (embedder, reranker) of ``runs``' recipes, by its endpoint
+    identity: checked as the LLM is, by the same rule, unless the store holds its values."""
+    found: dict[str, RemoteEncoder] = {}
+    for run in runs:
+        for _, part in parts(run.recipe):
+            if isinstance(part, RemoteEncoder):
+                found.setdefault(part.identity(), part)
+    return found
 
 
 def plan_warnings(plan: RunPlan) -> list[str]:
@@ -67,4 +88,9 @@ def plan_warnings(plan: RunPlan) -> list[str]:
             if problem is not None:
                 lines.append(f"warning: {problem}; the run would stop before its first live "
                              "request")  # fmt: skip
+    for encoder in remote_encoders(plan.runs).values():
+        try:
+            encoder.check_endpoint(call=False)
+        except LLMUnavailableError as exc:
+            lines.append(f"warning: {exc}; the run would stop before its first question")
     return lines

@@ -7,6 +7,7 @@ the model files a recipe uses, each by a content identity. ``run.json``'s schema
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 from collections.abc import Iterator, Mapping
@@ -18,7 +19,8 @@ import attrs
 
 from chainrag import __version__
 from chainrag.core.credentials import strip_userinfo
-from chainrag.recipes.recipe import Recipe, dump_recipe
+from chainrag.core.endpoint import ACCESS_FIELDS
+from chainrag.recipes.recipe import LLMSpec, Recipe, dump_recipe
 
 PACKAGES = (
     "numpy", "scipy", "torch", "transformers", "sentence-transformers", "FlagEmbedding", "spacy",
@@ -51,23 +53,44 @@ def answer_recipe(recipe: Recipe) -> Recipe:
     of the three goes on in another and is the same recipe (``reuse`` stays itself); ``n_ctx``
     is unset, since a larger window gives a prompt that fits a smaller one the same logits (a
     run resumed with a larger one answers the questions whose prompts were too long); so are the
-    provider's limits (``requests_per_minute``, ``tokens_per_minute``), which pace requests."""
+    provider's limits (``requests_per_minute``, ``tokens_per_minute``), which pace requests;
+    and how the endpoint is reached (:data:`~chainrag.core.endpoint.ACCESS_FIELDS`:
+    ``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``, ``api_key_env``) is at its
+    defaults, so that
+    a served model moved to another port, or a run given more requests in flight, goes on in
+    its folder (each session records them: :func:`access`)."""
     cache = "fresh" if recipe.llm.prompt_cache in (None, "aligned") else recipe.llm.prompt_cache
     llm = attrs.evolve(recipe.llm, prompt_cache=cache, n_ctx=None, requests_per_minute=None,
-                       tokens_per_minute=None)  # fmt: skip
+                       tokens_per_minute=None, **ACCESS_DEFAULTS)  # fmt: skip
     return attrs.evolve(recipe, llm=llm)
+
+
+ACCESS_DEFAULTS: dict[str, Any] = {
+    name: attrs.fields_dict(LLMSpec)[name].default for name in ACCESS_FIELDS
+}
+"""The defaults of the ``llm:`` fields that say how its endpoint is reached."""
+
+
+def access(recipe: Recipe) -> dict[str, Any]:
+    """How ``recipe``'s LLM is reached (:data:`~chainrag.core.endpoint.ACCESS_FIELDS`; the
+    ``api_base`` without userinfo), as a session of a run records it: unset fields left out."""
+    spec = stored_recipe(recipe).llm
+    values = {name: getattr(spec, name) for name in ACCESS_FIELDS}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def _unset(line: str) -> bool:
     """A dumped line of a field added since digests were first made, at its default."""
     unset = ("name: null", "- name: null", "confirmer: null", "margin: 0.0", "calibrate: false")
-    llm_unset = ("  n_ctx: null", "  requests_per_minute: null", "  tokens_per_minute: null")
+    llm_unset = ("  n_ctx: null", "  requests_per_minute: null", "  tokens_per_minute: null",
+                 "  params: {}", "  api_key_env: null")  # fmt: skip
     return line in llm_unset or line.strip() in unset
 
 
 def recipe_digest(recipe: Recipe) -> str:
     """``sha256:<hex>`` of the resolved recipe as YAML (its name and description excluded), as
-    far as its answers go (:func:`answer_recipe`; ``n_ctx``, an integrator's unset ``name``,
+    far as its answers go (:func:`answer_recipe`; ``n_ctx``, unset ``llm.params``, an
+    integrator's unset ``name``,
     ChainRAG's unset ``confirmer`` and ``choose``'s unset ``margin`` and ``calibrate``, left
     out, keep the digests made before they existed;
     so does leaving out where the encoders run, :func:`~chainrag.recipes.structure.identity`)."""
@@ -75,6 +98,40 @@ def recipe_digest(recipe: Recipe) -> str:
     text = "\n".join(ln for ln in text.splitlines() if not _unset(ln))
     lines = [ln for ln in text.splitlines() if not ln.startswith(("name:", "description:"))]
     return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def recipe_differences(before: Recipe, now: Recipe) -> list[str]:
+    """The fields in which two recipes differ as far as their answers go (:func:`answer_recipe`;
+    the name and description aside), each as ``retrieval.seed.k: 3 then, 5 now``; a component of
+    another ``kind`` is one difference, shown whole."""
+    from chainrag.recipes.structure import identity
+
+    def plain(recipe: Recipe) -> dict[str, Any]:
+        data: dict[str, Any] = identity(stored_recipe(answer_recipe(recipe)))
+        return {k: v for k, v in data.items() if k not in ("name", "description")}
+
+    return list(_differences(plain(before), plain(now), ""))
+
+
+def _differences(before: Any, now: Any, path: str) -> Iterator[str]:
+    """The paths under ``path`` where two plain values differ (see :func:`recipe_differences`)."""
+    if isinstance(before, Mapping) and isinstance(now, Mapping):
+        if before.get("kind") == now.get("kind"):
+            for key in dict.fromkeys([*before, *now]):
+                yield from _differences(before.get(key), now.get(key), f"{path}.{key}".lstrip("."))
+            return
+    elif isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
+        for i, (a, b) in enumerate(zip(before, now, strict=True)):
+            yield from _differences(a, b, f"{path}[{i}]")
+        return
+    if before != now:
+        yield f"{path}: {_shown(before)} then, {_shown(now)} now"
+
+
+def _shown(value: Any, width: int = 60) -> str:
+    """A plain value in one short line of JSON."""
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def package_versions() -> dict[str, str]:

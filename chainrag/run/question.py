@@ -11,6 +11,7 @@ the calls, cache hits, tokens, latency and cost it took, per prompt id.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from chainrag.context import StageContext
-from chainrag.core.context import ModelStore
+from chainrag.core.context import EncoderLedger, MissingResourceError, ModelStore
 from chainrag.core.device import cores
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Passage, Prediction, QAExample
@@ -75,15 +76,20 @@ at ``--concurrency 64``, docs/benchmarks.md)."""
 
 
 def searchable_index(
-    recipe: Recipe, example: QAExample, models: ModelStore, cache: IndexCache | None = None
+    recipe: Recipe,
+    example: QAExample,
+    models: ModelStore,
+    cache: IndexCache | None = None,
+    encoders: EncoderLedger | None = None,
 ) -> Searchable:
     """The index of ``example``'s passages as the recipe's retrieval walks it (built in one of
-    the process's :data:`BUILDS`)."""
+    the process's :data:`BUILDS`); a remote embedder counts its work in ``encoders``."""
     check_runnable(recipe)
     assert recipe.index is not None
     assert recipe.retrieval is not None
+    ctx = StageContext(models=models, encoders=encoders)
     with BUILDS:
-        index, _ = build_index(example.passages, recipe.index, StageContext(models=models), cache)
+        index, _ = build_index(example.passages, recipe.index, ctx, cache)
     if isinstance(index, SentenceGraph):
         return index.view(recipe.retrieval.edge_weights or None)
     return index
@@ -95,10 +101,13 @@ def warm_up(
     """Load into ``models`` what answering ``example`` loads before its first LLM call: build
     its index (``index`` stands for it when given; nothing is cached) and retrieve its seeds,
     so that a question timed after it does not carry the loading of the embedder, the NER and
-    the seed reranker. The LLM is not called."""
+    the seed reranker. The LLM is not called: a seed retriever that needs it (HippoRAG's,
+    which reads its passages and the query with the LLM) loads its models with the first
+    question instead."""
     searchable = index if index is not None else searchable_index(recipe, example, models)
     assert recipe.retrieval is not None  # checked by searchable_index
-    recipe.retrieval.seed(example.question, searchable, StageContext(models=models))
+    with contextlib.suppress(MissingResourceError):
+        recipe.retrieval.seed(example.question, searchable, StageContext(models=models))
 
 
 def answer_question(
@@ -109,16 +118,20 @@ def answer_question(
     cache: IndexCache | None = None,
     models: ModelStore | None = None,
     index: Searchable | None = None,
+    encoders: EncoderLedger | None = None,
 ) -> Prediction:
     """The method's prediction for ``example``, with the question's LLM usage and what the
-    recipe says of its method (:func:`~chainrag.run.notes.notes_of`) filled in.
+    recipe says of its method (:func:`~chainrag.run.notes.notes_of`) filled in, and the remote
+    encoders' (``encoders``: where the index build counted its own, if it did).
 
     ``index`` is the one :func:`searchable_index` gives; it is built (or loaded) when omitted.
     """
     check_runnable(recipe)
     assert recipe.method is not None
     models = models if models is not None else ModelStore()
-    searchable = index if index is not None else searchable_index(recipe, example, models, cache)
+    encoders = encoders if encoders is not None else EncoderLedger()
+    searchable = (index if index is not None
+                  else searchable_index(recipe, example, models, cache, encoders))  # fmt: skip
     ledger = Ledger()
     ctx = StageContext(
         llm=MeteredLLM(llm, ledger),
@@ -126,12 +139,12 @@ def answer_question(
         index=searchable,
         retrieval=recipe.retrieval,
         ledger=ledger,
+        encoders=encoders,
     )
     prediction = recipe.method(example, ctx)
     by_prompt = tuple(ledger.by_prompt().items())
-    return attrs.evolve(
-        prediction, usage=ledger.total(), usage_by_prompt=by_prompt, notes=notes_of(recipe)
-    )
+    return attrs.evolve(prediction, usage=ledger.total(), usage_by_prompt=by_prompt,
+                        notes=notes_of(recipe), encoder_usage=encoders.by_stage())  # fmt: skip
 
 
 def retrieved_units(prediction: Prediction) -> list[int]:
@@ -184,8 +197,11 @@ def answer_and_score(
     """Answer ``example`` over ``shared`` (a corpus index), or over its own passages' index
     (built or loaded), and score it."""
     started = time.perf_counter()
-    index = shared if shared is not None else searchable_index(recipe, example, models, cache)
-    prediction = answer_question(recipe, example, llm, models=models, index=index)
+    encoders = EncoderLedger()
+    index = (shared if shared is not None
+             else searchable_index(recipe, example, models, cache, encoders))  # fmt: skip
+    prediction = answer_question(recipe, example, llm, models=models, index=index,
+                                 encoders=encoders)  # fmt: skip
     seconds = time.perf_counter() - started
     return score(example, prediction, units_of(index), seconds, by_title=shared is not None)
 
@@ -199,8 +215,9 @@ def ask(
     from chainrag.llm import open_llm
 
     example = QAExample("ask", "ask", question, tuple(passages))
-    models = ModelStore()
-    index = searchable_index(recipe, example, models, IndexCache())
+    models, encoders = ModelStore(), EncoderLedger()
+    index = searchable_index(recipe, example, models, IndexCache(), encoders)
     with open_llm(recipe.llm, cache_path=llm_cache_path(), cache_mode=cache_mode) as llm:
-        prediction = answer_question(recipe, example, llm, models=models, index=index)
+        prediction = answer_question(recipe, example, llm, models=models, index=index,
+                                     encoders=encoders)  # fmt: skip
     return prediction, index.texts

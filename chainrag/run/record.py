@@ -155,7 +155,10 @@ def _make() -> cattrs.Converter:
     )
     conv.register_unstructure_hook(StepTrace, step)
     prediction = cattrs.gen.make_dict_unstructure_fn(
-        Prediction, conv, notes=cattrs.gen.override(omit_if_default=True)
+        Prediction,
+        conv,
+        phrase_graph=cattrs.gen.override(omit_if_default=True),
+        notes=cattrs.gen.override(omit_if_default=True),
     )
     conv.register_unstructure_hook(Prediction, prediction)
     return conv
@@ -177,8 +180,8 @@ CONVERTER = _make()
 are written and read through; a :class:`QuestionError`'s line leaves out ``bug`` and
 ``traceback`` when they are unset, a verdict its ``answer``, ``score``, ``checked`` and
 ``unread``, an answer its ``picks`` and a pick its unset values, a trace step its
-``rewrite_check`` and a trace its ``notes``, each at its default (so records are written as
-before those fields existed)."""
+``rewrite_check``, and a trace its ``phrase_graph`` and ``notes``, each at its default (so
+records are written as before those fields existed)."""
 
 
 def plain(value: Any, converter: cattrs.Converter = CONVERTER) -> Any:
@@ -220,9 +223,19 @@ def record_line(record: RunRecord) -> dict[str, Any]:
         "usage": plain(trace.usage),
         "usage_by_prompt": {prompt: plain(usage) for prompt, usage in trace.usage_by_prompt},
         "seconds": record.seconds,
-        "trace": plain(attrs.evolve(trace, usage_by_prompt=())),
+        "trace": _bare_trace(trace),
         "format": RECORD_FORMAT,
-    } | ({"state": dict(record.state)} if record.state is not None else {})
+    } | ({"state": dict(record.state)} if record.state is not None else {}) | (
+        {"encoder_usage": {stage: plain(u) for stage, u in trace.encoder_usage}}
+        if trace.encoder_usage else {}
+    )  # fmt: skip
+
+
+def _bare_trace(trace: Prediction) -> dict[str, Any]:
+    """The trace as a line holds it: its usage by prompt and the encoders' at the line's top."""
+    bare = plain(attrs.evolve(trace, usage_by_prompt=()))
+    bare.pop("encoder_usage", None)
+    return dict(bare)
 
 
 TYPED_FORMAT = 3
@@ -252,10 +265,13 @@ def read_record(data: Any, notes: Callable[[], MethodNotes | None] = no_notes) -
     fields = {k: v for k, v in data.items() if k not in _DERIVED}
     trace, usage = fields.get("trace"), fields.pop("usage", None)
     by_prompt = fields.pop("usage_by_prompt", {})
+    encoders = fields.pop("encoder_usage", {})
     if isinstance(trace, Mapping):  # the usage is the line's, at its top
         trace = {**trace, "usage": usage} if usage is not None else dict(trace)
         if isinstance(by_prompt, Mapping):
             trace["usage_by_prompt"] = [[k, v] for k, v in by_prompt.items()]
+        if isinstance(encoders, Mapping) and encoders:
+            trace["encoder_usage"] = [[k, v] for k, v in encoders.items()]
         old = version < RECORD_FORMAT
         fields["trace"] = upgrade_trace(trace, version, notes()) if old else trace
     retrieval = fields.get("retrieval")

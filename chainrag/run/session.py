@@ -66,6 +66,8 @@ class Tally:
     f1: float = 0.0
     calls: int = 0
     failed: int = 0
+    bugs: list[QuestionError] = attrs.field(factory=list)
+    """The failures that are chainrag's bugs (not a :class:`ChainragError`), in order."""
 
     def add(self, record: RunRecord) -> None:
         self.n += 1
@@ -91,6 +93,8 @@ class SessionResult:
     interrupted: str | None = None
     stopped: ChainragError | None = None
     """The error that ended the session before its questions were done (a ``RunStopError``)."""
+    bugs: tuple[QuestionError, ...] = ()
+    """The questions that failed on a bug in chainrag (``"bug": true`` in ``errors.jsonl``)."""
 
     def summary(self) -> SessionEnd:
         """The session's end, for ``run.json``."""
@@ -182,6 +186,7 @@ def run_recipe(
         seconds=time.perf_counter() - started,
         interrupted=interrupted,
         stopped=stopped,
+        bugs=tuple(tally.bugs),
     )
 
 
@@ -312,7 +317,10 @@ class _Recorder:
             if stops_run(exc):
                 raise
             self.tally.failed += 1
-            self.errors.append(error_line(error_record(example, exc)))
+            error = error_record(example, exc)
+            if error.bug:
+                self.tally.bugs.append(error)
+            self.errors.append(error_line(error))
         else:
             self.records.append(record_line(record))
             self.tally.add(record)

@@ -1,17 +1,17 @@
 """Runs already made of a recipe on a dataset, whatever LLM answered them: where
 ``chainrag run --estimate`` finds a paid model's tokens a question without a call.
 
-    found = stored_run(planned, roots=(planned.job.out, SHIPPED_RUNS))
-    found.records, found.llm          # questions answered by real calls; who answered them
+    found = stored_runs(recipe, identity, "musique", stored_roots(Path("runs")))
+    found[0].records, found[0].llm    # questions answered by real calls; who answered them
 
 A run's prompts depend on its recipe and its questions far more than on its model, so a run
 folder holding the same recipe as far as its answers go but for its ``llm:``
 (:meth:`~chainrag.run.folder.RunDir.same_recipe`) on the same dataset (its name, file
 fingerprint, setting and corpus index) tells how many tokens a question takes. Folders are
 looked for where ``chainrag run`` puts them, ``ROOT/<dataset folder>/<recipe name>/``, under
-each root; the repository's ``docs/runs`` (:data:`SHIPPED_RUNS`) holds such runs of the
-shipped recipes on the shipped datasets. Reads, never writes; a folder that cannot be read as
-a run is not one.
+each root in turn (:func:`stored_roots`: ``--out-dir``, the working folder's ``docs/runs``, then
+the package's, :data:`SHIPPED_RUNS`, which holds runs of the shipped recipes on the shipped
+datasets). Reads, never writes; a folder that cannot be read as a run is not one.
 """
 
 from __future__ import annotations
@@ -29,6 +29,13 @@ from chainrag.run.record import RunRecord
 
 SHIPPED_RUNS = Path(__file__).resolve().parents[2] / "docs" / "runs"
 """The runs the repository ships (absent from an installed package)."""
+
+
+def stored_roots(out: Path, shipped: Path = SHIPPED_RUNS) -> tuple[Path, ...]:
+    """Where stored runs are looked for, in this order: ``out`` (``--out-dir``), the working
+    folder's ``docs/runs`` (a checkout, or a project of one's own laid out so), then the
+    package's (``shipped``); a folder named twice is read once, at its first place."""
+    return out, Path.cwd() / "docs" / "runs", shipped
 
 
 @attrs.frozen
@@ -61,21 +68,22 @@ def stored_runs(
     recipe: Recipe, identity: RunIdentity, slug: str, roots: Sequence[Path]
 ) -> list[StoredRun]:
     """The run folders ``ROOT/<slug>/*`` of ``recipe`` but its ``llm:`` on ``identity``'s
-    dataset with a question or more answered by real calls, the one with the most first."""
-    found = [
-        run for folder in candidates(roots, slug) if (run := read_stored(folder, recipe, identity))
-    ]
-    return sorted(found, key=lambda run: -len(run.records))
+    dataset with a question or more answered by real calls: those of the first root that has
+    any first, and within a root the one with the most first."""
+    found = [(place, run) for place, folder in candidates(roots, slug)
+             if (run := read_stored(folder, recipe, identity))]  # fmt: skip
+    return [run for _, run in sorted(found, key=lambda pair: (pair[0], -len(pair[1].records)))]
 
 
-def candidates(roots: Sequence[Path], slug: str) -> list[Path]:
-    """The run folders under ``ROOT/<slug>/`` of each root, each once."""
-    found: dict[Path, Path] = {}
-    for parent in (root / slug for root in roots):
+def candidates(roots: Sequence[Path], slug: str) -> list[tuple[int, Path]]:
+    """The run folders under ``ROOT/<slug>/`` of each root, each once (at the first root that
+    holds it), with the root's place in ``roots``."""
+    found: dict[Path, tuple[int, Path]] = {}
+    for place, parent in enumerate(root / slug for root in roots):
         if parent.is_dir():
             for folder in sorted(parent.iterdir()):
                 if (folder / RUN_FILE).is_file():
-                    found.setdefault(folder.resolve(), folder)
+                    found.setdefault(folder.resolve(), (place, folder))
     return list(found.values())
 
 

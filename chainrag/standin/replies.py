@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+from chainrag.standin.hipporag import hipporag_reply
+
 Body = dict[str, Any]
 
 
@@ -62,17 +64,40 @@ def _schema(body: Body) -> Any:
     return {"type": "object"} if form.get("type") == "json_object" else None
 
 
-def standin_reply(body: Body) -> str:
-    """A deterministic answer to a chat completion ``body`` that chainrag's methods parse.
+def _longrag(text: str) -> str | None:
+    """LongRAG's prompts (Zhao et al., 2024): a thinking process (the evidence's first line);
+    a citation check ("True" in JSON for about a third of the chunks, "False" for a third,
+    and for the rest a reply that is no JSON but says True, as a small model may give); the
+    extracted information (the paragraphs' first 200 characters); else None."""
+    if "give your thinking process for the following question" in text:
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        return f"The question asks: {_question(text)} The passages say: {first[:200]}"
+    if "set the status value to True" in text:
+        article = text.split("Given an article:", 1)[-1].split("\nQuestion:", 1)[0]
+        verdict = _digest(article) % 3
+        return ['{"status": "True"}', '{"status": "False"}', "True: cite it."][verdict]
+    if "please output the information you need to cite" in text:
+        return text.split("\n\nBased on the above background", 1)[0][:200].strip()
+    return None
 
-    JSON of the schema the request asks for; a yes/no where one is asked (yes for about a third
-    of the evidence texts); a summary, a rewritten question, a short answer taken from the
-    first line of the evidence (or "unanswerable" for about a quarter of sub-questions): each a
-    function of the prompt's text, so a change in what was retrieved changes the answers.
+
+def standin_reply(body: Body) -> str:
+    """A deterministic answer to a chat completion ``body`` that chainrag's methods parse
+    (HippoRAG's and IRCoT's prompts: :func:`~chainrag.standin.hipporag.hipporag_reply`).
+
+    JSON of the schema the request asks for; LongRAG's thinking process, citation checks and
+    extraction; a yes/no where one is asked (yes for about a third of the evidence texts); a
+    summary, a rewritten question, a short answer taken from the first line of the evidence
+    (or "unanswerable" for about a quarter of sub-questions): each a function of the prompt's
+    text, so a change in what was retrieved changes the answers.
     """
+    if (reply := hipporag_reply(body)) is not None:  # HippoRAG's and IRCoT's prompts
+        return reply
     text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
     if (schema := _schema(body)) is not None:
         return json.dumps(_from_schema(schema, text))
+    if (longrag := _longrag(text)) is not None:
+        return longrag
     if "Rewritten question:" in text:
         return _question(text)
     if "Summary:" in text:
@@ -82,7 +107,8 @@ def standin_reply(body: Body) -> str:
     if "JSON" in text and "[" in text:
         return json.dumps([_question(text)])
     evidence = next((_after(text, label) for label in ("Sentences:", "Context:",
-                     "Sub-questions and answers:", "Passages:") if label in text), "")  # fmt: skip
+                     "Sub-questions and answers:", "Passages:",
+                     "The following are given passages.") if label in text), "")  # fmt: skip
     if "unanswerable" in text and _digest(evidence + _question(text)) % 4 == 0:
         return "unanswerable"
     words = re.findall(r"[A-Z][\w'-]+", evidence) or evidence.split() or ["yes"]

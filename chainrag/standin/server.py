@@ -21,13 +21,25 @@ something they parse (JSON where a schema is asked), deterministically, from the
 text. ``latency`` gives each answer's seconds: :func:`fixed` or :func:`lognormal` (a median and
 a heavy tail, seeded).
 
-As a process (bench/api_throughput.py runs it so, to measure chainrag's CPU without it):
-``python -m chainrag.standin.server --latency lognormal:1:5 --bursts 60:2 --port-file F``.
+Like an embedding server and a reranker: POST ``/v1/embeddings`` answers each input with the
+``hashed_bow`` embedder's vector of its text (:func:`~chainrag.core.vectors.hashed_bag_of_words`,
+``dimensions`` of them, 512 where the request names none; as numbers, or base64 where the request
+asks ``encoding_format: base64``), so a run with a remote embedder here can be compared with a
+local run; POST ``.../rerank`` answers in Cohere's format, each document's score the cosine of
+its vector with the query's. Both have the key, rate, burst and latency modes (``encoder_latency``
+in place of ``latency`` where given) and their own script (``encoder_script``: ``ok`` or an
+HTTP status); their bodies are kept in ``embedded`` and ``reranked``, and chainrag's encoder
+preflight (one input ``OK``) in ``probes``.
+
+Each request, with how it was answered, goes to ``log`` where one is set. As a process,
+``chainrag standin`` (:mod:`chainrag.standin.process`): a user tests a set-up with it without
+paying, and bench/api_throughput.py runs it so, to measure chainrag's CPU without it.
 """
 
 from __future__ import annotations
 
-import argparse
+import base64
+import functools
 import json
 import math
 import random
@@ -36,9 +48,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from chainrag.core.vectors import hashed_bag_of_words
 from chainrag.standin.replies import Body, standin_reply
 
 
@@ -91,8 +105,14 @@ class FakeOpenAI:
         rate: tuple[int, float] | None = None,
         latency: Callable[[], float] | None = None,
         bursts: tuple[float, float] | None = None,
+        encoder_latency: Callable[[], float] | None = None,
+        encoder_script: list[str] | None = None,
     ) -> None:
         self.script = list(script)
+        self.encoder_latency = encoder_latency
+        self.encoder_script = list(encoder_script or ())
+        self.embedded: list[dict[str, Any]] = []  # embedding requests answered
+        self.reranked: list[dict[str, Any]] = []  # rerank requests answered
         self.latency = latency
         self.bursts = bursts
         self.born = time.monotonic()
@@ -108,6 +128,7 @@ class FakeOpenAI:
         self.top = top
         self.bodies: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.log: Callable[[dict[str, Any]], None] | None = None
 
     def next_behaviour(self) -> str:
         with self.lock:
@@ -140,9 +161,32 @@ class FakeOpenAI:
             self.burst_limited += 1
         return length - into
 
+    def next_encoder_behaviour(self) -> str:
+        with self.lock:
+            return self.encoder_script.pop(0) if self.encoder_script else "ok"
+
+    def encoder_wait(self) -> float:
+        """The seconds an embedding or rerank answer takes."""
+        latency = self.encoder_latency or self.latency
+        return self.delay_s + (latency() if latency is not None else 0.0)
+
     def answer(self, body: Body) -> str:
         """The reply's text for ``body``."""
         return self.reply(body) if callable(self.reply) else self.reply
+
+    def logged(
+        self, method: str, path: str, body: Body, status: int, what: str, seconds: float
+    ) -> None:
+        """Tell ``log`` (where there is one) of a request and how it was answered."""
+        if self.log is None:
+            return
+        messages = body.get("messages") or []
+        self.log({
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "method": method, "path": path,
+            "status": status, "what": what, "seconds": round(seconds, 3),
+            "model": body.get("model"), "messages": len(messages),
+            "prompt_chars": sum(len(str(m.get("content", ""))) for m in messages),
+        })  # fmt: skip
 
 
 def is_probe(body: dict[str, Any]) -> bool:
@@ -153,10 +197,11 @@ def is_probe(body: dict[str, Any]) -> bool:
     return body.get("max_tokens") == 1 and body.get("messages") == wanted
 
 
-def completed(fake: FakeOpenAI, body: dict[str, Any]) -> tuple[int, str]:
-    """The status and body answering a completion request that passed the key and rate
-    checks, as the server's next behaviour says (after its delay and latency): the answer, a
-    timeout then the answer, a malformed or empty body, or an injected error status."""
+def completed(fake: FakeOpenAI, body: Body) -> tuple[int, str, str]:
+    """The status, body and what it was (in a word or two) answering a completion request
+    that passed the key and rate checks, as the server's next behaviour says (after its delay
+    and latency): the answer, a timeout then the answer, a malformed or empty body, or an
+    injected error status."""
     fake.bodies.append(body)
     behaviour = fake.next_behaviour()
     time.sleep(fake.delay_s + (fake.latency() if fake.latency is not None else 0.0))
@@ -165,58 +210,159 @@ def completed(fake: FakeOpenAI, body: dict[str, Any]) -> tuple[int, str]:
         behaviour = "ok"
     if behaviour == "ok":
         top = fake.top if body.get("logprobs") else None
-        return 200, json.dumps(completion_body(fake.answer(body), top))
+        return 200, json.dumps(completion_body(fake.answer(body), top)), "ok"
     if behaviour == "malformed":
-        return 200, '{"id": "x", "choices": [ this is not json'
+        return 200, '{"id": "x", "choices": [ this is not json', behaviour
     if behaviour == "empty":
-        return 200, json.dumps({"id": "x", "object": "chat.completion", "choices": []})
-    status = int(behaviour)
-    error = {"error": {"message": f"injected {status}", "type": "test", "code": status}}
-    return status, json.dumps(error)
+        return 200, json.dumps({"id": "x", "object": "chat.completion", "choices": []}), behaviour
+    return int(behaviour), injected_body(int(behaviour)), "injected"
+
+
+def injected_body(status: int) -> str:
+    """The error body of an injected ``status``."""
+    return json.dumps({"error": {"message": f"injected {status}", "type": "test", "code": status}})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """A request to the stand-in, answered as its :class:`FakeOpenAI` (``fake``) says."""
+
+    fake: FakeOpenAI
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model"}]}))
+        self.fake.logged("GET", self.path, {}, 200, "models", 0.0)
+
+    def do_POST(self) -> None:
+        started = time.monotonic()
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length))
+        status, what = self._answer(body)
+        self.fake.logged("POST", self.path, body, status, what, time.monotonic() - started)
+
+    def _answer(self, body: Body) -> tuple[int, str]:
+        """Answer ``body``; the status sent and what it was, in a word or two."""
+        fake = self.fake
+        encoder = self.path.rstrip("/").rsplit("/", 1)[-1]
+        if fake.key is not None and self.headers.get("Authorization") != f"Bearer {fake.key}":
+            message = "Incorrect API key provided. You can find your API key in your account."
+            error = {"message": message, "type": "invalid_request_error",
+                     "code": "invalid_api_key"}  # fmt: skip
+            return self._send(401, json.dumps({"error": error})), "key refused"
+        if is_probe(body) or is_encoder_probe(encoder, body):
+            fake.probes.append(body)
+            return self._send(200, json.dumps(probe_body(encoder, body))), "probe"
+        for why, wait in (("burst", fake.in_burst()), ("rate", fake.over_rate())):
+            if wait is not None:
+                error = {"message": "Rate limit reached for requests", "type": "requests",
+                         "code": "rate_limit_exceeded"}  # fmt: skip
+                headers = {"Retry-After": f"{wait:.3f}"}
+                return self._send(429, json.dumps({"error": error}), headers), why
+        if encoder in ENCODERS:
+            return self._encode(encoder, body), encoder
+        status, text, what = completed(fake, body)
+        return self._send(status, text), what
+
+    def _encode(self, encoder: str, body: dict[str, Any]) -> int:
+        """An embedding or rerank request, after the key and rate checks; the status."""
+        fake = self.fake
+        (fake.embedded if encoder == "embeddings" else fake.reranked).append(body)
+        behaviour = fake.next_encoder_behaviour()
+        time.sleep(fake.encoder_wait())
+        if behaviour != "ok":
+            return self._send(int(behaviour), injected_body(int(behaviour)))
+        try:
+            answer = ENCODERS[encoder](body)
+        except (KeyError, TypeError, ValueError) as exc:
+            error = {"error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}}
+            return self._send(400, json.dumps(error))
+        return self._send(200, json.dumps(answer))
+
+    def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> int:
+        data = body.encode()
+        try:
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return status
 
 
 def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
+    """The request handler class of a server answering as ``fake`` says."""
+    return type("Handler", (_Handler,), {"fake": fake})
 
-        def do_GET(self) -> None:
-            self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model"}]}))
 
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(length))
-            if fake.key is not None and self.headers.get("Authorization") != f"Bearer {fake.key}":
-                message = "Incorrect API key provided. You can find your API key in your account."
-                error = {"message": message, "type": "invalid_request_error",
-                         "code": "invalid_api_key"}  # fmt: skip
-                self._send(401, json.dumps({"error": error}))
-                return
-            if is_probe(body):
-                fake.probes.append(body)
-                self._send(200, json.dumps(completion_body("OK")))
-                return
-            if (wait := fake.in_burst()) is not None or (wait := fake.over_rate()) is not None:
-                error = {"message": "Rate limit reached for requests", "type": "requests",
-                         "code": "rate_limit_exceeded"}  # fmt: skip
-                self._send(429, json.dumps({"error": error}), {"Retry-After": f"{wait:.3f}"})
-                return
-            self._send(*completed(fake, body))
+STANDIN_DIMENSIONS = 512
+"""The stand-in embedding model's dimensions where a request names none (``hashed_bow``'s)."""
 
-        def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
-            data = body.encode()
-            try:
-                self.send_response(status)
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
 
-    return Handler
+def word_tokens(text: str) -> int:
+    """The stand-in's token count of a text: its words (at least one)."""
+    return max(1, len(text.split()))
+
+
+def embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI embeddings answer to ``body``: each input's hashed bag of words."""
+    texts = body["input"]
+    texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+    dim = int(body.get("dimensions") or STANDIN_DIMENSIONS)
+    vectors = hashed_bag_of_words(texts, dim)
+    as_base64 = body.get("encoding_format") == "base64"
+    data = [{"object": "embedding", "index": i,
+             "embedding": (base64.b64encode(v.astype("<f4").tobytes()).decode() if as_base64
+                           else [float(x) for x in v])}
+            for i, v in enumerate(vectors)]  # fmt: skip
+    tokens = sum(word_tokens(t) for t in texts)
+    return {"object": "list", "data": data, "model": body.get("model", "standin-embed"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}  # fmt: skip
+
+
+def rerank_body(body: dict[str, Any]) -> dict[str, Any]:
+    """Cohere's rerank answer to ``body``: each document's cosine with the query, in hashed
+    bags of words, best first (``top_n`` of them)."""
+    documents = [d if isinstance(d, str) else str(d.get("text", "")) for d in body["documents"]]
+    vectors = hashed_bag_of_words([str(body["query"]), *documents], STANDIN_DIMENSIONS)
+    scores = (vectors[1:] @ vectors[0]).astype(np.float64)
+    order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
+    top = order[: int(body.get("top_n") or len(documents))]
+    results = [{"index": i, "relevance_score": float(scores[i])} for i in top]
+    return {"id": "rerank-standin", "results": results,
+            "meta": {"billed_units": {"search_units": 1}}}  # fmt: skip
+
+
+ENCODERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "embeddings": embeddings_body, "rerank": rerank_body}  # fmt: skip
+"""The stand-in's encoder endpoints, by the last part of the request's path."""
+
+
+def is_encoder_probe(encoder: str, body: dict[str, Any]) -> bool:
+    """Whether ``body`` is chainrag's encoder preflight: one input ``OK`` embedded, or one
+    document ``OK`` ranked (:func:`chainrag.llm.encoders.check_encoder`)."""
+    if encoder == "embeddings":
+        return body.get("input") == ["OK"]
+    return encoder == "rerank" and body.get("query") == "OK" and body.get("documents") == ["OK"]
+
+
+def probe_body(encoder: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The answer to a preflight request."""
+    return ENCODERS[encoder](body) if encoder in ENCODERS else completion_body("OK")
+
+
+@functools.cache
+def shared_standin() -> str:
+    """The ``api_base`` of a stand-in started once for this process (a daemon thread, never
+    stopped): what the remote encoders' registered examples call in conformance checks."""
+    server = http_server(FakeOpenAI([], reply=standin_reply))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
 @contextmanager
@@ -233,40 +379,12 @@ def serve(fake: FakeOpenAI) -> Iterator[str]:
         server.server_close()
 
 
-def _latency(spec: str) -> Callable[[], float]:
-    """``fixed:S`` or ``lognormal:MEDIAN:P99`` (seconds)."""
-    kind, *numbers = spec.split(":")
-    values = [float(n) for n in numbers]
-    return fixed(values[0]) if kind == "fixed" else lognormal(values[0], values[1])
-
-
-def main() -> None:
-    """Serve :func:`standin_reply` until killed; the port is written to ``--port-file``."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency", default="fixed:0", help="fixed:S or lognormal:MEDIAN:P99")
-    parser.add_argument("--bursts", default="", help="EVERY_S:FOR_S: 429s for FOR_S each EVERY_S")
-    parser.add_argument("--port-file", type=Path, required=True)
-    args = parser.parse_args()
-    bursts = tuple(float(n) for n in args.bursts.split(":")) if args.bursts else None
-    fake = FakeOpenAI([], reply=standin_reply, latency=_latency(args.latency),
-                      bursts=bursts)  # type: ignore[arg-type]  # fmt: skip
-    fake.bodies = _Forgetful()
-    server = _Server(("127.0.0.1", 0), _handler(fake))
-    args.port_file.write_text(str(server.server_address[1]))
-    server.serve_forever()
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # a run with 64 requests in flight connects at once
 
 
-class _Forgetful(list[Body]):
-    """``bodies`` of a long-running server: only the last one kept."""
-
-    def append(self, body: Body) -> None:
-        self[:] = [body]
-
-
-if __name__ == "__main__":
-    main()
+def http_server(fake: FakeOpenAI, port: int = 0) -> ThreadingHTTPServer:
+    """``fake`` bound to 127.0.0.1:``port`` (0: a free one), to be served
+    (``serve_forever``); an OSError where the port is taken."""
+    return _Server(("127.0.0.1", port), _handler(fake))

@@ -1,8 +1,9 @@
 """The teachers a reranker is distilled from, each scoring (question, paragraph) pairs in 0..1.
 
-In order of preference (the issue's order): a local FlagReranker/CrossEncoder folder, the LLM
+In order of preference: a local FlagReranker/CrossEncoder folder, the LLM
 as a 0–10 relevance judge, or the gold labels (1 for a gold paragraph, 0 otherwise) when
-neither is available. :func:`choose_teacher` reads the command's options into a
+neither is available; or, named, a remote reranker through litellm (Patwa et al. distil from
+Cohere's). :func:`choose_teacher` reads the command's options into a
 :class:`Teacher`; :func:`teacher_scores` asks it.
 """
 
@@ -33,21 +34,32 @@ class Teacher:
     """Which teacher scores the pairs: a local reranker folder (``path``), the LLM of a
     recipe (``llm_recipe``), or the gold labels."""
 
-    kind: Literal["path", "llm", "gold"]
+    kind: Literal["path", "llm", "gold", "remote"]
     path: str | None = None
     llm_recipe: Path | None = None
+    model: str | None = None
+    """A remote reranker's litellm model string (``remote``: Patwa et al.'s Cohere teacher)."""
+    api_base: str | None = None
 
 
-def choose_teacher(teacher: str, path: str | None, llm_recipe: Path | None) -> Teacher:
+def choose_teacher(
+    teacher: str, path: str | None, llm_recipe: Path | None, api_base: str | None = None
+) -> Teacher:
     """The teacher the options name; ``auto``: ``path`` if given, else the LLM of
-    ``llm_recipe`` if given, else the gold labels.
+    ``llm_recipe`` if given, else the gold labels; any other name is a remote reranker's
+    litellm model string (``cohere/rerank-english-v3.0``; a server at ``api_base``).
 
     Raises:
         TrainingError: an unknown ``teacher``, a ``path`` that names nothing, or ``llm``
             without ``llm_recipe``.
     """
     if teacher not in TEACHERS:
-        raise TrainingError(f"--teacher must be auto, path, llm or gold, not {teacher!r}")
+        from chainrag.recipes.providers import unknown_model
+
+        if reason := unknown_model(teacher):
+            raise TrainingError(f"--teacher must be auto, path, llm, gold or a rerank model "
+                                f"litellm knows, not {teacher!r}: {reason}")  # fmt: skip
+        return Teacher("remote", path, llm_recipe, teacher, api_base)
     if teacher == "auto":
         teacher = "path" if path else "llm" if llm_recipe else "gold"
     if teacher == "path":
@@ -71,6 +83,8 @@ def teacher_scores(
     teacher runs on ``device``."""
     if teacher.kind == "path" and teacher.path is not None:
         return cross_encoder_teacher(teacher.path, pairs, device=device), 0
+    if teacher.kind == "remote" and teacher.model is not None:
+        return remote_teacher(teacher.model, teacher.api_base, pairs), 0
     if teacher.kind == "llm" and teacher.llm_recipe is not None:
         spec = load_recipe(teacher.llm_recipe).llm
         with open_llm(spec, cache_path=llm_cache_path()) as llm:
@@ -95,6 +109,25 @@ def cross_encoder_teacher(
     scores = model.predict([[p.query, p.passage] for p in pairs], batch_size=batch_size,
                            show_progress_bar=False)  # fmt: skip
     return np.asarray(scores, dtype=np.float32).reshape(len(pairs), -1)[:, 0]
+
+
+def remote_teacher(model: str, api_base: str | None, pairs: Sequence[Pair]) -> np.ndarray:
+    """A remote reranker's scores (the ``litellm`` reranker: one search a question, each score
+    paid for once), in 0..1: as sent where they are (Cohere's relevance scores), else their
+    sigmoid (a served cross-encoder's logits)."""
+    from chainrag.components.retrieval.remote_rerankers import LiteLLMReranker
+    from chainrag.context import StageContext
+
+    reranker, ctx = LiteLLMReranker(model=model, api_base=api_base), StageContext()
+    by_query: dict[str, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        by_query.setdefault(pair.query, []).append(i)
+    scores = np.zeros(len(pairs), dtype=np.float64)
+    for query, rows in by_query.items():
+        scores[rows] = reranker.scores(query, [pairs[i].passage for i in rows], ctx)
+    if scores.size and (scores.min() < 0 or scores.max() > 1):
+        scores = 1 / (1 + np.exp(-scores))
+    return scores.astype(np.float32)
 
 
 _NUMBER = re.compile(r"\b(10|[0-9])\b")

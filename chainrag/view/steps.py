@@ -250,6 +250,9 @@ def other_steps(answered: Answered, gold: Gold | None) -> str:
             )
         else:
             body.append(_walk_units(step, answered, gold))
+        if step.summary is not None:
+            body.append(el("p", "Extracted from their passages, which the answer read after "
+                           f"them: <q>{esc(step.summary)}</q>", class_="summary"))  # fmt: skip
         if step.answer is not None:
             state = answered_note(step.answer)
             body.append(

@@ -7,6 +7,7 @@ Modules:
     ``edges``: the edge builders: entity co-occurrence, semantic similarity, structural adjacency.
     ``embedders``: embedders: a local model folder, hashed bag of words.
     ``linear_adapter``: a trained linear adapter over a base embedder (Patwa et al.).
+    ``remote_embedders``: any embedding model litellm reaches, each vector paid for once.
 
 Protocols: :mod:`chainrag.protocols.index`.
 """
@@ -17,6 +18,7 @@ from chainrag.components.index import (
     embedders,
     key_entities,
     linear_adapter,
+    remote_embedders,
     spacy_nlp,
 )
 
@@ -26,5 +28,6 @@ __all__ = [
     "embedders",
     "key_entities",
     "linear_adapter",
+    "remote_embedders",
     "spacy_nlp",
 ]

@@ -10,8 +10,6 @@ trained adapter behind one of these) is in :mod:`chainrag.components.index.linea
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -21,19 +19,11 @@ import numpy as np
 from chainrag.core.context import IMPORTS, model_folder
 from chainrag.core.device import PLACED, Device, cores, resolve
 from chainrag.core.types import FloatArray
+from chainrag.core.vectors import hashed_bag_of_words as hashed_bag_of_words
+from chainrag.core.vectors import l2_normalise as l2_normalise
 from chainrag.protocols.index import EmbedRole
 from chainrag.protocols.resources import Resources
 from chainrag.recipes.registry import EMBEDDERS
-
-
-def l2_normalise(x: np.ndarray) -> FloatArray:
-    """Rows scaled to unit length (zero rows stay zero), as float32."""
-    x = np.asarray(x, dtype=np.float32)
-    if x.ndim != 2:
-        x = x.reshape(len(x), -1)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    out: FloatArray = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
-    return out
 
 
 def offline_minilm_path() -> str:
@@ -196,19 +186,6 @@ def in_batches(
             parts.append(vectors.float().cpu().numpy())
     out: FloatArray = np.concatenate(parts)[np.argsort(order)]
     return out
-
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def hashed_bag_of_words(texts: Sequence[str], dim: int) -> FloatArray:
-    """Signed feature hashing of lower-cased words (blake2b), L2-normalised rows."""
-    out = np.zeros((len(texts), dim), dtype=np.float32)
-    for i, text in enumerate(texts):
-        for word in _WORD.findall(text.lower()):
-            h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
-            out[i, h % dim] += 1.0 if (h >> 63) & 1 else -1.0
-    return l2_normalise(out)
 
 
 @EMBEDDERS.register("hashed_bow", example={"dim": 64})

@@ -19,10 +19,10 @@ from typing import Any
 import attrs
 import numpy as np
 
-from chainrag.components.index.embedders import l2_normalise
 from chainrag.core.context import ModelPathError
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import FloatArray
+from chainrag.core.vectors import l2_normalise
 from chainrag.protocols.index import Embedder, EmbedRole
 from chainrag.protocols.resources import Resources
 from chainrag.recipes.registry import EMBEDDERS

@@ -1,9 +1,11 @@
-"""LLM reasoning stages (ChainRAG §3.3-3.4): decomposition, rewriting, sub-answers, integration.
+"""LLM reasoning stages (ChainRAG §3.3-3.4): decomposition, rewriting, sub-answers, integration;
+LongRAG's extractor and generator.
 
 Modules:
     ``decomposers``: question decomposition and the multi-hop judge.
     ``rewrite_triggers``: pronoun-triggered rewriting's triggers and confirmers.
     ``sub_questions``: the rewriter and the summarizer.
+    ``extractors``: LongRAG's information extractor (a summarizer) and its source paragraphs.
     ``answerers``: sub-question answerers.
     ``integrators``: AnsInt and CxtInt.
     ``choosers``: choosing between the integrations' answers.
@@ -19,6 +21,7 @@ from chainrag.components.reasoning import (
     choosers,
     comparisons,
     decomposers,
+    extractors,
     integrators,
     rewrite_triggers,
     sub_questions,
@@ -30,6 +33,7 @@ __all__ = [
     "choosers",
     "comparisons",
     "decomposers",
+    "extractors",
     "integrators",
     "rewrite_triggers",
     "sub_questions",

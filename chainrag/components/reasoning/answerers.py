@@ -1,5 +1,5 @@
 """Sub-answers (ChainRAG §3.3): the shortest answer from the evidence, and the sufficiency
-judge that answers while it judges."""
+judge that answers while it judges; LongRAG's generator, over the evidence joined."""
 
 from __future__ import annotations
 
@@ -41,6 +41,31 @@ class LLMShortAnswer:
         llm = ctx.require_llm("llm_short answerer")
         template = load_prompt(self.prompt, self.prompt_version)
         reply = llm.complete(template.request(question=question, evidence=numbered(evidence)))
+        answer = clean_answer(reply.text)
+        return SubAnswer(question, answer, not is_unanswerable(answer))
+
+
+@ANSWERERS.register("llm_joined")
+@attrs.frozen
+class JoinedAnswer:
+    """The answer from the evidence joined with ``separator`` (LongRAG's generator).
+
+    LongRAG's generator (Zhao et al., 2024) reads the kept chunks and the extracted
+    information joined with none (``longrag_answer``, LongBench's prompt for its multi-hop
+    sets, up to 32 tokens). The reply is cleaned as every short answer is.
+
+    Recipe: ``{kind: llm_joined, prompt: longrag_answer}``.
+    """
+
+    prompt: str = "longrag_answer"
+    prompt_version: int = 1
+    separator: str = ""
+
+    def __call__(self, question: str, evidence: Sequence[str], ctx: Context) -> SubAnswer:
+        llm = ctx.require_llm("llm_joined answerer")
+        template = load_prompt(self.prompt, self.prompt_version)
+        evidence_text = self.separator.join(evidence)
+        reply = llm.complete(template.request(question=question, evidence=evidence_text))
         answer = clean_answer(reply.text)
         return SubAnswer(question, answer, not is_unanswerable(answer))
 

@@ -2,7 +2,9 @@
 
 Modules:
     ``retrievers``: seed retrievers (dense + rerank, BM25, LM-guided, tree).
+    ``hipporag``: HippoRAG's seed retriever (phrase graph, linking, Personalized PageRank).
     ``rerankers``: rerankers (dense, cross-encoder, FlagReranker).
+    ``remote_rerankers``: any rerank model litellm reaches, each score paid for once.
     ``expanders``: graph expanders under a word budget.
     ``judges``: the sufficiency judges an expander asks.
     ``vectors``: a query's vector.
@@ -13,7 +15,9 @@ Protocols: :mod:`chainrag.protocols.retrieval` (searches: :mod:`chainrag.protoco
 
 from chainrag.components.retrieval import (
     expanders,
+    hipporag,
     judges,
+    remote_rerankers,
     rerankers,
     retrievers,
     search,
@@ -22,7 +26,9 @@ from chainrag.components.retrieval import (
 
 __all__ = [
     "expanders",
+    "hipporag",
     "judges",
+    "remote_rerankers",
     "rerankers",
     "retrievers",
     "search",

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import sparse
 
 from chainrag.core.errors import ChainragError
-from chainrag.core.types import FloatArray, Sentence
+from chainrag.core.types import FloatArray, Passage, Sentence
 from chainrag.protocols.index import Embedder, VectorIndex, VectorSearch
 
 FORMAT = 1
@@ -211,6 +211,15 @@ class SentenceRows(_Rows[Sentence]):
         return Sentence(int(row[0]), row[1], int(row[2]), row[3], *map(int, row[4:]))
 
 
+class PassageRows(_Rows[Passage]):
+    """The passages by their number in the corpus, read from SQLite when asked for."""
+
+    QUERY = "SELECT source_id, title, text FROM passages WHERE pid = ?"
+
+    def _read(self, row: tuple[Any, ...]) -> Passage:
+        return Passage(str(row[0]), row[1], row[2])
+
+
 @attrs.frozen(eq=False)
 class CorpusIndex:
     """A built corpus index, opened: ``Searchable`` and ``Graph`` for retrieval.
@@ -229,6 +238,7 @@ class CorpusIndex:
     weights: Mapping[str, float]
     texts: SentenceTexts
     sentences: SentenceRows
+    passages: PassageRows
     _searchers: dict[Any, Any] = attrs.field(factory=dict, init=False, repr=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
 
@@ -250,10 +260,19 @@ class CorpusIndex:
             raise CorpusIndexError(f"{folder}: no edge layer {unknown}; it has {sorted(layers)}")
         embeddings = np.load(folder / EMBEDDINGS, mmap_mode="r")
         texts, rows = SentenceTexts(folder, n), SentenceRows(folder, n)
-        return cls(folder, manifest, embedder, embeddings, layers, weights, texts, rows)
+        passages = PassageRows(folder, int(manifest["counts"]["passages"]))
+        return cls(folder, manifest, embedder, embeddings, layers, weights, texts, rows, passages)
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def passage_of(self, unit: int) -> int:
+        """The corpus number of unit ``unit``'s passage (``SourcePassages``)."""
+        return self.sentences[unit].passage
+
+    def passage(self, number: int) -> Passage:
+        """The corpus passage numbered ``number`` (``SourcePassages``)."""
+        return self.passages[number]
 
     def vector_index(self, search: VectorSearch) -> VectorIndex:
         """The vector index ``search`` makes of the embeddings: read from ``DIR/search/`` where
