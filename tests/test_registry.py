@@ -27,7 +27,8 @@ def test_unknown_key_suggests_and_lists_known() -> None:
 def test_unknown_key_without_close_match_lists_known_only() -> None:
     with pytest.raises(
         UnknownComponentError,
-        match=r"^unknown reranker 'zzz'\. Known: cross_encoder, dense, flag_reranker, none$",
+        match=r"^unknown reranker 'zzz'\. Known: cross_encoder, dense, flag_reranker, litellm, "
+        r"none$",
     ):
         reg.RERANKERS.get("zzz")
 
