@@ -188,10 +188,11 @@ def test_a_second_writer_is_locked_out(tmp_path: Path) -> None:
 class SlowLLM:
     """Counts the requests in flight at once; every request takes ``delay`` seconds."""
 
-    def __init__(self, delay: float = 0.05) -> None:
+    def __init__(self, delay: float = 0.05, meet: int = 1) -> None:
         self.delay = delay
+        self.meet = meet
         self.now = self.peak = self.calls = 0
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.threads: set[str] = set()
 
     def complete(self, request: LLMRequest) -> LLMResponse:
@@ -200,6 +201,10 @@ class SlowLLM:
             self.calls += 1
             self.peak = max(self.peak, self.now)
             self.threads.add(threading.current_thread().name)
+            # The first requests wait (10 s at most) until ``meet`` are in flight together, so
+            # the peak does not hang on how the machine schedules threads under load.
+            self.lock.notify_all()
+            self.lock.wait_for(lambda: self.peak >= self.meet, timeout=10)
         time.sleep(self.delay)
         with self.lock:
             self.now -= 1
@@ -232,7 +237,7 @@ def test_concurrency_bounds_llm_requests_in_flight(
     path, recipe = naive_recipe(tmp_path)
     examples = load_dataset("musique", 12)
     run = start(tmp_path, path, recipe)
-    llm = SlowLLM()
+    llm = SlowLLM(meet=min(slots, concurrency))
     result = run_recipe(recipe, examples, run, llm, concurrency=concurrency, llm_slots=slots)
     assert result.answered == 12 and llm.calls == 12
     assert llm.peak == min(slots, concurrency)
