@@ -209,6 +209,27 @@ def test_answers_cached_from_another_address_do_not_put_the_check_off(
     assert len(other.probes) == 0  # the 401 came before the probe's body was kept
 
 
+def test_a_check_put_off_that_fails_at_the_first_live_request_records_nothing(
+    tmp_path: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache holds answers of this very endpoint (MuSiQue's), so the check waits for the
+    first live request; HotpotQA's questions need one, the key is now refused, and the run
+    stops there with no folder left behind (it had answered nothing)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-right")
+    fake = FakeOpenAI([], key="sk-right", reply="Paris")
+    runner = CliRunner()
+    with serve(fake) as api_base:
+        done = runner.invoke(app, run_args(tmp_path, "--llm", "openai/m", "--api-base", api_base))
+        assert done.exit_code == 0, done.output
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+        args = run_args(tmp_path, "--llm", "openai/m", "--api-base", api_base)
+        args[args.index("musique")] = "hotpotqa"
+        refused = runner.invoke(app, args)
+    assert refused.exit_code == 1 and "Incorrect API key provided" in refused.output
+    assert not (tmp_path / "runs" / "hotpotqa").exists()
+    assert (tmp_path / "runs" / "musique" / "naive" / "predictions.jsonl").is_file()
+
+
 def test_the_cache_knows_the_endpoints_it_holds_answers_of(tmp_path: Path) -> None:
     from chainrag.core.types import LLMResponse
     from chainrag.llm import endpoint_identity

@@ -28,14 +28,15 @@ from typing import TYPE_CHECKING
 import attrs
 
 from chainrag.core.context import ModelStore
+from chainrag.core.errors import LLMUnavailableError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.types import QAExample
 from chainrag.data.datasets import dataset_path
 from chainrag.index.build import IndexCache
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.recipe import LLMSpec, Recipe
-from chainrag.run.files import locked
-from chainrag.run.folder import RunDir
+from chainrag.run.files import LOCK, locked
+from chainrag.run.folder import ERRORS, PREDICTIONS, RECIPE_FILE, RUN_FILE, RunDir
 from chainrag.run.meta import IndexIdentity, RunIdentity
 from chainrag.run.plan import Grid as Grid  # re-exported: the plan's old name
 from chainrag.run.plan import Job as Job  # re-exported: where jobs were defined
@@ -43,7 +44,7 @@ from chainrag.run.plan import PlannedRun, RunPlan, manifest_identity, other_inde
 from chainrag.run.plan import index_slug as index_slug  # re-exported
 from chainrag.run.plan import load_questions as load_questions  # re-exported
 from chainrag.run.plan import load_recipes as load_recipes  # re-exported
-from chainrag.run.session import SessionResult, Tally, run_recipe
+from chainrag.run.session import STATE_FILE, SessionResult, Tally, run_recipe
 
 if TYPE_CHECKING:
     from chainrag.index.corpus.store import CorpusIndex
@@ -176,6 +177,7 @@ def run_into(
         if progress:
             progress(label, done, total, tally.postfix())
 
+    fresh = not (folder / RUN_FILE).exists()
     with locked(folder):
         run_dir = RunDir(folder)
         mode, build = server_session(recipe.llm)
@@ -187,8 +189,30 @@ def run_into(
                             llm_slots=options.slots, models=options.models,
                             cache=options.cache, index=options.shared,
                             progress=report)  # fmt: skip
-        run_dir.finish_session(result.summary())
+        if not (fresh and refused_first(result)):
+            run_dir.finish_session(result.summary())
+            return result
+    discard(folder)
     return result
+
+
+def refused_first(result: SessionResult) -> bool:
+    """Whether the session was stopped by its LLM or encoder being refused (a check put off
+    to the first live request, since the cache held answers of its endpoint, then failed)
+    before any question was answered or failed: a new folder of such a run is not kept."""
+    nothing = result.answered == result.failed == result.skipped == 0
+    return nothing and isinstance(result.stopped, LLMUnavailableError)
+
+
+def discard(folder: Path) -> None:
+    """Remove what a run's first session wrote into ``folder`` (its description, its empty
+    record files, its lock), the folder where that leaves it empty, and its dataset's folder
+    where that leaves it empty too: a refused run leaves nothing behind."""
+    for name in (RUN_FILE, RECIPE_FILE, PREDICTIONS, ERRORS, STATE_FILE, LOCK):
+        (folder / name).unlink(missing_ok=True)
+    for empty in (folder, folder.parent):
+        with contextlib.suppress(OSError):  # not empty: something else lives there
+            empty.rmdir()
 
 
 def server_session(spec: LLMSpec) -> tuple[str | None, LlamaBuild | None]:
