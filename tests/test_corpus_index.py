@@ -273,6 +273,8 @@ def test_run_answers_a_dataset_over_a_prebuilt_corpus_index(tmp_path: Path) -> N
                                        "--index", str(tmp_path / "idx"), "--out",
                                        str(tmp_path / "runs")])  # fmt: skip
     assert refused.exit_code == 1 and "not the one" in refused.output
+    assert "index.embedder.dim: 64 then, 32 now" in refused.output  # the field, not two hashes
+    assert "sha256:" not in refused.output
 
 
 def test_seed_retrieval_over_a_corpus_index_through_each_search(tmp_path: Path) -> None:

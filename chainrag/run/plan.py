@@ -259,9 +259,24 @@ def other_index(recipe: Recipe, folder: Path, manifest: Mapping[str, Any]) -> st
         return ""
     return (
         f"recipe {recipe.name!r}: its index: section is not the one {folder} was built with "
-        f"({manifest['recipe_digest']}); build an index with this recipe (chainrag index "
-        "R ... --out-dir ...) or run a recipe with that index: section"
+        f"({index_section_differences(manifest.get('index'), recipe)}); build an index with "
+        "this recipe (chainrag index R ... --out-dir ...) or run a recipe with that index: section"
     )
+
+
+def index_section_differences(stored: Any, recipe: Recipe) -> str:
+    """Where ``recipe``'s ``index:`` section differs from the one a corpus index's manifest
+    stored, field by field (``index.embedder.dim: 64 then, 128 now``; "then" is the index's),
+    as far as what they compute goes; "no index: section" where the recipe has none."""
+    from chainrag.recipes.recipe import structure_stored
+    from chainrag.recipes.structure import identity
+    from chainrag.run.provenance import differences
+
+    if recipe.index is None:
+        return "the recipe has no index: section"
+    found = structure_stored({"name": "index", "index": stored}, "the index's manifest")
+    before = identity(found.index) if found is not None else stored
+    return "; ".join(differences(before, identity(recipe.index), "index")) or "unreadable"
 
 
 def index_slug(dataset: str, sources: Sequence[str] | None) -> str:

@@ -110,19 +110,20 @@ def recipe_differences(before: Recipe, now: Recipe) -> list[str]:
         data: dict[str, Any] = identity(stored_recipe(answer_recipe(recipe)))
         return {k: v for k, v in data.items() if k not in ("name", "description")}
 
-    return list(_differences(plain(before), plain(now), ""))
+    return list(differences(plain(before), plain(now), ""))
 
 
-def _differences(before: Any, now: Any, path: str) -> Iterator[str]:
-    """The paths under ``path`` where two plain values differ (see :func:`recipe_differences`)."""
+def differences(before: Any, now: Any, path: str) -> Iterator[str]:
+    """The paths under ``path`` where two plain values differ, each as ``PATH: A then, B now``
+    (see :func:`recipe_differences`); a component of another ``kind`` is one difference."""
     if isinstance(before, Mapping) and isinstance(now, Mapping):
         if before.get("kind") == now.get("kind"):
             for key in dict.fromkeys([*before, *now]):
-                yield from _differences(before.get(key), now.get(key), f"{path}.{key}".lstrip("."))
+                yield from differences(before.get(key), now.get(key), f"{path}.{key}".lstrip("."))
             return
     elif isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
         for i, (a, b) in enumerate(zip(before, now, strict=True)):
-            yield from _differences(a, b, f"{path}[{i}]")
+            yield from differences(a, b, f"{path}[{i}]")
         return
     if before != now:
         yield f"{path}: {_shown(before)} then, {_shown(now)} now"
