@@ -16,11 +16,13 @@
 * :mod:`~chainrag.run.record` and :mod:`~chainrag.run.meta`: the typed line of an answered or
   failed question (older lines upgraded where they are read) and the typed ``run.json``, read
   and written through a cattrs converter; :mod:`~chainrag.run.provenance`: the identities
-  ``run.json`` records (file fingerprints, the recipe digest, package versions, model files).
+  ``run.json`` records (file fingerprints, the recipe digest, package versions, model files);
+  :mod:`~chainrag.run.encoders`: the remote encoders it records, and where their values came
+  from (the provider or the store).
 
-Layer: ``record``, ``meta``, ``provenance``, ``files`` and ``folder`` may import the types,
-the structuring converter, recipes and the errors, never the LLM layer nor the CLI (the report
-and the analyses read run folders without loading either); ``question``, ``session`` and
+Layer: ``record``, ``meta``, ``provenance``, ``encoders``, ``files`` and ``folder`` may import
+the types, the structuring converter, recipes and the errors, never the LLM layer nor the CLI
+(the report and the analyses read run folders without loading either); ``question``, ``session`` and
 ``jobs`` may import the LLM layer, the index, data and corpus packages too (and ``estimate``,
 which runs a sample as ``jobs`` runs a run); nothing here imports the CLI. This ``__init__``
 imports nothing, so that reading records pulls in no more than it needs.

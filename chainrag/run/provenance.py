@@ -19,7 +19,9 @@ import attrs
 
 from chainrag import __version__
 from chainrag.core.credentials import strip_userinfo
-from chainrag.core.endpoint import ACCESS_FIELDS
+from chainrag.core.endpoint import ACCESS_FIELDS, REACH
+from chainrag.core.parts import parts
+from chainrag.protocols.parts import RemoteEncoder
 from chainrag.recipes.recipe import LLMSpec, Recipe, dump_recipe
 
 PACKAGES = (
@@ -77,6 +79,23 @@ def access(recipe: Recipe) -> dict[str, Any]:
     spec = stored_recipe(recipe).llm
     values = {name: getattr(spec, name) for name in ACCESS_FIELDS}
     return {name: value for name, value in values.items() if value is not None}
+
+
+def encoder_access(recipe: Recipe) -> dict[str, dict[str, Any]]:
+    """How each remote encoder of ``recipe`` is reached, by its path in the recipe
+    (``index.embedder``): its fields marked :data:`~chainrag.core.endpoint.REACHED`
+    (``api_base`` without userinfo, ``concurrency``, ``timeout_s``, ``max_retries``, its pacing),
+    unset ones left out; none of them is part of the digest, so a session records them."""
+    found: dict[str, dict[str, Any]] = {}
+    for path, part in parts(recipe):
+        if not isinstance(part, RemoteEncoder):
+            continue
+        fields = attrs.fields(type(part))  # type: ignore[arg-type]  # a component: attrs
+        values = {f.name: getattr(part, f.name) for f in fields if f.metadata.get(REACH)}
+        if values.get("api_base") is not None:
+            values["api_base"] = strip_userinfo(values["api_base"])
+        found[path] = {name: value for name, value in values.items() if value is not None}
+    return found
 
 
 def _unset(line: str) -> bool:
