@@ -141,6 +141,11 @@ class RemoteEncoder(Protocol):
         """The model string it sends (``openai/text-embedding-3-small``)."""
         ...
 
+    @property
+    def api_base(self) -> str | None:
+        """The server it sends to; None: the provider's own endpoint."""
+        ...
+
     def identity(self) -> str:
         """The endpoint identity its values are stored under."""
         ...

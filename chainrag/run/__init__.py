@@ -9,7 +9,8 @@
 * :mod:`~chainrag.run.jobs`: recipes x datasets into their run folders, sharing one LLM per
   ``llm:`` in this process, or each as a Ray task.
 * :mod:`~chainrag.run.estimate`: a run's calls, tokens, dollars and wall time, scaled up from
-  a sample (or the run folder's answered questions) before the run is made.
+  a sample (or the run folder's answered questions) before the run is made;
+  :mod:`~chainrag.run.encoder_costs`: its remote encoders' tokens, searches and dollars.
 * :mod:`~chainrag.run.folder`: the run folder (``run.json``, ``recipe.yaml``, the lines), and
   :mod:`~chainrag.run.files` what it is made of: durable JSON lines read back to resume (the
   recurring experiment's folders use them too), atomic JSON, the folder lock.

@@ -20,7 +20,9 @@ figures of some answered questions are scaled up to the run's questions:
 * **What is scaled.** LLM calls, prompt and completion tokens per question (means) times the
   run's questions; dollars at litellm's price for the recipe's model (the price map bundled with
   litellm; a model it has no price for is ``unknown price``, a local model costs 0); wall time
-  by :func:`wall_seconds`, at the run's concurrency.
+  by :func:`wall_seconds`, at the run's concurrency; each remote encoder's embedding tokens,
+  rerank searches and dollars (:mod:`chainrag.run.encoder_costs`: measured from the records'
+  encoder usage, else modelled per question).
 * **How sure.** Dollars and wall time carry the 95% interval of their mean per question
   (Student's t over the measured questions, so none from one question): what the rest of the
   run costs if its questions are like the measured ones.
@@ -55,6 +57,7 @@ from chainrag.llm.backend import TokenPrice
 from chainrag.llm.tokens import LOCAL_RATIO, ProviderCounted, ProviderTokenizer, provider_tokenizer
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.recipe import LLMSpec, Recipe
+from chainrag.run.encoder_costs import encoder_estimates
 from chainrag.run.extrapolation import Basis as Basis  # re-exported
 from chainrag.run.extrapolation import Estimate as Estimate  # re-exported
 from chainrag.run.extrapolation import Spread as Spread  # re-exported
@@ -213,9 +216,12 @@ def estimate_run(
         found = answer_sample(run, llm, n, cache=cache, progress=progress)
     records, basis = found
     width, slots = in_flight(run.recipe.llm, run.job.concurrency)
-    return extrapolate(records, len(run.data.examples), width=width, slots=slots,
-                       price=price_of(run.recipe.llm), run=run.label, spec=run.recipe.llm,
-                       basis=basis, scale=scale)  # fmt: skip
+    questions = len(run.data.examples)
+    estimate = extrapolate(records, questions, width=width, slots=slots,
+                           price=price_of(run.recipe.llm), run=run.label, spec=run.recipe.llm,
+                           basis=basis, scale=scale)  # fmt: skip
+    encoders = encoder_estimates(run.recipe, records, run.data.examples, questions)
+    return attrs.evolve(estimate, encoders=encoders)
 
 
 # --------------------------------------------------------------------------- without paying
