@@ -99,3 +99,37 @@ def test_run_estimate_prints_the_encoders_from_a_sample_on_the_standin(
     assert float(row.group(1).replace(",", "")) > 0
     assert "(LLM calls at an unknown price not counted)" in result.output
     assert "- The plan's encoders:" in result.output
+
+
+def test_without_yes_a_paid_encoder_is_never_called_and_its_figures_are_modelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conftest guard refuses any embedding or rerank request off 127.0.0.1: a sample that
+    called text-embedding-3-small or Cohere's reranker would fail every question."""
+    monkeypatch.setenv("CHAINRAG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("COHERE_API_KEY", "co-test")
+    llm = FakeOpenAI([], reply=standin_reply)
+    recipe = ROOT / "recipes" / "chainrag" / "ansint.yaml"
+    with serve(llm) as llm_base:
+        result = CliRunner().invoke(app, [
+            "run", str(recipe), "--dataset", "musique", "--limit", "3", "--out-dir",
+            str(tmp_path / "runs"), "--llm", "openai/standin", "--api-base", llm_base,
+            "--embedder", "text-embedding-3-small", "--reranker", "cohere/rerank-english-v3.0",
+            "--estimate", "--sample", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert llm.bodies  # the sample was answered, by the LLM on the stand-in
+    assert "instead of openai/text-embedding-3-small, cohere/rerank-english-v3.0" in result.output
+    embedder = re.search(
+        r"\| musique/ansint \| index\.embedder \| openai/text-embedding-3-small "
+        r"\| ([\d,]+) \| – \| \$([\d.]+) \| modelled \|",
+        result.output,
+    )
+    reranker = re.search(r"\| musique/ansint \| retrieval\.seed\.reranker \| "
+                         r"cohere/rerank-english-v3.0 \| – \| ([\d.]+) \| \$([\d.]+) "
+                         r"\| modelled \|", result.output)  # fmt: skip
+    assert embedder is not None and reranker is not None, result.output
+    tokens, searches = float(embedder.group(1).replace(",", "")), float(reranker.group(1))
+    assert tokens > 0 and searches >= 1
+    assert float(embedder.group(2)) == pytest.approx(3 * tokens * 0.02 / 1e6, rel=0.01)
+    assert float(reranker.group(2)) == pytest.approx(3 * searches * 0.002, rel=0.01)

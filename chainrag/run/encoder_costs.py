@@ -1,7 +1,8 @@
 """What a run's remote encoders would take: embedding tokens and rerank searches a question, and
 dollars at litellm's price, for ``chainrag run --estimate`` (:mod:`chainrag.run.estimate`).
 
-    found = encoder_estimates(recipe, records, examples)   # an EncoderEstimate per encoder
+    found = encoder_estimates(recipe, records, examples, 300)   # an EncoderEstimate each
+    sampled, models = unpaid_encoders(recipe)     # a sample without --yes: no paid encoder
 
 Each remote encoder of the recipe (a ``litellm`` embedder or reranker,
 :class:`~chainrag.protocols.parts.RemoteEncoder`) is estimated from one of two bases, and the
@@ -26,16 +27,22 @@ has no price. A model at ``api_base`` (a server of one's own) costs 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
+
+import attrs
 
 from chainrag.core.parts import parts
 from chainrag.core.types import EncoderUsage, QAExample
 from chainrag.llm.encoders import EncoderPrice, encoder_price
 from chainrag.llm.pacing import CHARS_PER_TOKEN
 from chainrag.protocols.parts import RemoteEncoder
-from chainrag.recipes.recipe import Recipe
+from chainrag.recipes.overrides import Override, apply
+from chainrag.recipes.recipe import Recipe, structure
+from chainrag.recipes.structure import unstructure
 from chainrag.run.extrapolation import EncoderEstimate, mean_interval
+from chainrag.run.meta import RunIdentity
+from chainrag.run.plan import PlannedRun
 from chainrag.run.record import RunRecord
 
 RERANK = "rerank"
@@ -48,6 +55,31 @@ def price_of_encoder(encoder: RemoteEncoder) -> EncoderPrice | None:
     if encoder.api_base is not None:
         return EncoderPrice(0.0, 0.0)
     return encoder_price(encoder.model)
+
+
+def is_paid_encoder(encoder: RemoteEncoder) -> bool:
+    """Whether ``encoder``'s requests may cost money: a provider's model (no ``api_base`` of
+    one's own) whose price is unknown or above 0 (the LLM's rule,
+    :func:`chainrag.run.estimate.is_paid`)."""
+    price = price_of_encoder(encoder)
+    return price is None or price.per_token > 0 or price.per_search > 0
+
+
+def unpaid_encoders(recipe: Recipe) -> tuple[Recipe, list[str]]:
+    """``recipe`` with each paid remote encoder (:func:`is_paid_encoder`) replaced by one that
+    costs nothing — an embedder by ``hashed_bow``, a reranker by ``none`` — for a sample that
+    ``--estimate`` answers without ``--yes`` (its records then hold no usage of those encoders,
+    whose figures are modelled); and the models replaced. ``recipe`` itself where none is paid."""
+    changes, models = [], []
+    for path, part in parts(recipe):
+        if isinstance(part, RemoteEncoder) and is_paid_encoder(part):
+            local = {"kind": "none" if RERANK in part.stages() else "hashed_bow"}
+            changes.append(Override(tuple(path.split(".")), local, f"{path}={local}"))
+            models.append(part.model)
+    if not changes:
+        return recipe, []
+    source = f"{recipe.name}, its paid encoders replaced"
+    return structure(apply(unstructure(recipe), changes), source), models
 
 
 def measured_work(
@@ -131,3 +163,17 @@ def encoder_estimates(
         if isinstance(part, RemoteEncoder) and part.identity() not in found:
             found[part.identity()] = encoder_estimate(path, part, records, by_id, questions)
     return tuple(found.values())
+
+
+def without_paid_encoders(run: PlannedRun, say: Callable[[str], None]) -> PlannedRun:
+    """``run`` with its recipe's paid remote encoders replaced by local ones
+    (:func:`~chainrag.run.encoder_costs.unpaid_encoders`), its identity following, so that its
+    sample has a folder of its own; ``say`` is told which. ``run`` itself where none is paid."""
+    recipe, models = unpaid_encoders(run.recipe)
+    if not models:
+        return run
+    say(f"{run.label}: the sample embeds and ranks with local stand-ins (hashed_bow, none) "
+        f"instead of {', '.join(models)}, whose figures are modelled (with --yes, they answer "
+        "the sample)")  # fmt: skip
+    identity = attrs.evolve(run.identity, recipe_digest=RunIdentity.digest(recipe))
+    return attrs.evolve(run, recipe=recipe, identity=identity)
