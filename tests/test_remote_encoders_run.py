@@ -17,9 +17,9 @@ from chainrag.core.types import Passage
 from chainrag.index.build import IndexCache
 from chainrag.index.corpus.build import index_digest, same_index
 from chainrag.recipes.overrides import encoder_changes, load_changed, parse_all
-from chainrag.recipes.recipe import Recipe
+from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.recipes.structure import unstructure
-from chainrag.run.provenance import encoder_access, recipe_digest
+from chainrag.run.provenance import encoder_access, recipe_digest, stored_recipe
 from chainrag.standin.replies import standin_reply
 from chainrag.standin.server import FakeOpenAI, serve
 
@@ -53,8 +53,10 @@ def test_access_fields_leave_the_digest_and_what_is_computed_stays() -> None:
         "api_base": "http://host-b:7997", "concurrency": 2, "timeout_s": 60.0, "max_retries": 4,
         "requests_per_minute": 5.0,
     }  # fmt: skip
-    # and the recipe file keeps them
+    # and the recipe file keeps them, without the credentials
     assert unstructure(reached.index)["embedder"]["concurrency"] == 16
+    written = dump_recipe(stored_recipe(reached))
+    assert "api_base: http://host-a:8000/v1" in written and "u:p@" not in written
 
 
 def test_the_endpoint_still_keys_every_cache_of_vectors() -> None:

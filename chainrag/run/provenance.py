@@ -42,11 +42,31 @@ def file_fingerprint(path: Path) -> str:
 
 
 def stored_recipe(recipe: Recipe) -> Recipe:
-    """``recipe`` as it may be written to a file or hashed: its ``api_base`` without userinfo."""
+    """``recipe`` as it may be written to a file or hashed: its LLM's and its remote encoders'
+    ``api_base`` without userinfo."""
+    recipe = _encoders_stored(recipe)
     if recipe.llm.api_base is None:
         return recipe
     llm = attrs.evolve(recipe.llm, api_base=strip_userinfo(recipe.llm.api_base))
     return attrs.evolve(recipe, llm=llm)
+
+
+def _encoders_stored(recipe: Recipe) -> Recipe:
+    """``recipe`` with each remote encoder's ``api_base`` without userinfo (itself where none
+    holds any)."""
+    from chainrag.recipes.overrides import Override, apply
+    from chainrag.recipes.recipe import structure
+    from chainrag.recipes.structure import unstructure
+
+    changes = []
+    for path, part in parts(recipe):
+        base = part.api_base if isinstance(part, RemoteEncoder) else None
+        if base is not None and strip_userinfo(base) != base:
+            keys = (*path.split("."), "api_base")
+            changes.append(Override(keys, strip_userinfo(base), ".".join(keys)))
+    if not changes:
+        return recipe
+    return structure(apply(unstructure(recipe), changes), recipe.name)
 
 
 def answer_recipe(recipe: Recipe) -> Recipe:
