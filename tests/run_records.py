@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from chainrag.core.notes import MethodNotes
-from chainrag.core.types import Answer, NamedAnswer, Prediction, StepTrace, Usage
+from chainrag.core.types import Answer, EncoderUsage, NamedAnswer, Prediction, StepTrace, Usage
 from chainrag.run.meta import LLMIdentity, ModelIdentities, RunMeta, meta_data
 from chainrag.run.record import RetrievalRecord, RunRecord, ScoredAnswer, record_line
 
@@ -27,12 +27,15 @@ def record(
     steps: Sequence[StepTrace] = (),
     seconds: float = 2.0,
     notes: MethodNotes | None = None,
+    encoders: Mapping[str, EncoderUsage] = {},
 ) -> RunRecord:
     """A question answered with one variant per ``f1s`` key (EM = F1; the text ``texts`` gives,
-    else "x"), the first the primary; ``notes``: what the method says of its answers."""
+    else "x"), the first the primary; ``notes``: what the method says of its answers;
+    ``encoders``: the remote encoders' usage by stage."""
     answers = {v: ScoredAnswer(texts.get(v, "x"), f1, f1) for v, f1 in f1s.items()}
     named = tuple(NamedAnswer(v, Answer(texts.get(v, "x"))) for v in f1s)
-    trace = Prediction(named, tuple(steps), usage=usage, notes=notes)
+    trace = Prediction(named, tuple(steps), usage=usage, notes=notes,
+                       encoder_usage=tuple(sorted(encoders.items())))  # fmt: skip
     return RunRecord(qid, "musique", f"question {qid}?", question_type, tuple(gold), answers,
                      retrieval, trace, seconds)  # fmt: skip
 

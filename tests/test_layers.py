@@ -43,6 +43,7 @@ NEVER: dict[str, tuple[str, ...]] = {
     "chainrag.run.meta": ("llm", "methods"),
     "chainrag.run.notes": ("llm", "methods"),
     "chainrag.run.provenance": ("llm", "methods"),
+    "chainrag.run.encoders": ("llm", "methods"),
     "chainrag.run.files": ("llm", "methods"),
     "chainrag.run.folder": ("llm", "methods"),
     "chainrag.analysis": ("llm",),

@@ -270,8 +270,8 @@ def run_grid(
 def print_estimate(plan: RunPlan, sample: int | None, yes: bool = False) -> None:
     """Each run's estimate (answering its sample, a bar per run, if it needs one) as a table.
     Unless ``yes``, a paid API is never called: its runs are estimated from stored runs of the
-    same recipe, else from a sample the local model answers, and what ``--yes`` would pay for
-    is said below the table."""
+    same recipe, else from a sample the local model answers (with local encoders in place of
+    paid remote ones), and what ``--yes`` would pay for is said below the table."""
     from chainrag.run.estimate import SAMPLE, estimate_grid, paid_samples, table
     from chainrag.run.session import sigterm_as_interrupt
 
@@ -279,7 +279,7 @@ def print_estimate(plan: RunPlan, sample: int | None, yes: bool = False) -> None
     try:
         with sigterm_as_interrupt(), Progress("q") as bars:
             estimates = estimate_grid(plan, sample or SAMPLE, pay=not paid, progress=bars,
-                                      say=typer.echo)  # fmt: skip
+                                      say=typer.echo, pay_encoders=yes)  # fmt: skip
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while a sample is answered
         raise interrupted(signal_name(exc)) from None
     typer.echo(table(estimates))

@@ -31,13 +31,24 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 ACCESS_FIELDS = ("api_base", "concurrency", "timeout_s", "max_retries", "api_key_env")
 """The fields of a remote model's section that say how its endpoint is reached, not what it
 answers: where (``api_base``), how many requests at once, how long each may take, how often one
 is tried again, and the environment variable that holds its key (its name, never the key)."""
+
+REACH = "reach"
+"""The metadata key of a remote encoder's field that says how its endpoint is reached, not what
+it computes (``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``, the pacing limits):
+left out of :func:`chainrag.recipes.structure.identity`, the form digests are made of, as the
+LLM's :data:`ACCESS_FIELDS` are. A cache keyed by that form adds the encoder's endpoint
+identity (the model and the normalised ``api_base``), so two servers never share values."""
+
+REACHED = {REACH: True}
+"""The metadata of such a field: ``api_base: str | None = attrs.field(default=None,
+metadata=REACHED)``."""
 
 PROVIDER_DEFAULT = "provider-default"
 """The identity's endpoint where none is given: the provider's own, as its client knows it."""
@@ -76,8 +87,10 @@ def params_part(params: Mapping[str, Any] | None) -> str:
     return "+params:" + json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
-def access_changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    """Each of :data:`ACCESS_FIELDS` whose value differs between two records of them, as
+def access_changes(
+    before: Mapping[str, Any], now: Mapping[str, Any], fields: Sequence[str] = ACCESS_FIELDS
+) -> list[str]:
+    """Each of ``fields`` whose value differs between two records of them, as
     ``concurrency 16 (was 8)``; a field a record lacks is unset there."""
 
     def shown(value: Any) -> str:
@@ -85,6 +98,6 @@ def access_changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[st
 
     return [
         f"{name} {shown(now.get(name))} (was {shown(before.get(name))})"
-        for name in ACCESS_FIELDS
+        for name in fields
         if before.get(name) != now.get(name)
     ]

@@ -27,7 +27,7 @@ from chainrag.core.errors import ChainragError
 from chainrag.core.paths import cache_root
 from chainrag.core.types import FloatArray, GraphInputs, Mention, Passage, ScoredEntity, Sentence
 from chainrag.index.graph import FORMAT_VERSION, ChunkIndex, IndexFormatError, SentenceGraph
-from chainrag.index.stores import AnnotationCache
+from chainrag.index.stores import AnnotationCache, endpoint_identities
 from chainrag.index.stores import EmbeddingCache as EmbeddingCache  # where callers found them
 from chainrag.index.stores import digest as digest
 from chainrag.index.stores import file_identities as file_identities
@@ -83,6 +83,8 @@ class IndexCache:
             payload["files"] = files
         if devices := cache_devices(spec):
             payload["devices"] = devices
+        if endpoints := endpoint_identities(spec):
+            payload["endpoints"] = endpoints
         key = digest(payload)
         return self.folder / key[:32]
 

@@ -42,7 +42,7 @@ from chainrag.protocols.index import (
     StoresItsVectors,
     VersionedModel,
 )
-from chainrag.protocols.parts import FileIdentified
+from chainrag.protocols.parts import FileIdentified, RemoteEncoder
 from chainrag.protocols.resources import Resources
 from chainrag.recipes.structure import identity
 
@@ -53,6 +53,14 @@ def file_identities(component: object) -> list[str]:
     path invalidates the cached embeddings and indexes built with it."""
     return [part.cache_identity() for _, part in parts(component)
             if isinstance(part, FileIdentified)]  # fmt: skip
+
+
+def endpoint_identities(component: object) -> list[str]:
+    """The endpoint identity of every remote encoder inside ``component`` (its model and
+    normalised ``api_base``, :func:`chainrag.core.endpoint.endpoint_identity`): what a cache key
+    adds to :func:`~chainrag.recipes.structure.identity`, which leaves out how an endpoint is
+    reached, so that two servers behind one model name never share a cached index or vector."""
+    return [part.identity() for _, part in parts(component) if isinstance(part, RemoteEncoder)]
 
 
 def model_versions(component: object) -> list[str]:
@@ -70,6 +78,8 @@ def space_of(component: object, **more: str) -> str:
         payload["files"] = files
     if devices := cache_devices(component):
         payload["devices"] = devices
+    if endpoints := endpoint_identities(component):
+        payload["endpoints"] = endpoints
     if versions := model_versions(component):
         payload["versions"] = versions
     return digest(payload)

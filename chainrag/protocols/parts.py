@@ -136,8 +136,23 @@ class RemoteEncoder(Protocol):
         """Whether the store holds values computed at this endpoint."""
         ...
 
+    @property
+    def model(self) -> str:
+        """The model string it sends (``openai/text-embedding-3-small``)."""
+        ...
+
+    @property
+    def api_base(self) -> str | None:
+        """The server it sends to; None: the provider's own endpoint."""
+        ...
+
     def identity(self) -> str:
         """The endpoint identity its values are stored under."""
+        ...
+
+    def stages(self) -> tuple[str, ...]:
+        """The stages its work is counted under in a record's ``encoder_usage`` (``embed
+        passages``, ``embed queries``; ``rerank``)."""
         ...
 
 

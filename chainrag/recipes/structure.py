@@ -29,6 +29,7 @@ from cattrs.errors import (
 )
 
 from chainrag.core.device import PLACEMENT
+from chainrag.core.endpoint import REACH
 from chainrag.core.errors import ChainragError, Problem, UnknownComponentError
 from chainrag.recipes.registry import REGISTRIES, Registry, registered_key
 
@@ -224,7 +225,7 @@ def _unstructure_component(
         fields = {
             f.name: conv.unstructure(getattr(obj, f.name))
             for f in attrs.fields(type(obj))
-            if placement or not f.metadata.get(PLACEMENT)
+            if placement or not (f.metadata.get(PLACEMENT) or f.metadata.get(REACH))
         }
         return {"kind": found[1], **fields}
 
@@ -233,7 +234,8 @@ def _unstructure_component(
 
 def make_converter(placement: bool = True) -> cattrs.Converter:
     """A new strict converter that knows every stage registry; with ``placement`` False its
-    components unstructure without their placement fields."""
+    components unstructure without their placement fields (``device``) and a remote encoder's
+    access fields (:data:`~chainrag.core.endpoint.REACH`)."""
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for scalar in _SCALARS:
         conv.register_structure_hook(scalar, _scalar_hook(scalar))
@@ -274,9 +276,11 @@ def unstructure(obj: Any) -> Any:
 
 def identity(obj: Any) -> Any:
     """A recipe object (or component) as plain data, as far as what it computes goes: fields
-    that only say where it runs (``device``) left out. Digests and cache keys are made of this,
-    so a recipe has one digest on a laptop and on a GPU machine, and keys made before such a
-    field existed stay valid."""
+    that only say where it runs (``device``) or how a remote encoder's endpoint is reached
+    (``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``, its pacing) left out.
+    Digests and cache keys are made of this, so a recipe has one digest on a laptop and on a
+    GPU machine, and keys made before such a field existed stay valid; a cache key adds the
+    remote encoders' endpoint identities (:func:`chainrag.index.stores.endpoint_identities`)."""
     return to_plain(_IDENTITY.unstructure(obj))
 
 

@@ -9,7 +9,9 @@ the method retrieved (paragraph level on MuSiQue, sentence level on HotpotQA/2Wi
 :mod:`chainrag.data.metrics`), LLM calls per question (requests the method made, answered by
 the model or by the response cache), tokens per question (of the requests the model answered),
 USD per question when the LLM is priced (litellm's price map; local models are free and show no
-column), and seconds per question (wall time, index building included). The paper's Table 1
+column), the remote encoders' work a question by stage where a run's records hold it
+(embedding tokens sent for passages and for queries, rerank searches; no column where no run
+has any), and seconds per question (wall time, index building included). The paper's Table 1
 rows are printed below ours, labelled as the paper's, since they were measured with other LLMs,
 other contexts (LongBench's) and 200 questions per dataset. With runs on two datasets or more,
 a first table puts F1 / EM side by side per dataset, in the layout of Table 1; below each

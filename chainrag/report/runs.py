@@ -72,6 +72,22 @@ class Row:
     seconds: float
     by_type: dict[str, tuple[int, float]] = attrs.field(factory=dict)
     """Question type -> (questions, F1 in %), from each record's ``question_type``."""
+    encoders: dict[str, float] = attrs.field(factory=dict)
+    """The remote encoders' work a question by stage (:func:`encoder_work`): embedding tokens
+    sent (``embed passages``, ``embed queries``) and rerank searches (``rerank``); empty for a
+    run whose records hold none."""
+
+
+def encoder_work(records: Sequence[RunRecord]) -> dict[str, float]:
+    """The remote encoders' work a question by stage, over ``records``: the embedding tokens an
+    embedding stage sent, the searches the ``rerank`` stage made (a question without the stage
+    counts 0; a value the store held costs none); only the stages some record holds."""
+    totals: dict[str, float] = {}
+    for record in records:
+        for stage, usage in record.trace.encoder_usage:
+            work = usage.searches if stage == "rerank" else usage.tokens
+            totals[stage] = totals.get(stage, 0.0) + work
+    return {stage: totals[stage] / len(records) for stage in sorted(totals)}
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -105,7 +121,8 @@ def rows_of(run: Run) -> list[Row]:
         out.append(
             Row(label, run.name, variant, run.dataset, run.llm, len(scored), run.failed,
                 100 * _mean(f1s), 100 * _mean(ems), interval(f1s), interval(ems),
-                recall, calls, tokens, cost, seconds, f1_by_type(records, variant))
+                recall, calls, tokens, cost, seconds, f1_by_type(records, variant),
+                encoder_work(records))
         )  # fmt: skip
     return out
 

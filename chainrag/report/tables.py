@@ -51,6 +51,8 @@ def dataset_table(rows: Sequence[Row], *, paper: bool = True) -> str:
     head = ["method", "LLM", "n", "F1 [95%]", "EM [95%]",
             *(k.replace("recall", "R").replace("hit", "Hit") for k in recall_keys),
             "calls/q", "tokens/q", "s/q"]  # fmt: skip
+    stages = list(dict.fromkeys(s for r in rows for s in r.encoders))  # remote encoders' work
+    head[-1:-1] = [ENCODER_HEADS.get(s, f"{s}/q") for s in stages]
     priced = any(r.cost for r in rows)  # local models cost 0: no column for them
     if priced:
         head.insert(-1, "USD/q")
@@ -60,13 +62,26 @@ def dataset_table(rows: Sequence[Row], *, paper: bool = True) -> str:
         cells = [label, row.llm, n, _with_interval(row.f1, row.f1_ci),
                  _with_interval(row.em, row.em_ci),
                  *(_fmt(row.recall.get(k, math.nan), 1) for k in recall_keys),
-                 _fmt(row.calls, 1), _fmt(row.tokens, 0), _fmt(row.seconds, 1)]  # fmt: skip
+                 _fmt(row.calls, 1), _fmt(row.tokens, 0),
+                 *(_encoder_cell(row, s) for s in stages), _fmt(row.seconds, 1)]  # fmt: skip
         if priced:
             cells.insert(-1, "–" if row.cost is None else f"{row.cost:.5f}")
         lines.append("| " + " | ".join(cells) + " |")
     if paper and (reference := paper_table(rows[0].dataset if rows else "")):
         lines += ["", reference]
     return "\n".join(lines)
+
+
+ENCODER_HEADS = {"embed passages": "passage emb. tokens/q", "embed queries": "query emb. tokens/q",
+                 "rerank": "rerank searches/q"}  # fmt: skip
+"""The column of a remote encoder's stage (:attr:`~chainrag.report.runs.Row.encoders`)."""
+
+
+def _encoder_cell(row: Row, stage: str) -> str:
+    """A row's work a question in ``stage``; "–" where its run has no such encoder."""
+    if stage not in row.encoders:
+        return "–"
+    return _fmt(row.encoders[stage], 1 if stage == "rerank" else 0)
 
 
 def paper_table(dataset: str) -> str:
@@ -307,6 +322,9 @@ def markdown(
         "(read tree retrieval, whose context holds up to 9 passages, there)."
         + (" DATASET@CORPUS: over a shared corpus index, R@k counts gold paragraphs by title."
            if any("@" in t.dataset for t, _ in tables) else "")
+        + (" Emb. tokens/q and rerank searches/q: the remote encoders' work a question by stage,"
+           " as sent to the provider (a vector or score the store held costs none)."
+           if any(r.encoders for _, rows in tables for r in rows) else "")
     ]  # fmt: skip
     main = {t.dataset: rows for t, rows in tables if t.group == "main"}
     if table := across_datasets(main):

@@ -20,7 +20,9 @@ figures of some answered questions are scaled up to the run's questions:
 * **What is scaled.** LLM calls, prompt and completion tokens per question (means) times the
   run's questions; dollars at litellm's price for the recipe's model (the price map bundled with
   litellm; a model it has no price for is ``unknown price``, a local model costs 0); wall time
-  by :func:`wall_seconds`, at the run's concurrency.
+  by :func:`wall_seconds`, at the run's concurrency; each remote encoder's embedding tokens,
+  rerank searches and dollars (:mod:`chainrag.run.encoder_costs`: measured from the records'
+  encoder usage, else modelled per question).
 * **How sure.** Dollars and wall time carry the 95% interval of their mean per question
   (Student's t over the measured questions, so none from one question): what the rest of the
   run costs if its questions are like the measured ones.
@@ -30,7 +32,8 @@ figures of some answered questions are scaled up to the run's questions:
   (:mod:`chainrag.run.stored`; a local model's counts converted to the model's tokenizer,
   :func:`converted`), else from a sample the local model answers (:func:`local_recipe`), its
   tokens counted with the model's tokenizer (:mod:`chainrag.llm.tokens`); wall time is then not
-  measured.
+  measured. Nor is a paid remote encoder (``pay_encoders=False``): a sample is answered with
+  local ones in its place, and its figures are modelled.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from chainrag.llm.backend import TokenPrice
 from chainrag.llm.tokens import LOCAL_RATIO, ProviderCounted, ProviderTokenizer, provider_tokenizer
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.recipe import LLMSpec, Recipe
+from chainrag.run.encoder_costs import encoder_estimates, without_paid_encoders
 from chainrag.run.extrapolation import Basis as Basis  # re-exported
 from chainrag.run.extrapolation import Estimate as Estimate  # re-exported
 from chainrag.run.extrapolation import Spread as Spread  # re-exported
@@ -197,25 +201,31 @@ def estimate_run(
     pay: bool = True,
     roots: Sequence[Path] = (),
     say: Callable[[str], None] = lambda _: None,
+    pay_encoders: bool = True,
 ) -> Estimate:
     """The estimate of a planned run (see the module docstring): from its folder's answered
     questions, else from ``sample`` questions answered with ``llm()`` (called only then: a
     managed server is not started for nothing). Without ``pay``, a run whose LLM is paid
     (:func:`is_paid`) is estimated by :func:`unpaid_measure`, ``llm()`` being the local
-    model (:func:`local_recipe`)."""
+    model (:func:`local_recipe`). Without ``pay_encoders``, a sample is answered with the
+    recipe's paid remote encoders replaced (:func:`without_paid_encoders`)."""
     n = min(sample, len(run.data.examples))
     found: tuple[Sequence[RunRecord], Basis] | None = measured_run(run, n)
     scale = 1.0
     if found is None and not pay and is_paid(run.recipe.llm):
         found, scale = unpaid_measure(run, llm, n, roots, cache=cache, progress=progress,
-                                      say=say)  # fmt: skip
+                                      say=say, pay_encoders=pay_encoders)  # fmt: skip
     elif found is None:
-        found = answer_sample(run, llm, n, cache=cache, progress=progress)
+        sampled = run if pay_encoders else without_paid_encoders(run, say)
+        found = answer_sample(sampled, llm, n, cache=cache, progress=progress)
     records, basis = found
     width, slots = in_flight(run.recipe.llm, run.job.concurrency)
-    return extrapolate(records, len(run.data.examples), width=width, slots=slots,
-                       price=price_of(run.recipe.llm), run=run.label, spec=run.recipe.llm,
-                       basis=basis, scale=scale)  # fmt: skip
+    questions = len(run.data.examples)
+    estimate = extrapolate(records, questions, width=width, slots=slots,
+                           price=price_of(run.recipe.llm), run=run.label, spec=run.recipe.llm,
+                           basis=basis, scale=scale)  # fmt: skip
+    encoders = encoder_estimates(run.recipe, records, run.data.examples, questions)
+    return attrs.evolve(estimate, encoders=encoders)
 
 
 # --------------------------------------------------------------------------- without paying
@@ -254,13 +264,16 @@ def unpaid_measure(
     cache: IndexCache | None = None,
     progress: Progress | None = None,
     say: Callable[[str], None] = lambda _: None,
+    pay_encoders: bool = True,
 ) -> tuple[tuple[Sequence[RunRecord], Basis], float]:
     """The measured questions of a paid run, found without a paid call, and the factor that
     turns their tokens into the run's model's: the run folder of the recipe but its ``llm:``
     on the dataset with the most questions, under ``roots`` (:func:`~chainrag.run.stored.
     stored_runs`), converted by :func:`converted`; else ``n`` questions answered by the local
     model ``local()`` into an estimate folder of their own, their prompts and completions
-    counted with the run's model's tokenizer; ``say`` is told why, before it is answered."""
+    counted with the run's model's tokenizer (without ``pay_encoders``, its paid remote
+    encoders replaced: :func:`without_paid_encoders`); ``say`` is told why, before it is
+    answered."""
     tokenizer = provider_tokenizer(run.recipe.llm.model)
     found = stored_runs(run.recipe, run.identity, run.folder.parent.name, roots)
     if found:
@@ -276,6 +289,8 @@ def unpaid_measure(
         "answers them)")  # fmt: skip
     identity = attrs.evolve(run.identity, recipe_digest=RunIdentity.digest(recipe))
     planned = attrs.evolve(run, recipe=recipe, identity=identity)
+    if not pay_encoders:
+        planned = without_paid_encoders(planned, say)
     records, basis = answer_sample(planned, lambda: ProviderCounted(local(), tokenizer), n,
                                    cache=cache, progress=progress,
                                    counted_by=tokenizer.encoding)  # fmt: skip
@@ -291,13 +306,16 @@ def estimate_grid(
     roots: Sequence[Path] | None = None,
     progress: Progress | None = None,
     say: Callable[[str], None] = lambda _: None,
+    pay_encoders: bool = True,
 ) -> list[Estimate]:
     """An estimate per planned run, dataset by dataset, beside the run (the same plan, nothing
     read again); recipes with the same ``llm:`` share one LLM, opened (a managed server
     started) only if a sample needs it. Without ``pay``, a paid LLM is never called: its runs
     are measured on the runs of their recipes under ``roots`` (default:
     :func:`~chainrag.run.stored.stored_roots`: ``--out-dir``, the working folder's
-    ``docs/runs``, the package's), else on a sample the local model answers."""
+    ``docs/runs``, the package's), else on a sample the local model answers. Without
+    ``pay_encoders``, a paid remote encoder is never called either: a sample is answered with
+    local ones in its place, and its figures are modelled."""
     plan.check()
     estimates: list[Estimate] = []
     cache = IndexCache()
@@ -313,7 +331,7 @@ def estimate_grid(
                     found = stored_roots(run.job.out, SHIPPED_RUNS) if roots is None else roots
                     estimates.append(estimate_run(run, llm, sample=sample, cache=cache,
                                                   progress=progress, pay=pay, roots=found,
-                                                  say=say))  # fmt: skip
+                                                  say=say, pay_encoders=pay_encoders))  # fmt: skip
     return estimates
 
 

@@ -21,6 +21,7 @@ from typing import Literal
 import attrs
 
 from chainrag.llm.backend import TokenPrice, token_price
+from chainrag.llm.encoders import EncoderPrice
 from chainrag.recipes.recipe import LLMSpec
 from chainrag.run.record import RunRecord
 
@@ -67,6 +68,34 @@ class Basis:
 
 
 @attrs.frozen
+class EncoderEstimate:
+    """What one remote encoder would take over a run (:mod:`chainrag.run.encoder_costs`).
+
+    Attributes:
+        path: Where the recipe names it (``index.embedder``).
+        model: Its model string.
+        stages: The ``encoder_usage`` stages its work is counted under.
+        tokens_each, searches_each: Embedding tokens and rerank searches a question, with
+            their 95% intervals.
+        tokens, searches: Expected totals over the run's questions.
+        dollars: Expected total in US dollars (95% interval), None where the price is unknown.
+        basis: ``measured`` (the records' encoder usage) or ``modelled`` (see the module).
+        price: litellm's price, None where its map has none (a server of one's own: 0).
+    """
+
+    path: str
+    model: str
+    stages: tuple[str, ...]
+    tokens_each: Spread
+    searches_each: Spread
+    tokens: float
+    searches: float
+    dollars: Spread | None
+    basis: Literal["measured", "modelled"]
+    price: EncoderPrice | None
+
+
+@attrs.frozen
 class Estimate:
     """What one recipe over one dataset is expected to take.
 
@@ -82,6 +111,9 @@ class Estimate:
         wall_s: Expected wall time of the run; None where the measured questions were
             answered by another LLM, whose seconds are not this one's.
         basis: The measured questions the figures are scaled up from.
+        encoders: Each remote encoder's embedding tokens, rerank searches and dollars
+            (:class:`EncoderEstimate`); empty for a recipe
+            without one.
     """
 
     run: str
@@ -98,6 +130,7 @@ class Estimate:
     dollars: Spread | None
     wall_s: Spread | None
     basis: Basis
+    encoders: tuple[EncoderEstimate, ...] = ()
 
 
 # --------------------------------------------------------------------------- the arithmetic
@@ -216,7 +249,54 @@ def table(estimates: Sequence[Estimate]) -> str:
         "seconds / LLM requests in flight); not measured where another LLM answered the "
         "measured questions. Figures assume no answer comes from the cache."
     )
+    if any(e.encoders for e in estimates):
+        lines += ["", *encoder_table(estimates)]
     return "\n".join(lines)
+
+
+def encoder_table(estimates: Sequence[Estimate]) -> list[str]:
+    """The runs' remote encoders as a markdown table (embedding tokens and rerank searches a
+    question, dollars the run, each with its 95% interval, and whether measured or modelled),
+    then the whole plan's totals, LLM and encoders together."""
+    lines = [
+        "| run | encoder | model | embedding tokens a question | rerank searches a question "
+        "| $ the run (95% interval) | from |",
+        "|---|---|---|--:|--:|--:|---|",
+    ]
+    for e in estimates:
+        for c in e.encoders:
+            embeds = any(s != "rerank" for s in c.stages)
+            tokens = _range(c.tokens_each, _amount) if embeds else "–"
+            searches = _range(c.searches_each, _searches) if "rerank" in c.stages else "–"
+            lines.append(f"| {e.run} | {c.path} | {c.model} | {tokens} | {searches} | "
+                         f"{_encoder_dollars(c)} | {c.basis} |")  # fmt: skip
+    found = [c for e in estimates for c in e.encoders]
+    known = [c.dollars.mean for c in found if c.dollars is not None]
+    llm = [e.dollars.mean for e in estimates if e.dollars is not None]
+    unknown = " (some at an unknown price, not counted)" if len(known) < len(found) else ""
+    llm_unknown = (
+        " (LLM calls at an unknown price not counted)" if len(llm) < len(estimates) else ""
+    )
+    lines += [
+        "",
+        f"- The plan's encoders: {_amount(sum(c.tokens for c in found))} embedding tokens, "
+        f"{_amount(sum(c.searches for c in found))} rerank searches, "
+        f"{_money(math.fsum(known))}{unknown}; with its LLM calls, "
+        f"{_money(math.fsum(known) + math.fsum(llm))}{llm_unknown}.",
+        "- Encoders: measured from the records' encoder usage, a question's texts the store "
+        "held counted as sent (a run from an empty store); modelled where the records hold "
+        "none: a question's passages and each query embedded once (characters / 4 tokens), "
+        "each query ranked once (one search). Prices are litellm's (a server at api_base: $0).",
+    ]
+    return lines
+
+
+def _searches(x: float) -> str:
+    return f"{x:.1f}" if x < 100 else _amount(x)
+
+
+def _encoder_dollars(c: EncoderEstimate) -> str:
+    return "unknown price" if c.dollars is None else _range(c.dollars, _money)
 
 
 def _amount(x: float) -> str:

@@ -41,6 +41,7 @@ from chainrag.core.errors import ChainragError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.notes import MethodNotes
 from chainrag.recipes.recipe import Recipe, dump_recipe
+from chainrag.run.encoders import counted, encoder_access_changes, encoder_records
 from chainrag.run.files import RunError, finished, write_json
 from chainrag.run.meta import (
     META_FORMAT,
@@ -59,7 +60,7 @@ from chainrag.run.meta import (
     stored_recipe,
 )
 from chainrag.run.notes import notes_of
-from chainrag.run.provenance import recipe_differences
+from chainrag.run.provenance import encoder_access, recipe_differences
 from chainrag.run.record import QuestionError, RecordError, RunRecord, read_error, read_record
 
 RUN_FILE = "run.json"
@@ -148,6 +149,7 @@ def new_meta(
         models=model_identities(recipe, prompt_cache),
         sessions=(session,),
         index=known.index,
+        encoders=encoder_records(recipe),
         dataset_setting=known.dataset_setting,
         questions=known.questions,
         experiment=experiment,
@@ -208,10 +210,9 @@ class RunDir:
         allowed with a warning through ``say``: its answers may differ from the earlier
         sessions'. ``changes``: the command line's ``--llm``/``--set`` changes to the recipe
         file, recorded per session (the resolved recipe, changes applied, is ``recipe.yaml``
-        and the digest).
-        How the LLM is reached (``api_base``, ``concurrency``, ``timeout_s``, ``max_retries``;
-        not part of the digest) is recorded per session, and a resume where it changed says so
-        in one line through ``say`` and goes on.
+        and the digest). How the LLM and each remote encoder are reached (``api_base``,
+        ``concurrency``, ``timeout_s``, ``max_retries``; not part of the digest) is recorded
+        per session, and a resume where it changed says so through ``say`` and goes on.
         ``identity``: the run's :class:`RunIdentity` as its plan computed it (else computed
         here from the recipe, the dataset and its file); with its ``questions``, a resume must
         ask those same questions. ``experiment``: the experiment whose folder this is
@@ -219,14 +220,16 @@ class RunDir:
         """
         known = identity or RunIdentity.of(recipe, dataset, dataset_file, index)
         devices = resolved_devices(recipe, "")
-        session = Session.now(prompt_cache, llama_build, changes, devices, access(recipe))
+        session = Session.now(prompt_cache, llama_build, changes, devices, access(recipe),
+                              encoder_access(recipe))  # fmt: skip
         if (self.folder / RUN_FILE).exists():
             meta = self.check(
                 recipe, dataset, dataset_file, index, identity=known, experiment=experiment
             )
             self._check_prompt_cache(meta, prompt_cache)
             self._say_changes(recipe, meta, llama_build, devices, say)
-            meta = attrs.evolve(meta, sessions=(*meta.sessions, session))
+            meta = attrs.evolve(meta, sessions=(*meta.sessions, session),
+                                encoders=encoder_records(recipe, meta.encoders))  # fmt: skip
         else:
             meta = new_meta(recipe, recipe_path, known, session, prompt_cache, experiment)
             write_recipe(self.folder / RECIPE_FILE, recipe)
@@ -248,6 +251,10 @@ class RunDir:
         if warning := device_change(self.folder, meta.sessions, devices):
             say(warning)
         if line := self.access_note(recipe, meta):
+            say(line)
+        before = next((s.encoder_access for s in reversed(meta.sessions) if s.encoder_access),
+                      {})  # fmt: skip
+        for line in encoder_access_changes(self.folder, before, encoder_access(recipe)):
             say(line)
 
     def check(
@@ -403,14 +410,18 @@ class RunDir:
         return attrs.evolve(stored, name=mine.name, description=mine.description, llm=llm) == mine
 
     def finish_session(self, end: SessionEnd) -> None:
-        """Record how the current session ended (questions done, failed, wall time); a
-        session of a finished run that found nothing to do is dropped, so that restarting a
-        script over finished runs leaves their run.json unchanged."""
+        """Record how the current session ended (questions done, failed, wall time) and, for a
+        recipe with remote encoders, where their values came from over the run's records
+        (:func:`~chainrag.run.encoders.counted`); a session of a finished run that found
+        nothing to do is dropped, so that restarting a script over finished runs leaves their
+        run.json unchanged."""
         meta = self.meta()
         *before, last = meta.sessions
         ended = () if end.idle and before else (attrs.evolve(last, end=end),)
         sessions = (*before, *ended)
-        write_json(self.folder / RUN_FILE, meta_data(attrs.evolve(meta, sessions=sessions)))
+        encoders = counted(meta.encoders, self.records()[0]) if meta.encoders else ()
+        meta = attrs.evolve(meta, sessions=sessions, encoders=encoders)
+        write_json(self.folder / RUN_FILE, meta_data(meta))
 
     def records(self, *, repair: bool = False) -> tuple[list[RunRecord], int]:
         """The finished questions' records (first line per question id) and torn bytes cut; a

@@ -184,6 +184,12 @@ class Session:
     without userinfo, ``concurrency``, ``timeout_s``, ``max_retries``), which is not part of the
     recipe's digest; absent before it was recorded."""
 
+    encoder_access: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+    """How this session reached each remote encoder, by its path in the recipe
+    (:func:`~chainrag.run.provenance.encoder_access`: ``api_base`` without userinfo,
+    ``concurrency``, ``timeout_s``, ``max_retries``, its pacing), which is not part of the
+    recipe's digest; absent for a recipe without one and before it was recorded."""
+
     @classmethod
     def now(
         cls,
@@ -192,12 +198,33 @@ class Session:
         changes: tuple[str, ...] = (),
         devices: Mapping[str, str] | None = None,
         access: Mapping[str, Any] | None = None,
+        encoder_access: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Session:
         host = Host(platform.machine(), os.cpu_count())
         when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return cls(when, tuple(sys.argv), host, prompt_cache=prompt_cache,
                    llama_build=llama_build, changes=changes,
-                   devices=dict(devices or {}), access=dict(access or {}))  # fmt: skip
+                   devices=dict(devices or {}), access=dict(access or {}),
+                   encoder_access=dict(encoder_access or {}))  # fmt: skip
+
+
+@attrs.frozen
+class EncoderRecord:
+    """A remote encoder of the run (an embedder, a reranker) and where its values came from,
+    summed over the run's records: ``sent``, the texts sent to the provider (in ``requests``),
+    and ``stored``, the texts whose vector or score the store held, so that a reader sees a
+    replay needed no provider (``sent`` 0). ``path``: where the recipe names it;
+    ``endpoints``: the endpoint identities it was reached at (model and normalised
+    ``api_base``, one a session that changed it); ``stages``: what its counts are the sum of
+    (a record's ``encoder_usage`` stages, which two encoders of one kind would share)."""
+
+    path: str
+    model: str
+    endpoints: tuple[str, ...]
+    stages: tuple[str, ...]
+    requests: int = 0
+    sent: int = 0
+    stored: int = 0
 
 
 def last_build(sessions: tuple[Session, ...]) -> LlamaBuild | None:
@@ -228,6 +255,9 @@ class RunMeta:
     questions: tuple[str, ...] | None = None
     """The question ids of a run whose questions are fixed when it starts
     (:attr:`RunIdentity.questions`); None for a run of ``chainrag run``."""
+    encoders: tuple[EncoderRecord, ...] = ()
+    """The recipe's remote encoders and where their values came from (absent for a recipe
+    without one and before it was recorded)."""
     experiment: str | None = None
     """The experiment whose folder this is, or whose part (``recurring``: the experiment's
     folder, whose results are its phases' run folders and ``table.md``, and each phase's run
@@ -249,11 +279,14 @@ def _unstructure_session(session: Session) -> dict[str, Any]:
         own["devices"] = dict(session.devices)
     if session.access:
         own["access"] = dict(session.access)
+    if session.encoder_access:
+        own["encoder_access"] = {k: dict(v) for k, v in session.encoder_access.items()}
     return own | (plain(session.end, _CONVERTER) if session.end is not None else {})
 
 
 SESSION_KEYS = (
     "started", "argv", "host", "prompt_cache", "llama_build", "changes", "devices", "access",
+    "encoder_access",
 )  # fmt: skip
 """A session's own keys in its JSON object; the others are its end's."""
 
@@ -315,6 +348,7 @@ def model_identities(recipe: Recipe, prompt_cache: str | None = None) -> ModelId
 __all__ = [
     "META_FORMAT",
     "PACKAGES",
+    "EncoderRecord",
     "Host",
     "IndexIdentity",
     "LLMIdentity",

@@ -19,7 +19,9 @@ import attrs
 
 from chainrag import __version__
 from chainrag.core.credentials import strip_userinfo
-from chainrag.core.endpoint import ACCESS_FIELDS
+from chainrag.core.endpoint import ACCESS_FIELDS, REACH
+from chainrag.core.parts import parts
+from chainrag.protocols.parts import RemoteEncoder
 from chainrag.recipes.recipe import LLMSpec, Recipe, dump_recipe
 
 PACKAGES = (
@@ -40,11 +42,31 @@ def file_fingerprint(path: Path) -> str:
 
 
 def stored_recipe(recipe: Recipe) -> Recipe:
-    """``recipe`` as it may be written to a file or hashed: its ``api_base`` without userinfo."""
+    """``recipe`` as it may be written to a file or hashed: its LLM's and its remote encoders'
+    ``api_base`` without userinfo."""
+    recipe = _encoders_stored(recipe)
     if recipe.llm.api_base is None:
         return recipe
     llm = attrs.evolve(recipe.llm, api_base=strip_userinfo(recipe.llm.api_base))
     return attrs.evolve(recipe, llm=llm)
+
+
+def _encoders_stored(recipe: Recipe) -> Recipe:
+    """``recipe`` with each remote encoder's ``api_base`` without userinfo (itself where none
+    holds any)."""
+    from chainrag.recipes.overrides import Override, apply
+    from chainrag.recipes.recipe import structure
+    from chainrag.recipes.structure import unstructure
+
+    changes = []
+    for path, part in parts(recipe):
+        base = part.api_base if isinstance(part, RemoteEncoder) else None
+        if base is not None and strip_userinfo(base) != base:
+            keys = (*path.split("."), "api_base")
+            changes.append(Override(keys, strip_userinfo(base), ".".join(keys)))
+    if not changes:
+        return recipe
+    return structure(apply(unstructure(recipe), changes), recipe.name)
 
 
 def answer_recipe(recipe: Recipe) -> Recipe:
@@ -77,6 +99,23 @@ def access(recipe: Recipe) -> dict[str, Any]:
     spec = stored_recipe(recipe).llm
     values = {name: getattr(spec, name) for name in ACCESS_FIELDS}
     return {name: value for name, value in values.items() if value is not None}
+
+
+def encoder_access(recipe: Recipe) -> dict[str, dict[str, Any]]:
+    """How each remote encoder of ``recipe`` is reached, by its path in the recipe
+    (``index.embedder``): its fields marked :data:`~chainrag.core.endpoint.REACHED`
+    (``api_base`` without userinfo, ``concurrency``, ``timeout_s``, ``max_retries``, its pacing),
+    unset ones left out; none of them is part of the digest, so a session records them."""
+    found: dict[str, dict[str, Any]] = {}
+    for path, part in parts(recipe):
+        if not isinstance(part, RemoteEncoder):
+            continue
+        fields = attrs.fields(type(part))  # type: ignore[arg-type]  # a component: attrs
+        values = {f.name: getattr(part, f.name) for f in fields if f.metadata.get(REACH)}
+        if values.get("api_base") is not None:
+            values["api_base"] = strip_userinfo(values["api_base"])
+        found[path] = {name: value for name, value in values.items() if value is not None}
+    return found
 
 
 def _unset(line: str) -> bool:

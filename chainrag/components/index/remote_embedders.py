@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import attrs
 import numpy as np
 
+from chainrag.core.endpoint import REACHED
 from chainrag.core.errors import LLMResponseError
 from chainrag.core.paths import cache_root
 from chainrag.core.text_store import TextStore, holds_endpoint, mark_endpoint, stored, vector_codec
@@ -118,7 +119,7 @@ class LiteLLMEmbedder:
     """
 
     model: str = attrs.field(converter=canonical_model)
-    api_base: str | None = None
+    api_base: str | None = attrs.field(default=None, metadata=REACHED)
     dimensions: int | None = attrs.field(default=None, validator=attrs.validators.optional(
         attrs.validators.ge(1)))  # fmt: skip
     query_prefix: str = ""
@@ -127,17 +128,23 @@ class LiteLLMEmbedder:
     request_tokens: int = attrs.field(default=300_000, validator=attrs.validators.ge(1))
     max_input_tokens: int | None = attrs.field(default=None, validator=attrs.validators.optional(
         attrs.validators.ge(1)))  # fmt: skip
-    concurrency: int = attrs.field(default=4, validator=attrs.validators.ge(1))
+    concurrency: int = attrs.field(default=4, validator=attrs.validators.ge(1), metadata=REACHED)
     requests_per_minute: float | None = attrs.field(default=None, validator=attrs.validators
-                                                    .optional(attrs.validators.gt(0)))  # fmt: skip
+                                                    .optional(attrs.validators.gt(0)),
+                                                    metadata=REACHED)  # fmt: skip
     tokens_per_minute: float | None = attrs.field(default=None, validator=attrs.validators
-                                                  .optional(attrs.validators.gt(0)))  # fmt: skip
-    timeout_s: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))
-    max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+                                                  .optional(attrs.validators.gt(0)),
+                                                  metadata=REACHED)  # fmt: skip
+    timeout_s: float = attrs.field(default=60.0, validator=attrs.validators.gt(0), metadata=REACHED)
+    max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0), metadata=REACHED)
 
     def identity(self) -> str:
         """The endpoint identity of this embedder's vectors (model, endpoint, dimensions)."""
         return encoder_identity(self.model, self.api_base, dimensions=self.dimensions)
+
+    def stages(self) -> tuple[str, ...]:
+        """The stages its work is counted under: ``embed passages``, ``embed queries``."""
+        return tuple(STAGES.values())
 
     def check_endpoint(self, *, call: bool) -> None:
         """The LLM's preflight for this model (:func:`~chainrag.llm.encoders.check_encoder`)."""

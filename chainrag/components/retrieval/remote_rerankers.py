@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import attrs
 
 from chainrag.components.retrieval.rerankers import rescored
+from chainrag.core.endpoint import REACHED
 from chainrag.core.paths import cache_root
 from chainrag.core.text_store import Codec, TextStore, holds_endpoint, mark_endpoint, stored
 from chainrag.core.types import EncoderUsage, Hit
@@ -79,17 +80,22 @@ class LiteLLMReranker:
     """
 
     model: str = attrs.field(converter=canonical_model)
-    api_base: str | None = None
+    api_base: str | None = attrs.field(default=None, metadata=REACHED)
     batch_size: int = attrs.field(default=1000, validator=attrs.validators.ge(1))
-    concurrency: int = attrs.field(default=4, validator=attrs.validators.ge(1))
+    concurrency: int = attrs.field(default=4, validator=attrs.validators.ge(1), metadata=REACHED)
     requests_per_minute: float | None = attrs.field(default=None, validator=attrs.validators
-                                                    .optional(attrs.validators.gt(0)))  # fmt: skip
-    timeout_s: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))
-    max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+                                                    .optional(attrs.validators.gt(0)),
+                                                    metadata=REACHED)  # fmt: skip
+    timeout_s: float = attrs.field(default=60.0, validator=attrs.validators.gt(0), metadata=REACHED)
+    max_retries: int = attrs.field(default=4, validator=attrs.validators.ge(0), metadata=REACHED)
 
     def identity(self) -> str:
         """The endpoint identity of this reranker's scores (model and endpoint)."""
         return encoder_identity(self.model, self.api_base)
+
+    def stages(self) -> tuple[str, ...]:
+        """The stage its work is counted under: ``rerank``."""
+        return (STAGE,)
 
     def check_endpoint(self, *, call: bool) -> None:
         """The LLM's preflight for this model (:func:`~chainrag.llm.encoders.check_encoder`)."""

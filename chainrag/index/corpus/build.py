@@ -53,6 +53,7 @@ from chainrag.index.corpus.store import (
     save_layer,
     write_manifest,
 )
+from chainrag.index.stores import endpoint_identities
 from chainrag.protocols.resources import Resources
 from chainrag.recipes.recipe import IndexSpec
 from chainrag.recipes.structure import identity, unstructure
@@ -87,18 +88,24 @@ class LocalEngine:
 
 
 def index_digest(spec: IndexSpec) -> str:
-    """``sha256:<hex>`` of the recipe's ``index:`` section: what decides the index's content."""
-    return "sha256:" + digest({"format": FORMAT, "index": identity(spec)})
+    """``sha256:<hex>`` of the recipe's ``index:`` section: what decides the index's content
+    (with a remote embedder's endpoint identity, where it has one)."""
+    payload: dict[str, Any] = {"format": FORMAT, "index": identity(spec)}
+    if endpoints := endpoint_identities(spec):
+        payload["endpoints"] = endpoints
+    return "sha256:" + digest(payload)
 
 
 def same_index(stored: Any, spec: IndexSpec) -> bool:
     """Whether the ``index:`` section a manifest stored is ``spec``, compared as components
     (so a parameter added to a component since, with its default, changes nothing) as far as
-    what they compute goes (a ``device`` may differ)."""
+    what they compute goes (a ``device`` may differ; a remote embedder's endpoint may not)."""
     from chainrag.recipes.recipe import structure_stored
 
     found = structure_stored({"name": "index", "index": stored}, "the index's manifest")
-    return found is not None and identity(found.index) == identity(spec)
+    if found is None or identity(found.index) != identity(spec):
+        return False
+    return endpoint_identities(found.index) == endpoint_identities(spec)
 
 
 def build_corpus_index(
