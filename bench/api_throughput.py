@@ -88,15 +88,18 @@ def mean_latency(spec: str) -> float:
 
 
 @contextmanager
-def standin(latencies: list[str], bursts: str, folder: Path) -> Iterator[str]:
+def standin(latencies: list[str], bursts: str, folder: Path, rate: str = "") -> Iterator[str]:
     """The stand-in server in its own process, answering an LLM request, an embedding and a
-    rerank at ``latencies``' paces; yields its ``api_base``."""
+    rerank at ``latencies``' paces (429 over ``rate``, ``N:WINDOW``, where given); yields its
+    ``api_base``."""
     port_file = folder / "port"
     llm, embed, rerank = latencies
     args = [sys.executable, *SERVER, "--port", "0", "--latency", llm, "--embed-latency", embed,
             "--rerank-latency", rerank, "--port-file", str(port_file)]  # fmt: skip
     if bursts:
         args += ["--bursts", bursts]
+    if rate:
+        args += ["--rate", rate]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     try:
