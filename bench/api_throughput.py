@@ -3,7 +3,8 @@
     .venv/bin/python bench/api_throughput.py [--recipes chainrag/ansint.yaml baselines/naive.yaml]
         [--datasets musique long:musique] [--limit 30] [--concurrency 1 4 16 64]
         [--latency fixed:1] [--bursts 60:2] [--baseline 61e250e] [--sides old new] [--repeat 1]
-        [--stores cold warm] [--out FILE]
+        [--stores cold warm] [--encoders local remote] [--embed-latency fixed:0.2]
+        [--rerank-latency fixed:0.3] [--out FILE]
 
 Starts the one stand-in server (``chainrag standin``, in its own process: its CPU is not
 counted) with the latency given (``fixed:S``, or ``lognormal:MEDIAN:P99``, e.g. 1 s median and a
@@ -11,7 +12,11 @@ counted) with the latency given (``fixed:S``, or ``lognormal:MEDIAN:P99``, e.g. 
 ``standin_reply``. Then, for each code side — this checkout ("new") and the commit
 ``--baseline`` ("old", exported with ``git archive`` into a temporary folder) — each recipe,
 dataset and ``--concurrency``, runs ``chainrag run RECIPE --dataset D --limit N --llm
-openai/stand-in --api-base URL --concurrency C`` in a fresh process, and prints per store:
+openai/stand-in --api-base URL --concurrency C`` in a fresh process, with the recipe's own
+encoders (``--encoders local``) or with the embedder and the seed reranker on the stand-in too
+(``remote``: ``--embedder openai/stand-in-embed --reranker cohere/stand-in-rerank``, their
+``api_base`` the stand-in's, answered at ``--embed-latency`` and ``--rerank-latency``), and
+prints per store:
 
 * ``cold``: from an empty ``$CHAINRAG_CACHE``, every question's index built;
 * ``warm``: over the vector store a first run of the same cell filled (not measured), the LLM
@@ -24,9 +29,11 @@ and for each:
 * questions a minute (wall time of the whole process, start-up included);
 * CPU seconds a question: user + sys of the chainrag process (``os.wait4``), start-up included;
 * peak RSS;
-* the latency-bound ideal: the run's own LLM calls (its records' usage) × the stand-in's mean
-  latency ÷ the concurrency, but never less than the question with the most calls × the mean
-  latency; and the ratio ideal ÷ wall (1.0: chainrag adds nothing to the LLM's time);
+* the latency-bound ideal: every remote call of each question in sequence — its LLM calls
+  (its record's usage) × the stand-in's mean latency, its embedding and rerank requests (its
+  record's encoder usage) × theirs — summed over the run ÷ the concurrency, but never less than
+  the question that takes longest so; and the ratio ideal ÷ wall (1.0: chainrag adds nothing to
+  the remote calls' time);
 * the CPU floor: the run's CPU seconds ÷ the cores, the wall time its own work needs at the
   very least; where it exceeds the ideal, the CPU bounds the run, not the LLM;
 * the top stages by CPU: a sampler in the chainrag process (every 20 ms, every thread, a
@@ -56,6 +63,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ["-m", "chainrag.cli", "standin"]  # this checkout (PYTHONPATH), whichever side is run
 
@@ -79,13 +88,18 @@ def mean_latency(spec: str) -> float:
 
 
 @contextmanager
-def standin(latency: str, bursts: str, folder: Path) -> Iterator[str]:
-    """The stand-in server in its own process; yields its ``api_base``."""
+def standin(latencies: list[str], bursts: str, folder: Path, rate: str = "") -> Iterator[str]:
+    """The stand-in server in its own process, answering an LLM request, an embedding and a
+    rerank at ``latencies``' paces (429 over ``rate``, ``N:WINDOW``, where given); yields its
+    ``api_base``."""
     port_file = folder / "port"
-    args = [sys.executable, *SERVER, "--port", "0", "--latency", latency,
-            "--port-file", str(port_file)]  # fmt: skip
+    llm, embed, rerank = latencies
+    args = [sys.executable, *SERVER, "--port", "0", "--latency", llm, "--embed-latency", embed,
+            "--rerank-latency", rerank, "--port-file", str(port_file)]  # fmt: skip
     if bursts:
         args += ["--bursts", bursts]
+    if rate:
+        args += ["--rate", rate]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     try:
@@ -120,17 +134,58 @@ def calls_of(record: dict[str, Any]) -> int:
     return int(usage.get("calls", 0)) + int(usage.get("cache_hits", 0))
 
 
+def encoder_requests(record: dict[str, Any]) -> tuple[int, int]:
+    """The question's embedding requests (passages and queries) and its rerank requests."""
+    stages = record.get("encoder_usage") or {}
+    embeds = sum(int(stages.get(s, {}).get("requests", 0))
+                 for s in ("embed passages", "embed queries"))  # fmt: skip
+    return embeds, int(stages.get("rerank", {}).get("requests", 0))
+
+
+@attrs.frozen
+class Latencies:
+    """The stand-in's mean seconds an LLM reply, an embedding and a rerank take."""
+
+    llm: float
+    embed: float = 0.0
+    rerank: float = 0.0
+
+    def remote_seconds(self, record: dict[str, Any]) -> float:
+        """The question's remote calls, one after another, each at its mean latency."""
+        embeds, reranks = encoder_requests(record)
+        return calls_of(record) * self.llm + embeds * self.embed + reranks * self.rerank
+
+
+ENCODERS = {
+    "local": [],
+    "remote": ["--embedder", "openai/stand-in-embed", "--reranker", "cohere/stand-in-rerank",
+               "--set", "index.embedder.dimensions=384"],
+}  # fmt: skip
+"""``chainrag run``'s options for each ``--encoders``: the recipe's own, or both on the
+stand-in (the embedder at MiniLM's 384 dimensions; ``api_base`` added by :func:`encoder_args`)."""
+
+
+def encoder_args(encoders: str, api_base: str) -> list[str]:
+    """``chainrag run``'s options that put the run's encoders where ``encoders`` says."""
+    if encoders == "local":
+        return []
+    return [*ENCODERS[encoders],
+            "--set", f"index.embedder.api_base={json.dumps(api_base)}",
+            "--set", f"retrieval.seed.reranker.api_base={json.dumps(api_base)}"]  # fmt: skip
+
+
 def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
-            api_base: str, latency_s: float, work: Path, store: str = "cold",
-            ) -> dict[str, Any]:  # fmt: skip
+            api_base: str, latency: Latencies, work: Path, store: str = "cold",
+            encoders: str = "local") -> dict[str, Any]:  # fmt: skip
     """One ``chainrag run`` in a fresh process; what the table shows. ``store``: ``cold``, from
     an empty cache; ``warm``, over the stores a first run (not measured) filled, the LLM cache
-    bypassed."""
+    bypassed; ``encoders``: a key of :data:`ENCODERS`."""
     cache, out, stages = work / "cache", work / "runs", work / "stages.json"
     limited = ["--limit", str(limit)] if limit else []
     args = [sys.executable, str(SAMPLER), "run", str(code / "recipes" / recipe),
             "--dataset", dataset, *limited, "--llm", "openai/stand-in",
-            "--api-base", api_base, "--concurrency", str(concurrency), "--no-report"]  # fmt: skip
+            "--api-base", api_base, "--concurrency", str(concurrency), "--no-report",
+            *encoder_args(encoders, api_base)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(code), "CHAINRAG_CACHE": str(cache),
            "OPENAI_API_KEY": "stand-in", "BENCH_STAGES": str(stages),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
@@ -154,7 +209,9 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
         tail = (work / "stderr.txt").read_text()[-2000:]
         raise RuntimeError(f"chainrag run failed ({child.returncode}) in {work}:\n{tail}")
     calls = [calls_of(r) for r in answered]
-    ideal = max(sum(calls) * latency_s / concurrency, max(calls) * latency_s)
+    remote = [latency.remote_seconds(r) for r in answered]
+    ideal = max(sum(remote) / concurrency, max(remote))
+    embeds, reranks = zip(*(encoder_requests(r) for r in answered), strict=True)
     cpu = usage.ru_utime + usage.ru_stime
     sampled = json.loads(stages.read_text()) if stages.is_file() else {}
     question_samples = sampled.get("question_samples", 0) or 1
@@ -162,6 +219,8 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
     return {"questions": len(answered), "wall_s": wall, "cpu_s": cpu,
             "cpu_per_q": cpu / len(answered), "q_per_min": 60 * len(answered) / wall,
             "peak_mib": usage.ru_maxrss / 1024, "calls_per_q": sum(calls) / len(answered),
+            "embed_requests_per_q": sum(embeds) / len(answered),
+            "rerank_requests_per_q": sum(reranks) / len(answered),
             "ideal_s": ideal, "floor_s": cpu / CORES, "ratio": ideal / wall,
             "stages": sampled.get("cpu", {}), "waits": waits,
             "errors": len(records(out, "errors.jsonl")), "exit": child.returncode}  # fmt: skip
@@ -209,6 +268,15 @@ def options() -> argparse.Namespace:
                         help="the stand-in's seconds a reply: fixed:S or lognormal:MEDIAN:P99 "
                              "(default: %(default)s)")  # fmt: skip
     parser.add_argument("--bursts", default="", help="EVERY_S:FOR_S of 429s (none by default)")
+    parser.add_argument("--encoders", nargs="+", choices=list(ENCODERS), default=["local"],
+                        help="local: the recipe's own; remote: the embedder and the seed "
+                             "reranker on the stand-in too (default: %(default)s)")  # fmt: skip
+    parser.add_argument("--embed-latency", default="fixed:0.2",
+                        help="the stand-in's seconds an embedding, as --latency "
+                             "(default: %(default)s)")  # fmt: skip
+    parser.add_argument("--rerank-latency", default="fixed:0.3",
+                        help="the stand-in's seconds a rerank, as --latency "
+                             "(default: %(default)s)")  # fmt: skip
     parser.add_argument("--baseline", default="61e250e",
                         help="the old side's commit, run beside this checkout; '' for none "
                              "(default: %(default)s)")  # fmt: skip
@@ -230,10 +298,12 @@ def options() -> argparse.Namespace:
 
 
 def table_row(
-    recipe: str, dataset: str, concurrency: int, store: str, side: str, r: dict[str, Any]
-) -> str:
+    recipe: str, dataset: str, concurrency: int, store: str, side: str, r: dict[str, Any],
+    encoders: str = "local",
+) -> str:  # fmt: skip
     """A cell's line of the table (``r``: its median run)."""
     return (f"| {recipe:<22} | {dataset:<12} | {concurrency:>4} | {store:<5} | {side:<4} | "
+            f"{encoders:<8} | "
             f"{r['q_per_min']:>6.1f} | {r['cpu_per_q']:>7.2f} | {r['peak_mib']:>8.0f} | "
             f"{r['ideal_s']:>7.1f} | {r['floor_s']:>11.1f} | {r['wall_s']:>7.1f} | "
             f"{r['ratio']:>5.2f} | {top_stages(r['stages'])} | {top_waits(r['waits'])} |"
@@ -247,34 +317,40 @@ def main() -> None:
     sides = {"new": ROOT} if "new" in args.sides else {}
     if args.baseline and "old" in args.sides:
         sides = {"old": export(args.baseline, work / "old"), **sides}
-    latency_s = mean_latency(args.latency)
-    print(f"stand-in latency {args.latency} (mean {latency_s:.2f} s), bursts "
+    latency = Latencies(mean_latency(args.latency), mean_latency(args.embed_latency),
+                        mean_latency(args.rerank_latency))  # fmt: skip
+    print(f"stand-in latency {args.latency} (mean {latency.llm:.2f} s; embeddings "
+          f"{args.embed_latency}, reranks {args.rerank_latency}), bursts "
           f"{args.bursts or 'none'}; {CORES} cores; load average before: "
           f"{os.getloadavg()[0]:.2f}")  # fmt: skip
     header = (f"| {'recipe':<22} | {'dataset':<12} | {'conc':>4} | {'store':<5} | {'side':<4} | "
-              f"{'q/min':>6} | "
+              f"{'encoders':<8} | {'q/min':>6} | "
               f"{'CPU s/q':>7} | {'peak MiB':>8} | {'ideal s':>7} | {'CPU floor s':>11} | "
               f"{'wall s':>7} | {'ratio':>5} | top stages by CPU | "
               "top waits (question time) |")  # fmt: skip
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     grid = itertools.product(args.recipes, args.datasets, args.concurrency, args.stores,
-                             sides.items())  # fmt: skip
-    with standin(args.latency, args.bursts, work) as api_base:
-        for recipe, dataset, concurrency, store, (side, code) in grid:
+                             args.encoders, sides.items())  # fmt: skip
+    latencies = [args.latency, args.embed_latency, args.rerank_latency]
+    with standin(latencies, args.bursts, work) as api_base:
+        for recipe, dataset, concurrency, store, encoders, (side, code) in grid:
             runs = []
             for i in range(args.repeat):
                 cell = work / f"{side}-{recipe.replace('/', '_')}-"\
-                    f"{dataset.replace(':', '_')}-{concurrency}-{store}-{i}"  # fmt: skip
+                    f"{dataset.replace(':', '_')}-{concurrency}-{store}-{encoders}-{i}"  # fmt: skip
                 cell.mkdir(parents=True)
-                note(f"running {side} {recipe} {dataset} c={concurrency} {store} #{i + 1}")
+                note(f"running {side} {recipe} {dataset} c={concurrency} {store} {encoders} "
+                     f"#{i + 1}")  # fmt: skip
                 runs.append(one_run(code, recipe, dataset, args.limit, concurrency,
-                                    api_base, latency_s, cell, store))  # fmt: skip
+                                    api_base, latency, cell, store, encoders))  # fmt: skip
             r = median_of(runs)
-            print(table_row(recipe, dataset, concurrency, store, side, r), flush=True)
+            print(table_row(recipe, dataset, concurrency, store, side, r, encoders), flush=True)
             if args.out is not None:
                 row = {"recipe": recipe, "dataset": dataset, "side": side,
                        "concurrency": concurrency, "store": store, "latency": args.latency,
+                       "encoders": encoders, "embed_latency": args.embed_latency,
+                       "rerank_latency": args.rerank_latency,
                        "bursts": args.bursts, "runs": runs, "median": r}  # fmt: skip
                 with args.out.open("a") as fh:
                     fh.write(json.dumps(row) + "\n")

@@ -9,5 +9,6 @@ $B --datasets 'musique[60:80]' --limit 0 --concurrency 1 --latency fixed:0 --sto
 $B --datasets 'long:musique[0:20]' --limit 0 --concurrency 4 --latency fixed:0 --stores cold --repeat 1
 $B --datasets 'long:musique' --limit 0 --concurrency 4 --latency fixed:0 --stores cold --sides new --repeat 3
 $B --datasets musique --limit 30 --concurrency 16 --latency fixed:1 --stores cold warm --repeat 3
+$B --datasets musique --limit 30 --concurrency 16 --latency fixed:1 --stores cold --sides new --encoders local remote --embed-latency fixed:0.2 --rerank-latency fixed:0.3 --repeat 3
 $B --datasets musique --limit 64 --concurrency 64 --latency fixed:1 --stores cold --repeat 1
 date

@@ -3,6 +3,7 @@
     .venv/bin/python bench/index_build.py [--variant NAME=PATH=VALUE[,PATH=VALUE...] ...]
         [--recipe recipes/chainrag/ansint.yaml] [--sources 2wiki_hipporag_corpus dev:2wiki]
         [--graph-1m-s 342] [--out FILE] [--check-processes]
+        [--standin-embed-latency fixed:0.5] [--standin-rate 3000:60]
 
 What ``chainrag index RECIPE --corpus 2wiki_hipporag_corpus --corpus dev:2wiki`` does (23,308
 sentences), once per variant, each in a fresh process into a fresh folder, side by side in one
@@ -17,6 +18,13 @@ k-NN search are not), so its 1M figure is bench/corpus_scale.py's measured one (
 342 s, the 2026-11-25 run on this machine, README), not an extrapolation. Every 1M figure is
 labelled so.
 
+With ``--standin-embed-latency`` the stand-in server runs beside the builds (in its own
+process, its CPU not counted) and ``{standin}`` in a variant's changes is its URL, for a remote
+embedder: ``remote=index.embedder={kind: litellm, model: openai/stand-in-embed, api_base:
+'{standin}', tokens_per_minute: 1000000}`` (a change's value may hold commas inside braces).
+The 1M figures then say nothing of a provider's limit: a slice's tokens fit in the first
+minute's bucket of ``tokens_per_minute`` (the pacer lets a minute's tokens go at once).
+
 ``--check-processes``: the mentions (and sentences) of every variant's index compared with the
 first one's, row for row: spaCy in worker processes must find what one process finds.
 """
@@ -24,7 +32,9 @@ first one's, row for row: spaCy in worker processes must find what one process f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -38,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from api_throughput import standin  # noqa: E402
 from helpers import note, status_mib  # noqa: E402
 
 MILLION = 1_000_000
@@ -86,12 +97,25 @@ def worker(recipe: str, sets: list[str], sources: list[str], out: Path) -> dict[
     }
 
 
+def changes(text: str) -> list[str]:
+    """A variant's ``PATH=VALUE`` changes: split at the commas outside braces and brackets."""
+    out, depth, start = [], 0, 0
+    for i, char in enumerate(text + ","):
+        depth += (char in "{[") - (char in "}]")
+        if char == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [c for c in out if c]
+
+
 def run(name: str, sets: list[str], args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     out = folder / name
     command = [sys.executable, __file__, "--worker", str(out), args.recipe,
                json.dumps(sets), json.dumps(args.sources)]  # fmt: skip
     note(f"{name}: building {out} ({', '.join(sets) or 'the recipe as it is'})")
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    env = {**os.environ, "CHAINRAG_CACHE": str(folder / f"{name}-cache"),  # a remote's store
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
     row: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
@@ -142,6 +166,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="the rows as JSON")
     parser.add_argument("--keep", type=Path, default=None, help="keep the indexes here")
     parser.add_argument("--check-processes", action="store_true")
+    parser.add_argument(
+        "--standin-embed-latency",
+        default="",
+        help="start the stand-in, its embeddings answered at this pace "
+        "(as chainrag standin --latency); {standin} in a variant is its URL",
+    )
+    parser.add_argument(
+        "--standin-rate", default="", help="the stand-in's rate limit, N:WINDOW (none by default)"
+    )
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -153,11 +186,23 @@ def main() -> None:
         "default=",
     ]
     folder = args.keep or Path(tempfile.mkdtemp(prefix="index_build_"))
+    folder.mkdir(parents=True, exist_ok=True)
     rows = []
+    with contextlib.ExitStack() as stack:
+        api_base = ""
+        if args.standin_embed_latency:
+            latencies = ["0", args.standin_embed_latency, args.standin_embed_latency]
+            api_base = stack.enter_context(standin(latencies, "", folder, args.standin_rate))
+        built([v.replace("{standin}", api_base) for v in variants], args, folder, rows)
+
+
+def built(resolved: list[str], args: argparse.Namespace, folder: Path,
+          rows: list[dict[str, Any]]) -> None:  # fmt: skip
+    """Each variant built in turn (``resolved``: with the stand-in's URL), the table printed."""
     try:
-        for variant in variants:
+        for variant in resolved:
             name, _, sets = variant.partition("=")
-            rows.append(run(name, [s for s in sets.split(",") if s], args, folder))
+            rows.append(run(name, changes(sets), args, folder))
             print(table(rows[-1:], args.graph_1m_s), file=sys.stderr, flush=True)
         print(table(rows, args.graph_1m_s))
         if args.check_processes:

@@ -29,6 +29,8 @@ STAGES = [  # (part of the frame's file, function or "", label): the innermost m
     ("chainrag/components/index/embedders.py", "load", "model loading"),  # _model's loader
     ("chainrag/components/index/embedders.py", "", "embed"),
     ("chainrag/components/retrieval/rerankers.py", "DenseRerank.__call__", "dense rerank"),
+    ("chainrag/components/index/remote_embedders.py", "", "remote embedder"),
+    ("chainrag/components/retrieval/remote_rerankers.py", "", "remote reranker"),
     ("chainrag/components/index/edges.py", "", "edges"),
     ("chainrag/components/index/key_entities.py", "", "key entities"),
     ("chainrag/components/retrieval/retrievers.py", "", "seed retrieval"),

@@ -31,6 +31,7 @@ from chainrag.core.types import Hit
 from chainrag.llm.encoders import check_encoder, encoder_identity, encoder_price
 from chainrag.recipes.overrides import encoder_changes, encoder_section, load_changed, parse_all
 from chainrag.run.provenance import recipe_digest
+from chainrag.standin.process import Settings
 from chainrag.standin.server import FakeOpenAI, fixed, serve
 from chainrag.training.common import TrainingError
 from chainrag.training.distill_fit import Pair
@@ -115,6 +116,16 @@ def test_several_requests_are_in_flight_at_once() -> None:
         took = time.perf_counter() - started
     assert len(fake.embedded) == 8
     assert took < 8 * 0.3 * 0.6  # two waves of four, not eight requests in turn
+
+
+def test_the_standin_embeds_and_reranks_each_at_its_own_latency() -> None:
+    both = FakeOpenAI([], latency=fixed(1.0), encoder_latency=fixed(0.2))
+    own = FakeOpenAI([], latency=fixed(1.0), encoder_latency=fixed(0.2), rerank_latency=fixed(0.3))
+    assert both.encoder_wait("embeddings") == both.encoder_wait("rerank") == 0.2
+    assert (own.encoder_wait("embeddings"), own.encoder_wait("rerank")) == (0.2, 0.3)
+    assert FakeOpenAI([], latency=fixed(1.0)).encoder_wait("rerank") == 1.0
+    settings = Settings(latency="1", embed_latency="0.2", rerank_latency="fixed:0.3")
+    assert "latency  1 s, embeddings 0.2 s, rerank fixed:0.3" in "\n".join(settings.lines("URL"))
 
 
 def test_an_over_long_input_is_cut_counted_and_reported_once() -> None:

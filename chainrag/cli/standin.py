@@ -19,6 +19,9 @@ RATE_HELP = (
     "A provider's rate limit, 429 with Retry-After for a request that would be the "
     "(N+1)-th started within WINDOW seconds (5:1 refuses a sixth request within a second)."
 )
+EMBED_LATENCY_HELP = "Seconds each embedding reply takes, as --latency (default: --latency's)."
+RERANK_LATENCY_HELP = ("Seconds each rerank reply takes, as --latency (default: "
+                       "--embed-latency's, else --latency's).")  # fmt: skip
 BURSTS_HELP = "429 to every request for FOR_S seconds of each EVERY_S (60:2)."
 KEY_HELP = (
     "Refuse (401, OpenAI's message) any request without 'Authorization: Bearer KEY': run "
@@ -30,6 +33,8 @@ Port = Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0:
 Key = Annotated[str | None, typer.Option(metavar="KEY", help=KEY_HELP)]
 Rate = Annotated[str | None, typer.Option(metavar="N:WINDOW", help=RATE_HELP)]
 Latency = Annotated[str, typer.Option(metavar="SPEC", help=LATENCY_HELP)]
+EmbedLatency = Annotated[str | None, typer.Option(metavar="SPEC", help=EMBED_LATENCY_HELP)]
+RerankLatency = Annotated[str | None, typer.Option(metavar="SPEC", help=RERANK_LATENCY_HELP)]
 Bursts = Annotated[str | None, typer.Option(metavar="EVERY_S:FOR_S", help=BURSTS_HELP)]
 Log = Annotated[
     Path | None,
@@ -52,6 +57,7 @@ PortFile = Annotated[
 def standin(
     port: Port = 8000, key: Key = None, rate: Rate = None, latency: Latency = "0",
     bursts: Bursts = None, log: Log = None, port_file: PortFile = None,
+    embed_latency: EmbedLatency = None, rerank_latency: RerankLatency = None,
 ) -> None:  # fmt: skip
     """Serve the stand-in for an OpenAI-compatible API on 127.0.0.1 until Ctrl-C: chainrag's
     prompts answered deterministically, with a provider's key check, rate limits, bursts and
@@ -63,7 +69,9 @@ def standin(
     from chainrag.standin.process import Settings, parse_latency, parse_pair, run_standin
 
     try:
-        parse_latency(latency)
+        for spec in (latency, embed_latency, rerank_latency):
+            if spec is not None:
+                parse_latency(spec)
         limit = parse_pair(rate, "N:WINDOW") if rate else None
         if limit is not None and limit[0] != int(limit[0]):
             raise ValueError(f"{rate!r}: N, the requests a window, is a whole number")
@@ -71,7 +79,7 @@ def standin(
     except ValueError as exc:
         raise fail(str(exc), 2) from None
     settings = Settings(port, key, (int(limit[0]), limit[1]) if limit else None, latency, burst,
-                        log)  # fmt: skip
+                        log, embed_latency, rerank_latency)  # fmt: skip
     try:
         run_standin(settings, typer.echo, port_file)
     except OSError as exc:  # the log cannot be opened; the port is taken, or not ours

@@ -8,14 +8,18 @@ chunk mode is chunk → embeddings. An index is stored under the hash of its pas
 what a build computes per text — a passage's sentences, a sentence's entities, a text's vector —
 is kept by text (:mod:`chainrag.index.stores`), so a text shared by several questions' indexes,
 or by recipes that differ only in an edge rule, is computed once.
+
+A build given ``turns`` (a run's CPU build turns) holds one for its CPU work, and gives it back
+while a remote embedder waits on the network, so another question builds meanwhile.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import attrs
@@ -24,6 +28,7 @@ import numpy as np
 from chainrag.components.index.key_entities import entity_vocabulary
 from chainrag.core.device import cache_devices
 from chainrag.core.errors import ChainragError
+from chainrag.core.parts import parts
 from chainrag.core.paths import cache_root
 from chainrag.core.types import FloatArray, GraphInputs, Mention, Passage, ScoredEntity, Sentence
 from chainrag.index.graph import FORMAT_VERSION, ChunkIndex, IndexFormatError, SentenceGraph
@@ -32,6 +37,7 @@ from chainrag.index.stores import EmbeddingCache as EmbeddingCache  # where call
 from chainrag.index.stores import digest as digest
 from chainrag.index.stores import file_identities as file_identities
 from chainrag.protocols.index import NER, Embedder, SentenceSplitter
+from chainrag.protocols.parts import RemoteEncoder
 from chainrag.protocols.resources import Resources
 from chainrag.recipes.recipe import IndexSpec
 from chainrag.recipes.structure import identity
@@ -96,10 +102,42 @@ def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
     seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start
 
 
+def waits_on_network(embedder: Embedder) -> bool:
+    """Whether ``embedder``, or a model inside it (an adapter's base), sends its texts to an
+    endpoint: its time is then the network's, not the CPU's."""
+    return any(isinstance(part, RemoteEncoder) for _, part in parts(embedder))
+
+
+def held(turns: threading.Semaphore | None) -> AbstractContextManager[object]:
+    """One of ``turns`` held for the block (nothing where there are none)."""
+    return turns if turns is not None else nullcontext()
+
+
+@contextmanager
+def given_back(turns: threading.Semaphore | None) -> Iterator[None]:
+    """The turn the caller holds given back for the block and taken again after it (behind the
+    builds that took it meanwhile)."""
+    if turns is None:
+        yield
+        return
+    turns.release()
+    try:
+        yield
+    finally:
+        turns.acquire()
+
+
 def _embed(
-    embedder: Embedder, texts: Sequence[str], ctx: Resources, cache: EmbeddingCache | None
+    embedder: Embedder,
+    texts: Sequence[str],
+    ctx: Resources,
+    cache: EmbeddingCache | None,
+    turns: threading.Semaphore | None,
 ) -> FloatArray:
-    vectors = cache.embed(embedder, texts, ctx) if cache is not None else embedder(texts, ctx)
+    """The texts' vectors (from the store where it holds them); the caller's turn given back
+    while a remote embedder waits on the network."""
+    with given_back(turns) if waits_on_network(embedder) else nullcontext():
+        vectors = cache.embed(embedder, texts, ctx) if cache is not None else embedder(texts, ctx)
     return vectors.reshape(len(texts), -1) if len(texts) == 0 else vectors
 
 
@@ -138,9 +176,11 @@ def build_sentence_graph(
     ctx: Resources,
     embeddings: EmbeddingCache | None,
     annotations: AnnotationCache | None = None,
+    turns: threading.Semaphore | None = None,
 ) -> tuple[SentenceGraph, dict[str, float]]:
     """Build a :class:`SentenceGraph` from ``passages`` as ``spec`` says; seconds per stage.
-    With the stores, a text they hold is not split, tagged or embedded again."""
+    With the stores, a text they hold is not split, tagged or embedded again. The caller holds
+    one of ``turns``, given back while a remote embedder waits."""
     if spec.splitter is None or spec.embedder is None:
         raise IndexBuildError("a sentence graph needs index.splitter and index.embedder")
     seconds: dict[str, float] = {}
@@ -152,7 +192,7 @@ def build_sentence_graph(
         else:  # no scorer: every entity is key (α = 100 without scores)
             keys = tuple(tuple(ScoredEntity(n, 0.0) for n in dict.fromkeys(row)) for row in names)
     with _timed(seconds, "embed"):
-        vectors = _embed(spec.embedder, texts, ctx, embeddings)
+        vectors = _embed(spec.embedder, texts, ctx, embeddings, turns)
     inputs = GraphInputs(tuple(sentences), tuple(keys), vectors)
     layers = {}
     for name, builder in spec.edges.items():
@@ -176,9 +216,11 @@ def build_sentence_graph(
 
 
 def build_chunk_index(
-    passages: Sequence[Passage], spec: IndexSpec, ctx: Resources, embeddings: EmbeddingCache | None
-) -> tuple[ChunkIndex, dict[str, float]]:
-    """Build a :class:`ChunkIndex` (chunk mode) from ``passages``; seconds per stage."""
+    passages: Sequence[Passage], spec: IndexSpec, ctx: Resources,
+    embeddings: EmbeddingCache | None, turns: threading.Semaphore | None = None,
+) -> tuple[ChunkIndex, dict[str, float]]:  # fmt: skip
+    """Build a :class:`ChunkIndex` (chunk mode) from ``passages``; seconds per stage (the
+    caller holds one of ``turns``, given back while a remote embedder waits)."""
     if spec.chunker is None or spec.embedder is None:
         raise IndexBuildError("chunk mode needs index.chunker and index.embedder")
     seconds: dict[str, float] = {}
@@ -186,14 +228,17 @@ def build_chunk_index(
         chunks = spec.chunker(passages)
     texts = [c.text for c in chunks]
     with _timed(seconds, "embed"):
-        vectors = _embed(spec.embedder, texts, ctx, embeddings)
+        vectors = _embed(spec.embedder, texts, ctx, embeddings, turns)
     return ChunkIndex(tuple(passages), tuple(chunks), vectors, spec.embedder), seconds
 
 
 def build_index(
-    passages: Sequence[Passage], spec: IndexSpec, ctx: Resources, cache: IndexCache | None = None
-) -> tuple[Index, BuildReport]:
-    """Load the index for ``passages`` from ``cache`` or build (and store) it."""
+    passages: Sequence[Passage], spec: IndexSpec, ctx: Resources, cache: IndexCache | None = None,
+    turns: threading.Semaphore | None = None,
+) -> tuple[Index, BuildReport]:  # fmt: skip
+    """Load the index for ``passages`` from ``cache`` or build (and store) it, the build in one
+    of ``turns`` (a run's CPU build turns), given back while a remote embedder waits on the
+    network."""
     chunked = spec.chunker is not None
     folder = cache.path_for(passages, spec) if cache is not None else None
     if folder is not None and (folder / "index.json").is_file():
@@ -208,13 +253,15 @@ def build_index(
         except IndexFormatError:
             pass  # rebuilt below and overwritten
     embeddings = cache.embeddings if cache is not None else None
-    if chunked:
-        index, seconds = build_chunk_index(passages, spec, ctx, embeddings)
-    else:
-        annotations = cache.annotations if cache is not None else None
-        index, seconds = build_sentence_graph(passages, spec, ctx, embeddings, annotations)
-    if folder is not None:
-        index.save(folder)
+    with held(turns):
+        if chunked:
+            index, seconds = build_chunk_index(passages, spec, ctx, embeddings, turns)
+        else:
+            annotations = cache.annotations if cache is not None else None
+            index, seconds = build_sentence_graph(passages, spec, ctx, embeddings, annotations,
+                                                  turns)  # fmt: skip
+        if folder is not None:
+            index.save(folder)
     return index, _report(index, seconds, cached=False)
 
 

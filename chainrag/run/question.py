@@ -72,7 +72,8 @@ BUILDS = threading.BoundedSemaphore(cores())
 the GIL, the embedder a core): 64 questions in flight building at once thrash for the cores
 and the GIL, and none reaches its first LLM call before nearly all are built; in turns, the
 first questions' LLM calls wait on the network while later ones build (bench/api_throughput.py
-at ``--concurrency 64``, docs/benchmarks.md)."""
+at ``--concurrency 64``, docs/benchmarks.md). A build whose remote embedder waits on the network
+gives its turn back meanwhile (:func:`~chainrag.index.build.build_index`)."""
 
 
 def searchable_index(
@@ -83,13 +84,13 @@ def searchable_index(
     encoders: EncoderLedger | None = None,
 ) -> Searchable:
     """The index of ``example``'s passages as the recipe's retrieval walks it (built in one of
-    the process's :data:`BUILDS`); a remote embedder counts its work in ``encoders``."""
+    the process's :data:`BUILDS`, given back while a remote embedder waits on the network); a
+    remote embedder counts its work in ``encoders``."""
     check_runnable(recipe)
     assert recipe.index is not None
     assert recipe.retrieval is not None
     ctx = StageContext(models=models, encoders=encoders)
-    with BUILDS:
-        index, _ = build_index(example.passages, recipe.index, ctx, cache)
+    index, _ = build_index(example.passages, recipe.index, ctx, cache, turns=BUILDS)
     if isinstance(index, SentenceGraph):
         return index.view(recipe.retrieval.edge_weights or None)
     return index

@@ -38,6 +38,10 @@ def parse_latency(text: str) -> Callable[[], float]:
                      "99th percentile above the median)")  # fmt: skip
 
 
+def _latency(text: str | None) -> Callable[[], float] | None:
+    return parse_latency(text) if text is not None else None
+
+
 def parse_pair(text: str, form: str) -> tuple[float, float]:
     """``A:B``, two positive numbers (``form`` names them, for the error)."""
     first, sep, second = text.partition(":")
@@ -67,11 +71,16 @@ class Settings:
     latency: str = "0"
     bursts: tuple[float, float] | None = None
     log: Path | None = None
+    embed_latency: str | None = None
+    rerank_latency: str | None = None
 
     def lines(self, api_base: str) -> list[str]:
         """The start-up output: where it listens, what it does, how to use it."""
         key = f"Bearer {self.key} asked (401 otherwise)" if self.key else "none asked"
         latency = self.latency if ":" in self.latency else f"{self.latency} s"
+        latency += "".join(f", {name} {spec if ':' in spec else f'{spec} s'}" for name, spec in
+                           (("embeddings", self.embed_latency), ("rerank", self.rerank_latency))
+                           if spec is not None)  # fmt: skip
         rate = (f"{self.rate[0]} requests a {self.rate[1]:g} s window, then 429 with "
                 "Retry-After" if self.rate else "none")  # fmt: skip
         bursts = (f"429 for {self.bursts[1]:g} s of every {self.bursts[0]:g} s" if self.bursts
@@ -99,7 +108,9 @@ def run_standin(settings: Settings, say: Callable[[str], None], port_file: Path 
     process is stopped: the body of ``chainrag standin``. The port (a free one for 0) is
     written to ``port_file`` once it listens, for a script that starts it."""
     fake = FakeOpenAI([], reply=standin_reply, latency=parse_latency(settings.latency),
-                      key=settings.key, rate=settings.rate, bursts=settings.bursts)  # fmt: skip
+                      key=settings.key, rate=settings.rate, bursts=settings.bursts,
+                      encoder_latency=_latency(settings.embed_latency),
+                      rerank_latency=_latency(settings.rerank_latency))  # fmt: skip
     fake.bodies = LastOnly()
     with contextlib.ExitStack() as stack:
         if settings.log is not None:

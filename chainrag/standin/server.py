@@ -27,9 +27,10 @@ Like an embedding server and a reranker: POST ``/v1/embeddings`` answers each in
 asks ``encoding_format: base64``), so a run with a remote embedder here can be compared with a
 local run; POST ``.../rerank`` answers in Cohere's format, each document's score the cosine of
 its vector with the query's. Both have the key, rate, burst and latency modes (``encoder_latency``
-in place of ``latency`` where given) and their own script (``encoder_script``: ``ok`` or an
-HTTP status); their bodies are kept in ``embedded`` and ``reranked``, and chainrag's encoder
-preflight (one input ``OK``) in ``probes``.
+in place of ``latency`` where given, and ``rerank_latency`` in place of that for a rerank, so an
+embedding server and a reranker can answer at their own pace) and their own script
+(``encoder_script``: ``ok`` or an HTTP status); their bodies are kept in ``embedded`` and
+``reranked``, and chainrag's encoder preflight (one input ``OK``) in ``probes``.
 
 Each request, with how it was answered, goes to ``log`` where one is set. As a process,
 ``chainrag standin`` (:mod:`chainrag.standin.process`): a user tests a set-up with it without
@@ -107,9 +108,11 @@ class FakeOpenAI:
         bursts: tuple[float, float] | None = None,
         encoder_latency: Callable[[], float] | None = None,
         encoder_script: list[str] | None = None,
+        rerank_latency: Callable[[], float] | None = None,
     ) -> None:
         self.script = list(script)
         self.encoder_latency = encoder_latency
+        self.rerank_latency = rerank_latency
         self.encoder_script = list(encoder_script or ())
         self.embedded: list[dict[str, Any]] = []  # embedding requests answered
         self.reranked: list[dict[str, Any]] = []  # rerank requests answered
@@ -165,9 +168,10 @@ class FakeOpenAI:
         with self.lock:
             return self.encoder_script.pop(0) if self.encoder_script else "ok"
 
-    def encoder_wait(self) -> float:
-        """The seconds an embedding or rerank answer takes."""
-        latency = self.encoder_latency or self.latency
+    def encoder_wait(self, encoder: str = "embeddings") -> float:
+        """The seconds an embedding or (``encoder`` ``rerank``) a rerank answer takes."""
+        reranker = self.rerank_latency if encoder == "rerank" else None
+        latency = reranker or self.encoder_latency or self.latency
         return self.delay_s + (latency() if latency is not None else 0.0)
 
     def answer(self, body: Body) -> str:
@@ -270,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         (fake.embedded if encoder == "embeddings" else fake.reranked).append(body)
         behaviour = fake.next_encoder_behaviour()
-        time.sleep(fake.encoder_wait())
+        time.sleep(fake.encoder_wait(encoder))
         if behaviour != "ok":
             return self._send(int(behaviour), injected_body(int(behaviour)))
         try:
