@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chainrag.analysis import compare_runs
+from chainrag.analysis import compare, compare_runs
 from chainrag.report import load_run, rows_of
 from chainrag.report.stats import (
     Paired,
@@ -83,6 +83,35 @@ def requests(root: Path, sets: Sequence[str], run: str) -> float:
     the questions of ``run`` in each of ``sets``."""
     rows = [rows_of(load_run(root / s / run))[0] for s in sets]
     return rounded(sum(r.calls * r.n for r in rows) / sum(r.n for r in rows))
+
+
+def difference_on(
+    base: Path, run: Path, ids: frozenset[str], *, answer: str, base_answer: str | None = None
+) -> Figure:
+    """The run in folder ``run`` against the one in ``base`` on their questions among ``ids``
+    (the questions a third run answered, so that every system of a table is scored on the same
+    ones), as ``chainrag compare`` computes a difference; one pair of answers (the base's
+    primary one unless ``base_answer`` names another)."""
+    records = [[r for r in load_run(f).records if r.id in ids] for f in (base, run)]
+    found = compare(*records, base_answer=base_answer, answer=answer)
+    if not found:
+        raise RunError(f"{run} against {base}: no question in common among the {len(ids)}")
+    [p] = found.values()
+    return of_paired(p)
+
+
+def requests_on(folder: Path, ids: frozenset[str]) -> float:
+    """Requests a question (calls and cache hits, as the report counts them) of the run in
+    ``folder`` over its questions among ``ids`` (the questions another run answered)."""
+    usage = [r.usage for r in load_run(folder).records if r.id in ids]
+    if not usage:
+        raise RunError(f"{folder}: none of the {len(ids)} questions asked")
+    return rounded(sum(u.calls + u.cache_hits for u in usage) / len(usage))
+
+
+def answered(folder: Path) -> frozenset[str]:
+    """The ids of the questions the run in ``folder`` answered."""
+    return frozenset(r.id for r in load_run(folder).records)
 
 
 def gold_recall(root: Path, sets: Sequence[str], run: str) -> float:

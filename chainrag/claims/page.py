@@ -15,9 +15,11 @@ from typing import Any
 
 from chainrag.claims.figures import (
     Figure,
+    answered,
     better_of,
     choices,
     difference,
+    difference_on,
     first_checks,
     gold_recall,
     judge_table,
@@ -26,6 +28,7 @@ from chainrag.claims.figures import (
     planning,
     recurring,
     requests,
+    requests_on,
     rounded,
     same_scores,
     stored_json,
@@ -317,6 +320,27 @@ def frozen_choices(runs: Path, further: Sequence[str]) -> Figure:
     return out
 
 
+TABLE_1 = ("naive", "naive_qd", "iter_retgen", "longrag")
+"""The systems of ChainRAG's Table 1 run on long:musique beside ChainRAG (``ansint``, which
+holds both integrations); LongRAG's run holds that set's first 20 questions, the others 30."""
+
+
+def table_1(root: Path) -> Figure:
+    """16. Table 1's systems on the questions LongRAG answered (long:musique's first 20): each
+    against ChainRAG's CxtInt and AnsInt, paired, and each one's requests a question there
+    (the paper's Figure 6)."""
+    folder = _runs(root) / "long-musique"
+    ids = answered(folder / "longrag")
+    out: Figure = {"n": len(ids), "requests@ansint": requests_on(folder / "ansint", ids)}
+    for system in TABLE_1:
+        for answer in ("cxtint", "ansint"):
+            out[f"{answer}_vs_{system}"] = difference_on(
+                folder / system, folder / "ansint", ids, answer=answer
+            )
+        out[f"requests@{system}"] = requests_on(folder / system, ids)
+    return out
+
+
 def power(root: Path) -> Figure:
     """The flip floor under every detectable difference on the page (no run: the rule of
     :func:`~chainrag.report.stats.flip_floor`): the questions that must change the same way,
@@ -341,6 +365,7 @@ CLAIMS: dict[str, Callable[[Path], Figure]] = {
     "reservoir": reservoir,
     "judge": judge,
     "frozen": frozen,
+    "table_1": table_1,
 }
 """Each group of claims and the function computing its figures."""
 
