@@ -149,9 +149,15 @@ def test_a_429_is_retried_after_its_retry_after_and_a_401_is_final() -> None:
         embedder = remote(base, batch_size=1, concurrency=2)
         embedder(["one", "two", "three"], StageContext())
     assert fake.rate_limited >= 1 and len(fake.embedded) == 3
-    refused = FakeOpenAI([], key="right")
-    with serve(refused) as base, pytest.raises(LLMRequestError, match="Incorrect API key"):
+    refused = FakeOpenAI([], key="right")  # refused before any answer: the run stops
+    with serve(refused) as base, pytest.raises(LLMUnavailableError, match="refused its first"):
         remote(base)(["five"], StageContext())
+    later = FakeOpenAI([], encoder_script=["ok", "401"])  # after an answer: one question's
+    with serve(later) as base:
+        ctx, embedder = StageContext(), remote(base, batch_size=1)
+        embedder(["six"], ctx)
+        with pytest.raises(LLMRequestError, match="401"):
+            embedder(["seven"], ctx)
     scripted = FakeOpenAI([], encoder_script=["429"] * 3)
     with serve(scripted) as base, pytest.raises(LLMRateLimitError):
         remote(base, max_retries=2)(["four"], StageContext())  # (a new text: ports are reused)

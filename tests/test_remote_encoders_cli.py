@@ -46,6 +46,29 @@ def test_a_refused_embedding_key_stops_the_run_before_any_question(
     assert llm.bodies == [] and embeddings.embedded == []
 
 
+def test_a_check_put_off_by_the_store_stops_the_run_at_its_first_refused_request(
+    tmp_path: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store holds vectors of this endpoint (MuSiQue's passages), so the check waits; the
+    key is refused when HotpotQA's passages need a live request: the run stops there, as the
+    check would have stopped it, and leaves no folder (it had answered nothing)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-right")
+    llm, embeddings = FakeOpenAI([], reply=standin_reply), FakeOpenAI([], key="sk-right")
+    runner = CliRunner()
+    with serve(llm) as llm_base, serve(embeddings) as embed_base:
+        first = runner.invoke(app, args(tmp_path, "first", llm_base, embed_base))
+        assert first.exit_code == 0, first.output
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+        later = args(tmp_path, "later", llm_base, embed_base)
+        later[later.index("musique")] = "hotpotqa"
+        refused = runner.invoke(app, later)
+    assert refused.exit_code == 1, refused.output
+    assert "openai/standin-embed refused its first embedding request" in refused.output
+    assert "Incorrect API key" in refused.output and "sk-wrong" not in refused.output
+    assert len(embeddings.probes) == 1  # the first run's check; the second's was put off
+    assert not (tmp_path / "later" / "hotpotqa").exists()
+
+
 def test_a_rerun_is_paid_for_by_the_store_and_records_say_so(
     tmp_path: Path, own_cache: Path
 ) -> None:

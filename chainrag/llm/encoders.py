@@ -144,7 +144,12 @@ class EncoderBackend:
     pacer: Pacer | None = None
     seed: int = 0
     sleep: Callable[[float], None] = time.sleep
+    first_refusal_stops: bool = True
+    """A refused connection, key or model before any request was answered is an
+    :class:`LLMUnavailableError`, which stops the run, as the check before the first question
+    would have (it is put off where the store holds this endpoint's values)."""
     _rng: random.Random = attrs.field(init=False)
+    _answered: bool = attrs.field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
         self._rng = random.Random(self.seed)  # noqa: S311 - jitter, not cryptography
@@ -206,7 +211,14 @@ class EncoderBackend:
         def failure(exc: Exception, number: int) -> LLMError:
             return _typed(exc, kind, model, number + 1)
 
-        return retrying(attempt, failure, self.retry, self._rng, self.sleep, self.pacer)
+        try:
+            answer = retrying(attempt, failure, self.retry, self._rng, self.sleep, self.pacer)
+        except (LLMConnectionError, LLMRequestError) as exc:
+            if self._answered or not self.first_refusal_stops:  # one question's failure
+                raise
+            raise LLMUnavailableError(f"{model} refused its first {kind} request: {exc}") from exc
+        self._answered = True
+        return answer
 
     def _embedded(self, model: str, raw: Any, n: int, latency: float) -> Embedded:
         try:
@@ -312,6 +324,7 @@ def check_encoder(model: str, api_base: str | None, kind: EncoderKind, *, call: 
     if not call:
         return
     backend = encoder_backend(model, api_base, Limits(), max_retries=0)
+    backend.first_refusal_stops = False  # this is the check: its refusal is said below
     try:
         if kind == "embedding":
             backend.embed(model, ["OK"])
