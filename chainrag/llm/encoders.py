@@ -299,11 +299,12 @@ def encoder_backend(
     *,
     timeout_s: float = 60.0,
     max_retries: int = 4,
+    first_refusal_stops: bool = True,
 ) -> EncoderBackend:
     """The backend of one remote encoder, paced under ``limits``."""
     return EncoderBackend(api_base=api_base, api_key=keyless_key(model, api_base),
                           timeout_s=timeout_s, retry=RetryPolicy(max_retries=max_retries),
-                          pacer=Pacer(limits))  # fmt: skip
+                          pacer=Pacer(limits), first_refusal_stops=first_refusal_stops)  # fmt: skip
 
 
 def check_encoder(model: str, api_base: str | None, kind: EncoderKind, *, call: bool) -> None:
@@ -323,8 +324,8 @@ def check_encoder(model: str, api_base: str | None, kind: EncoderKind, *, call: 
         )
     if not call:
         return
-    backend = encoder_backend(model, api_base, Limits(), max_retries=0)
-    backend.first_refusal_stops = False  # this is the check: its refusal is said below
+    # this is the check: its own refusal is said below
+    backend = encoder_backend(model, api_base, Limits(), max_retries=0, first_refusal_stops=False)
     try:
         if kind == "embedding":
             backend.embed(model, ["OK"])
