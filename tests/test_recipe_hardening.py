@@ -10,6 +10,7 @@ import os
 import re
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,13 +37,23 @@ runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
-def _registries_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+def _registries_restored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
     """Components the probe plugins register are forgotten after each test (other tests list
-    every registered component)."""
+    every registered component), and so are the plugin modules that registered them: a module
+    left in sys.modules would not register again when a later test imports it."""
     registry.load_builtins()
     for reg in registry.REGISTRIES:
         monkeypatch.setattr(reg, "_entries", dict(reg._entries))
     monkeypatch.setattr(registry, "_BY_CLASS", dict(registry._BY_CLASS))
+    before = set(sys.modules)
+    yield
+    temp = str(tmp_path_factory.getbasetemp())
+    for name in set(sys.modules) - before:
+        file = getattr(sys.modules[name], "__file__", None) or ""
+        if name.startswith("tests.") or file.startswith(temp):
+            del sys.modules[name]
 
 
 def write(folder: Path, name: str, data: str | bytes) -> Path:
