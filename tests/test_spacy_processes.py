@@ -1,17 +1,24 @@
-"""spaCy in worker processes (``processes``, chainrag/components/index/spacy_nlp.py): the same
-sentences and the same mentions as one process, on the shared 2Wiki corpus; ``null`` chooses by
-the job's size; the field changes no digest; Ray's actors keep spaCy in their own process."""
+"""spaCy in worker processes (``processes`` and ``workers``, components/index/spacy_nlp.py):
+the same sentences and the same mentions as one process (on the shared 2Wiki corpus; a threaded
+run's workers called from many threads at once); ``null`` chooses by the job's size and by the
+run's threads; the fields change no digest; Ray's actors keep spaCy in their own process."""
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import attrs
 import pytest
 
-from chainrag.components.index import spacy_nlp
+from chainrag.components.index import spacy_nlp, spacy_workers
 from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences, worker_count
+from chainrag.components.index.spacy_workers import SpacyWorkers, worker_processes, workers_for
 from chainrag.context import StageContext
+from chainrag.core.context import ModelStore
 from chainrag.core.errors import RecipeError
-from chainrag.data.datasets import load_corpus
+from chainrag.core.types import Passage
+from chainrag.data.datasets import load_corpus, load_dataset
 from chainrag.index.corpus.build import index_digest
 from chainrag.index.corpus.ray_engine import in_one_process
 from chainrag.recipes.overrides import load_changed, parse_all
@@ -73,4 +80,71 @@ def test_ray_actors_keep_spacy_in_their_own_process() -> None:
     assert isinstance(single.ner, SpacyNER)
     assert isinstance(single.splitter, SpacySentences)
     assert (single.ner.processes, single.splitter.processes) == (1, 1)
+    assert (single.ner.workers, single.splitter.workers) == (0, 0)
     assert attrs.evolve(single, ner=spec.ner, splitter=spec.splitter) == spec
+
+
+def _passages() -> list[Passage]:
+    return [p for example in load_dataset("musique", 3) for p in example.passages]
+
+
+def test_run_workers_give_the_same_sentences_and_mentions_as_this_process() -> None:
+    """A threaded run's worker processes (``workers``) split and tag as this process does,
+    called from many threads at once; they are started once and live in the run's store."""
+    passages = _passages()
+    here = StageContext()
+    sentences = SpacySentences(workers=0)(passages, here)
+    mentions = SpacyNER(workers=0)(tuple(s.text for s in sentences), here)
+    assert len(sentences) > 150 and sum(map(len, mentions)) > 100
+
+    there = StageContext(models=ModelStore(threads=8))
+    splitter, ner = SpacySentences(), SpacyNER()  # unset: workers for a threaded run
+
+    def both(_: int) -> tuple[object, object]:
+        found = splitter(passages, there)
+        return found, ner(tuple(s.text for s in found), there)
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(both, range(8)))
+    assert all(result == (sentences, mentions) for result in results)
+    started = [m for m in there.models._models.values() if isinstance(m, SpacyWorkers)]
+    assert len(started) == 2  # one pool a pipeline: the splitter's and the NER's
+    pids = {pid for workers in started for pid in workers.pool._processes}
+    assert pids and os.getpid() not in pids
+
+
+def test_a_large_job_is_cut_into_one_piece_a_worker() -> None:
+    passages = _passages()
+    models = ModelStore()
+    workers = workers_for(models, spacy_nlp.DEFAULT_MODEL, ("senter",), 2)
+    assert workers_for(models, spacy_nlp.DEFAULT_MODEL, ("senter",), 2) is workers
+    texts = [p.text for p in passages]
+    assert len(texts) > 8
+    whole = workers.map(spacy_nlp.sentence_spans, texts, batch_size=64)
+    cut = workers.map(spacy_nlp.sentence_spans, texts, batch_size=2)  # > 2 a worker: 2 pieces
+    assert whole == cut and len(whole) == len(texts)
+    assert workers.map(spacy_nlp.sentence_spans, [], batch_size=2) == []
+
+
+def test_unset_workers_serve_only_a_threaded_run_on_several_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(spacy_workers, "cores", lambda: 2)
+    assert worker_processes(None, ModelStore()) == 0  # one question at a time
+    assert worker_processes(None, ModelStore(threads=16)) == 2  # one a core
+    assert worker_processes(None, ModelStore(threads=1)) == 0
+    assert worker_processes(0, ModelStore(threads=16)) == 0  # set: as set
+    assert worker_processes(3, ModelStore()) == 3
+    monkeypatch.setattr(spacy_workers, "cores", lambda: 1)
+    assert worker_processes(None, ModelStore(threads=16)) == 0
+
+
+def test_workers_is_a_placement_field_checked_when_the_recipe_loads() -> None:
+    spec = load_recipe(GRAPH).index
+    assert spec is not None
+    changed = load_changed(GRAPH, parse_all(["index.ner.workers=2"])).index
+    assert changed is not None and isinstance(changed.ner, SpacyNER)
+    assert changed.ner.workers == 2
+    assert index_digest(changed) == index_digest(spec)
+    with pytest.raises(RecipeError, match=r"'workers' must be >= 0: -1 @ .*index\.ner"):
+        load_changed(GRAPH, parse_all(["index.ner.workers=-1"]))

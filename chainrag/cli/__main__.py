@@ -2,4 +2,5 @@
 
 from chainrag.cli import entry
 
-entry()
+if __name__ == "__main__":  # not again in a spawned worker process
+    entry()

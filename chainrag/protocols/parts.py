@@ -108,9 +108,11 @@ class Noted(Protocol):
 
 @runtime_checkable
 class InProcesses(Protocol):
-    """A stage that may run in worker processes (None: as many as the work warrants)."""
+    """A stage that may run in worker processes: started for a large job (``processes``) or
+    living as long as a threaded run (``workers``); None: as many as the work warrants."""
 
     processes: int | None
+    workers: int | None
 
 
 @runtime_checkable

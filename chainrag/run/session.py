@@ -176,6 +176,7 @@ def run_recipe(
 
     answer = with_state(answer_one, state) if state is not None else answer_one
     width = 1 if state is not None else concurrency  # a question reads the state before it
+    models.threads = max(models.threads, width)
     recorder = _Recorder(run, tally, len(examples), progress)
     interrupted, stopped = answer_pending(answer, pending(examples, records), width, recorder)
     return SessionResult(

