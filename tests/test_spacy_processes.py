@@ -6,7 +6,10 @@ run's threads; the fields change no digest; Ray's actors keep spaCy in their own
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import attrs
 import pytest
@@ -108,22 +111,25 @@ def test_run_workers_give_the_same_sentences_and_mentions_as_this_process() -> N
         results = list(pool.map(both, range(8)))
     assert all(result == (sentences, mentions) for result in results)
     started = [m for m in there.models._models.values() if isinstance(m, SpacyWorkers)]
-    assert len(started) == 2  # one pool a pipeline: the splitter's and the NER's
-    pids = {pid for workers in started for pid in workers.pool._processes}
-    assert pids and os.getpid() not in pids
+    assert len(started) == 1  # one pool, for the splitter's and the NER's pipelines
+    assert started[0].processes == 2
+    pids = set(started[0].pool._processes)
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert not any(key[0] == "spacy" for key in there.models._models)  # not loaded here
 
 
 def test_a_large_job_is_cut_into_one_piece_a_worker() -> None:
     passages = _passages()
     models = ModelStore()
-    workers = workers_for(models, spacy_nlp.DEFAULT_MODEL, ("senter",), 2)
-    assert workers_for(models, spacy_nlp.DEFAULT_MODEL, ("senter",), 2) is workers
+    workers = workers_for(models, 2)
+    assert workers_for(models, 2) is workers
     texts = [p.text for p in passages]
     assert len(texts) > 8
-    whole = workers.map(spacy_nlp.sentence_spans, texts, batch_size=64)
-    cut = workers.map(spacy_nlp.sentence_spans, texts, batch_size=2)  # > 2 a worker: 2 pieces
+    model = spacy_nlp.DEFAULT_MODEL
+    whole = workers.map(spacy_nlp.sentence_spans, (model, ("senter",), 64), texts)
+    cut = workers.map(spacy_nlp.sentence_spans, (model, ("senter",), 2), texts)  # 2 pieces
     assert whole == cut and len(whole) == len(texts)
-    assert workers.map(spacy_nlp.sentence_spans, [], batch_size=2) == []
+    assert workers.map(spacy_nlp.sentence_spans, (model, ("senter",), 2), []) == []
 
 
 def test_unset_workers_serve_only_a_threaded_run_on_several_cores(
@@ -148,3 +154,18 @@ def test_workers_is_a_placement_field_checked_when_the_recipe_loads() -> None:
     assert index_digest(changed) == index_digest(spec)
     with pytest.raises(RecipeError, match=r"'workers' must be >= 0: -1 @ .*index\.ner"):
         load_changed(GRAPH, parse_all(["index.ner.workers=-1"]))
+
+
+def test_a_script_without_a_main_guard_is_told_why_the_workers_stopped(tmp_path: Path) -> None:
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from chainrag.components.index.spacy_nlp import SpacyNER\n"
+        "from chainrag.context import StageContext\n"
+        "SpacyNER(workers=1)(['Ada Lovelace was born in London.'], StageContext())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode != 0
+    assert "WorkersStoppedError: spaCy's worker processes stopped" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr

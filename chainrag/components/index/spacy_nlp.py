@@ -104,7 +104,7 @@ def docs_of(
     model, keep, batch_size, processes, workers = job
     n = worker_processes(workers, ctx.models)
     if n:
-        return workers_for(ctx.models, model, keep, n).map(extract, texts, batch_size)
+        return workers_for(ctx.models, n).map(extract, (model, keep, batch_size), texts)
     nlp = load_spacy(ctx, model, keep)
     return [extract(doc) for doc in pipe(nlp, texts, batch_size, processes)]
 

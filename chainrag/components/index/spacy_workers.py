@@ -9,8 +9,9 @@ busy (docs/benchmarks.md §9). ``nlp.pipe(n_process=...)`` does not serve here: 
 processes again at every call, which for a question's few hundred sentences costs more than
 it saves and, forked from a threaded process, can deadlock.
 
-A :class:`SpacyWorkers` is a pool of spawned processes, each holding the pipeline loaded once;
-a call sends its texts to one of them whole (or cut into one piece a worker when it is large)
+A :class:`SpacyWorkers` is a pool of spawned processes, started with the run's first build,
+each holding the pipelines it was asked for, loaded once (the splitter's and the NER's); a call
+sends its texts to one of them whole (or cut into one piece a worker when it is large)
 and waits, its thread's GIL released meanwhile. What comes back is plain tuples (the sentences'
 or the mentions' text and offsets), not spaCy ``Doc`` objects, so little crosses the pipe. The
 workers ignore SIGINT: the run's own interrupt handling stops them with the run.
@@ -23,18 +24,20 @@ import multiprocessing
 import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 import attrs
 
 from chainrag.core.context import ModelStore
 from chainrag.core.device import cores
+from chainrag.core.errors import ChainragError
 
 R = TypeVar("R")
 
-_NLP: Any = None
-"""The pipeline of the worker process this module runs in (set by :func:`_start`); unused in
-the run's own process."""
+_NLPS: dict[tuple[str, tuple[str, ...]], Any] = {}
+"""The pipelines of the worker process this module runs in, by model and pipes kept (filled by
+:func:`_pipeline`); unused in the run's own process."""
 
 
 def loaded(model: str, keep: tuple[str, ...]) -> Any:
@@ -65,48 +68,76 @@ def worker_processes(workers: int | None, models: ModelStore) -> int:
     return min(cores(), models.threads)
 
 
-def _start(model: str, keep: tuple[str, ...]) -> None:
-    global _NLP
+def _pipeline(model: str, keep: tuple[str, ...]) -> Any:
+    if (model, keep) not in _NLPS:
+        _NLPS[model, keep] = loaded(model, keep)
+    return _NLPS[model, keep]
+
+
+def _start() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _NLP = loaded(model, keep)
+    import spacy  # noqa: F401 - the slow part of a worker's start-up, done before its first job
 
 
-def _run(extract: Callable[[Any], R], texts: Sequence[str], batch_size: int) -> list[R]:
-    return [extract(doc) for doc in _NLP.pipe(texts, batch_size=batch_size)]
+def _run(
+    job: tuple[str, tuple[str, ...], int], extract: Callable[[Any], R], texts: Sequence[str]
+) -> list[R]:
+    model, keep, batch_size = job
+    return [extract(doc) for doc in _pipeline(model, keep).pipe(texts, batch_size=batch_size)]
+
+
+class WorkersStoppedError(ChainragError, RuntimeError):
+    """A worker process of spaCy's stopped before it answered."""
 
 
 @attrs.frozen
 class SpacyWorkers:
-    """``processes`` spawned processes holding the spaCy pipeline ``model`` with the pipes in
-    ``keep``; :meth:`map` runs a function over the docs of some texts in them. One a run, in its
-    model store (:func:`workers_for`); safe to call from many threads."""
+    """``processes`` spawned processes that each load a spaCy pipeline the first time a call
+    asks for it; :meth:`map` runs a function over the docs of some texts in them. One a run and
+    core count, in its model store (:func:`workers_for`); safe to call from many threads."""
 
     pool: ProcessPoolExecutor
     processes: int
 
     @classmethod
-    def start(cls, model: str, keep: tuple[str, ...], processes: int) -> SpacyWorkers:
-        context = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(processes, context, _start, (model, keep))
+    def start(cls, processes: int) -> SpacyWorkers:
+        """The processes, started now (not at the first call, so that their start-up overlaps
+        the run's own)."""
+        pool = ProcessPoolExecutor(processes, multiprocessing.get_context("spawn"), _start)
+        for _ in range(processes):
+            pool.submit(int)  # each submit while none is idle spawns one more process
         return cls(pool, processes)
 
-    def map(self, extract: Callable[[Any], R], texts: Sequence[str], batch_size: int) -> list[R]:
-        """``extract(doc)`` for the doc of each of ``texts``, in order, computed in the
-        workers: ``extract`` must be a module-level function and its result picklable. A job
-        of more than ``batch_size`` texts a worker is cut into one piece a worker."""
+    def map(
+        self,
+        extract: Callable[[Any], R],
+        job: tuple[str, tuple[str, ...], int],
+        texts: Sequence[str],
+    ) -> list[R]:
+        """``extract(doc)`` for the doc of each of ``texts`` through the pipeline ``model``
+        with the pipes in ``keep`` (``job`` is ``(model, keep, batch_size)``), in order,
+        computed in the workers: ``extract`` must be a module-level function and its result
+        picklable. A job of more than ``batch_size`` texts a worker is cut into one piece a
+        worker."""
         if not texts:
             return []
-        size = len(texts)
+        size, batch_size = len(texts), job[2]
         if size > batch_size * self.processes:
             size = math.ceil(len(texts) / self.processes)
         pieces = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
-        futures = [self.pool.submit(_run, extract, piece, batch_size) for piece in pieces]
-        return [found for future in futures for found in future.result()]
+        try:
+            futures = [self.pool.submit(_run, job, extract, piece) for piece in pieces]
+            return [found for future in futures for found in future.result()]
+        except BrokenProcessPool as exc:
+            raise WorkersStoppedError(
+                "spaCy's worker processes stopped before they answered. A script that runs "
+                "questions in threads must keep its own work under `if __name__ == "
+                '"__main__":` (Python starts the workers by importing it again); or set the '
+                "spaCy stages' workers to 0 (index.splitter.workers=0 index.ner.workers=0), "
+                "which keeps spaCy in this process"
+            ) from exc
 
 
-def workers_for(
-    models: ModelStore, model: str, keep: tuple[str, ...], processes: int
-) -> SpacyWorkers:
-    """The run's worker processes for ``model`` with ``keep``, started at the first call."""
-    key = ("spacy-workers", model, keep, processes)
-    return models.get(key, lambda: SpacyWorkers.start(model, keep, processes))
+def workers_for(models: ModelStore, processes: int) -> SpacyWorkers:
+    """The run's ``processes`` spaCy worker processes, started at the first call."""
+    return models.get(("spacy-workers", processes), lambda: SpacyWorkers.start(processes))
