@@ -85,6 +85,41 @@ def test_exact_top_k_is_brute_force(
     assert np.array_equal(sims, want_sims)
 
 
+@pytest.mark.parametrize("path", ["numpy", "torch"])
+def test_exact_top_k_is_brute_force_with_numpy_and_with_torch(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same best k by either top-k (torch where it is loaded, numpy else), ties included:
+    the vectors' coordinates are small integers, so many similarities are equal (and exact)."""
+    if path == "torch":
+        import torch  # noqa: F401 - loaded, so top_k uses it
+    else:
+        monkeypatch.setitem(sys.modules, "torch", None)  # as if it were not installed
+    rng = np.random.default_rng(3)
+    vectors = rng.integers(-2, 3, (60, 4)).astype(np.float32)
+    queries = rng.integers(-2, 3, (25, 4)).astype(np.float32)
+    for k in (1, 5, 20):
+        ids, sims = exact_top_k(queries, vectors, k, columns=7, elements=100)
+        want_ids, want_sims = brute_force(queries, vectors, k, None)
+        assert np.array_equal(ids, want_ids)
+        assert np.array_equal(sims, want_sims)
+
+
+def test_a_small_top_k_does_not_import_torch() -> None:
+    """A question's graph does not pay torch's import (1.5 s of a run's GIL) for its top-k; a
+    corpus build's tile of at least TORCH_FROM similarities does."""
+    code = (
+        "import sys, numpy as np\n"
+        "from chainrag.components.retrieval.search.topk import TORCH_FROM, top_k\n"
+        "top_k(np.random.rand(300, 300).astype('f4'), 5)\n"
+        "print('torch' in sys.modules)\n"
+        "top_k(np.random.rand(1, TORCH_FROM).astype('f4'), 5)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
+
+
 @given(st.integers(0, 200), st.integers(1, 50))
 def test_spans_cover_evenly(n: int, width: int) -> None:
     parts = spans(n, width)

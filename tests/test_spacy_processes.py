@@ -136,13 +136,13 @@ def test_unset_workers_serve_only_a_threaded_run_on_several_cores(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(spacy_workers, "cores", lambda: 2)
-    assert worker_processes(None, ModelStore()) == 0  # one question at a time
-    assert worker_processes(None, ModelStore(threads=16)) == 2  # one a core
-    assert worker_processes(None, ModelStore(threads=1)) == 0
-    assert worker_processes(0, ModelStore(threads=16)) == 0  # set: as set
-    assert worker_processes(3, ModelStore()) == 3
+    assert worker_processes(None, 1) == 0  # one question at a time
+    assert worker_processes(None, 16) == 2  # one a core
+    assert worker_processes(None, 4) == 2
+    assert worker_processes(0, 16) == 0  # set: as set
+    assert worker_processes(3, 1) == 3
     monkeypatch.setattr(spacy_workers, "cores", lambda: 1)
-    assert worker_processes(None, ModelStore(threads=16)) == 0
+    assert worker_processes(None, 16) == 0
 
 
 def test_workers_is_a_placement_field_checked_when_the_recipe_loads() -> None:

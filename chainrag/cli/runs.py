@@ -182,6 +182,7 @@ def run(
                      cache_mode=cache_mode, index=index, say=said,
                      overrides=with_api_base(with_encoders(set_, embedder, reranker), api_base),
                      llm=llm)  # fmt: skip
+    from chainrag.run.jobs import start_fork_server
     from chainrag.run.preflight import check_plan, plan_warnings
 
     if dry_run:
@@ -195,6 +196,8 @@ def run(
             typer.secho(line, fg="yellow", err=True)
         print_estimate(plan, sample, yes)
         return
+    if engine != "ray":
+        start_fork_server(plan.runs)  # spaCy's workers import it while the endpoints are checked
     checked = check_plan(plan)  # a missing key or a dead endpoint stops it before a question
     results = run_grid(plan, engine, ray_cpus, checked)
     if report:

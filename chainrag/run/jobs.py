@@ -265,6 +265,23 @@ def in_flight(spec: LLMSpec, concurrency: int | None) -> tuple[int, int]:
     return width, 1 if spec.kind == "local_gguf" else width
 
 
+def start_fork_server(runs: Sequence[PlannedRun]) -> None:
+    """Start the spaCy workers' fork server now where one of ``runs`` will answer questions in
+    threads with spaCy in worker processes (:mod:`~chainrag.components.index.spacy_workers`),
+    so that it imports spaCy while this process checks the endpoints and opens the LLM."""
+    from chainrag.components.index.spacy_workers import placed
+    from chainrag.components.index.spacy_workers import start_fork_server as start
+
+    for run in runs:
+        index = run.recipe.index
+        if index is None or run.job.index is not None:  # a corpus index: no build a question
+            continue
+        width, _ = in_flight(run.recipe.llm, run.job.concurrency)
+        if placed((index.splitter, index.ner), width):
+            start()
+            return
+
+
 def run_group(
     runs: Sequence[PlannedRun],
     *,

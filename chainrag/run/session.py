@@ -37,6 +37,7 @@ from typing import TypeVar
 
 import attrs
 
+from chainrag.components.index.spacy_workers import start_workers
 from chainrag.context import StageContext
 from chainrag.core.context import ModelStore
 from chainrag.core.credentials import redact
@@ -177,6 +178,8 @@ def run_recipe(
     answer = with_state(answer_one, state) if state is not None else answer_one
     width = 1 if state is not None else concurrency  # a question reads the state before it
     models.threads = max(models.threads, width)
+    if recipe.index is not None and index is None:  # each question builds its own index
+        start_workers((recipe.index.splitter, recipe.index.ner), models)
     recorder = _Recorder(run, tally, len(examples), progress)
     interrupted, stopped = answer_pending(answer, pending(examples, records), width, recorder)
     return SessionResult(

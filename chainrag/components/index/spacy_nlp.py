@@ -102,7 +102,7 @@ def docs_of(
     (``processes`` there: :func:`pipe`). ``job`` is ``(model, keep, batch_size, processes,
     workers)``."""
     model, keep, batch_size, processes, workers = job
-    n = worker_processes(workers, ctx.models)
+    n = worker_processes(workers, ctx.models.threads)
     if n:
         return workers_for(ctx.models, n).map(extract, (model, keep, batch_size), texts)
     nlp = load_spacy(ctx, model, keep)

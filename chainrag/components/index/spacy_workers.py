@@ -22,9 +22,11 @@ from __future__ import annotations
 import math
 import multiprocessing
 import signal
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 from typing import Any, TypeVar
 
 import attrs
@@ -32,6 +34,7 @@ import attrs
 from chainrag.core.context import ModelStore
 from chainrag.core.device import cores
 from chainrag.core.errors import ChainragError
+from chainrag.protocols.parts import InProcesses
 
 R = TypeVar("R")
 
@@ -57,15 +60,21 @@ def loaded(model: str, keep: tuple[str, ...]) -> Any:
     return nlp
 
 
-def worker_processes(workers: int | None, models: ModelStore) -> int:
-    """How many worker processes a stage's ``workers`` field stands for: its value where set
-    (0: none, the work stays in this process), else (``null``) one a usable core when more
-    than one thread shares ``models`` and there is more than one core, at most one a thread."""
+def worker_processes(workers: int | None, threads: int) -> int:
+    """How many worker processes a stage's ``workers`` field stands for in a run of
+    ``threads`` questions at once: its value where set (0: none, the work stays in this
+    process), else (``null``) one a usable core when there is more than one thread and more
+    than one core, at most one a thread."""
     if workers is not None:
         return workers
-    if models.threads <= 1 or cores() <= 1:
+    if threads <= 1 or cores() <= 1:
         return 0
-    return min(cores(), models.threads)
+    return min(cores(), threads)
+
+
+PRELOAD = [__name__, "spacy"]
+"""What the workers' fork server imports once, before it forks each worker: spaCy's import (2 s,
+most of it torch's, which thinc imports) is then paid once a run, not once a worker."""
 
 
 def _pipeline(model: str, keep: tuple[str, ...]) -> Any:
@@ -103,7 +112,8 @@ class SpacyWorkers:
     def start(cls, processes: int) -> SpacyWorkers:
         """The processes, started now (not at the first call, so that their start-up overlaps
         the run's own)."""
-        pool = ProcessPoolExecutor(processes, multiprocessing.get_context("spawn"), _start)
+        start_fork_server()
+        pool = ProcessPoolExecutor(processes, multiprocessing.get_context("forkserver"), _start)
         for _ in range(processes):
             pool.submit(int)  # each submit while none is idle spawns one more process
         return cls(pool, processes)
@@ -141,3 +151,26 @@ class SpacyWorkers:
 def workers_for(models: ModelStore, processes: int) -> SpacyWorkers:
     """The run's ``processes`` spaCy worker processes, started at the first call."""
     return models.get(("spacy-workers", processes), lambda: SpacyWorkers.start(processes))
+
+
+def placed(stages: Iterable[object], threads: int) -> int:
+    """The worker processes the spaCy stages among ``stages`` (those that are
+    :class:`~chainrag.protocols.parts.InProcesses`) use in a run of ``threads`` at once."""
+    found = (worker_processes(s.workers, threads) for s in stages if isinstance(s, InProcesses))
+    return max(found, default=0)
+
+
+def start_fork_server() -> None:
+    """Start the workers' fork server now, importing :data:`PRELOAD` in its own process while
+    this one goes on: called as soon as a run is known to need workers, it has usually done so
+    by the first build."""
+    multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    forkserver.ensure_running()
+
+
+def start_workers(stages: Iterable[object], models: ModelStore) -> None:
+    """Start, in the background, the worker processes that the spaCy stages among ``stages``
+    will use with ``models``, so that their start-up overlaps what the run does before its first
+    build instead of delaying it (a build that needs them meanwhile waits for them)."""
+    if n := placed(stages, models.threads):
+        threading.Thread(target=workers_for, args=(models, n), daemon=True).start()

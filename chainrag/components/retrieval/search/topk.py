@@ -3,7 +3,9 @@ running top-k merges of tiles, the exact tiled top-k and the self-join by blocks
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,19 +58,29 @@ def top_k_lowest_index(sim: np.ndarray, k: int) -> np.ndarray:
     return chosen
 
 
+TORCH_FROM = 1 << 20
+"""Similarities in one top-k from which torch is imported for it (a corpus build's tiles); a
+question's graph (a few hundred sentences) stays with numpy unless torch is loaded already."""
+
+
 def top_k(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(values, indexes) of the k largest per row, largest first, in no order among equals.
 
-    Uses ``torch.topk`` on one thread when torch is installed (4× faster than a numpy
-    partition), else ``np.argpartition``. One thread, because ``sim`` has just come from a
+    Uses ``torch.topk`` on one thread (4× faster than a numpy partition) where torch is
+    imported already or ``sim`` holds at least :data:`TORCH_FROM` values, else
+    ``np.argpartition``: importing torch for a question's graph would cost a run whose encoders
+    are all remote 1.5 s of its GIL, in its first builds, to save a few milliseconds.
+    One thread, because ``sim`` has just come from a
     multi-threaded BLAS product whose worker threads keep spinning on the other cores for tens
     of milliseconds after it returns: torch's own workers would compete with them for the cores
     (on 2 cores the same top-k took 15 ms on two threads right after the product, 11 ms on one,
     6 ms on two once the BLAS threads were idle).
     """
-    try:
-        import torch
-    except ImportError:
+    torch = sys.modules.get("torch")
+    if torch is None and sim.size >= TORCH_FROM:
+        with contextlib.suppress(ImportError):
+            import torch
+    if torch is None:
         part = np.argpartition(sim, sim.shape[1] - k, axis=1)[:, -k:]
         values = np.take_along_axis(sim, part, axis=1)
         order = np.argsort(-values, axis=1)
