@@ -27,8 +27,11 @@ prints per store:
 and for each:
 
 * questions a minute (wall time of the whole process, start-up included);
-* CPU seconds a question: user + sys of the chainrag process (``os.wait4``), start-up included;
-* peak RSS;
+* CPU seconds a question: user + sys of the chainrag process (``os.wait4``) and of the processes
+  it leaves behind (spaCy's workers' fork server, waited for here as their subreaper: see
+  :class:`ProcessTree`), start-up included;
+* peak RSS: of the process and all its descendants together, polled every 0.1 s (at least the
+  process's own ``ru_maxrss``);
 * the latency-bound ideal: every remote call of each question in sequence — its LLM calls
   (its record's usage) × the stand-in's mean latency, its embedding and rerank requests (its
   record's encoder usage) × theirs — summed over the run ÷ the concurrency, but never less than
@@ -49,6 +52,7 @@ and for each:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
@@ -57,6 +61,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -174,6 +179,83 @@ def encoder_args(encoders: str, api_base: str) -> list[str]:
             "--set", f"retrieval.seed.reranker.api_base={json.dumps(api_base)}"]  # fmt: skip
 
 
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class ProcessTree:
+    """The processes of one ``chainrag run``: its peak resident memory summed over the process
+    and all its descendants (spaCy's workers, their fork server), read from ``/proc`` every
+    0.1 s; and the CPU of the descendants ``os.wait4`` of the run does not count. The spaCy
+    workers are children of a fork server that the run never waits for: this process is made
+    their subreaper, so the fork server, orphaned when the run ends, is waited for here and its
+    CPU (its own and its workers') counted with the run's."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak_mib, self._stop = pid, 0.0, threading.Event()
+        self.seen: set[int] = set()  # the run's descendants, as polled
+        self._poller = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> ProcessTree:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        self._poller.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._poller.join()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.1):
+            pages, below = 0, descendants(self.pid)
+            self.seen |= below
+            for pid in below | {self.pid}:
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    pages += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+            self.peak_mib = max(self.peak_mib, pages * PAGE / 2**20)
+
+    def orphans_cpu(self, timeout: float = 30.0) -> float:
+        """User + sys seconds of the run's descendants left to this process when it ended
+        (waited for here, each within ``timeout``)."""
+        total, deadline = 0.0, time.monotonic() + timeout
+        left = [c for c, p in parents().items() if p == os.getpid() and c in self.seen]
+        for pid in left:
+            while time.monotonic() < deadline:
+                done, _, usage = os.wait4(pid, os.WNOHANG)
+                if done:
+                    total += usage.ru_utime + usage.ru_stime
+                    break
+                time.sleep(0.05)
+        return total
+
+
+def parents() -> dict[int, int]:
+    """Each process's parent, from ``/proc``."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (entry / "stat").read_text()
+                found[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes below ``pid``."""
+    children: dict[int, list[int]] = {}
+    for child, parent in parents().items():
+        children.setdefault(parent, []).append(child)
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
 def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
             api_base: str, latency: Latencies, work: Path, store: str = "cold",
             encoders: str = "local") -> dict[str, Any]:  # fmt: skip
@@ -201,8 +283,10 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
     start = time.perf_counter()
     child = subprocess.Popen(args, env=env, cwd=work, stdout=subprocess.DEVNULL,
                              stderr=(work / "stderr.txt").open("w"))  # fmt: skip
-    _, status, usage = os.wait4(child.pid, 0)
+    with ProcessTree(child.pid) as tree:
+        _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime + tree.orphans_cpu()
     child.returncode = os.waitstatus_to_exitcode(status)
     answered = records(out)
     if not answered:
@@ -212,13 +296,13 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
     remote = [latency.remote_seconds(r) for r in answered]
     ideal = max(sum(remote) / concurrency, max(remote))
     embeds, reranks = zip(*(encoder_requests(r) for r in answered), strict=True)
-    cpu = usage.ru_utime + usage.ru_stime
     sampled = json.loads(stages.read_text()) if stages.is_file() else {}
     question_samples = sampled.get("question_samples", 0) or 1
     waits = {k: v / question_samples for k, v in sampled.get("waits", {}).items()}
     return {"questions": len(answered), "wall_s": wall, "cpu_s": cpu,
             "cpu_per_q": cpu / len(answered), "q_per_min": 60 * len(answered) / wall,
-            "peak_mib": usage.ru_maxrss / 1024, "calls_per_q": sum(calls) / len(answered),
+            "peak_mib": max(usage.ru_maxrss / 1024, tree.peak_mib),
+            "calls_per_q": sum(calls) / len(answered),
             "embed_requests_per_q": sum(embeds) / len(answered),
             "rerank_requests_per_q": sum(reranks) / len(answered),
             "ideal_s": ideal, "floor_s": cpu / CORES, "ratio": ideal / wall,
