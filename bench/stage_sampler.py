@@ -23,6 +23,7 @@ import threading
 from types import CodeType, FrameType
 
 STAGES = [  # (part of the frame's file, function or "", label): the innermost match wins
+    ("chainrag/components/index/spacy_workers.py", "", "spaCy workers"),
     ("chainrag/components/index/spacy_nlp.py", "SpacySentences.__call__", "split (spaCy)"),
     ("chainrag/components/index/spacy_nlp.py", "SpacyNER.__call__", "ner (spaCy)"),
     ("chainrag/components/index/spacy_nlp.py", "load", "model loading"),
@@ -53,7 +54,8 @@ STAGES = [  # (part of the frame's file, function or "", label): the innermost m
     ("<frozen importlib", "", "imports"),
 ]
 IDLE_FILES = ("socket.py", "ssl.py", "selectors.py", "threading.py", "queue.py",
-              "concurrent/futures/thread.py")  # a pool's worker waiting for work  # fmt: skip
+              "concurrent/futures/thread.py",  # a pool's worker waiting for work
+              "multiprocessing/connection.py")  # a reply from a worker process  # fmt: skip
 IDLE_FUNCS = {"wait", "sleep", "select", "poll", "recv_into", "readinto", "acquire", "accept",
               "_wait_for_tstate_lock", "join", "recv"}  # fmt: skip
 IDLE_LEAVES = {("chainrag/run/interrupts.py", "_work"): None,

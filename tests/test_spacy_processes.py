@@ -26,6 +26,9 @@ from chainrag.index.corpus.build import index_digest
 from chainrag.index.corpus.ray_engine import in_one_process
 from chainrag.recipes.overrides import load_changed, parse_all
 from chainrag.recipes.recipe import load_recipe
+from chainrag.run.jobs import in_task
+from chainrag.run.meta import RunIdentity
+from chainrag.run.plan import plan_grid
 
 from .conftest import ROOT
 
@@ -169,3 +172,17 @@ def test_a_script_without_a_main_guard_is_told_why_the_workers_stopped(tmp_path:
     assert done.returncode != 0
     assert "WorkersStoppedError: spaCy's worker processes stopped" in done.stderr
     assert 'if __name__ == "__main__":' in done.stderr
+
+
+def test_a_ray_task_keeps_spacy_in_its_own_process(tmp_path: Path) -> None:
+    """A Ray task holds the CPUs it asked for: its run starts no spaCy workers of its own."""
+    plan = plan_grid([ROOT / "recipes" / "chainrag" / "ansint.yaml"], ["musique"], out=tmp_path,
+                     limit=1, concurrency=8)  # fmt: skip
+    run = in_task(plan.runs[0])
+    index = run.recipe.index
+    assert index is not None
+    assert isinstance(index.ner, SpacyNER) and isinstance(index.splitter, SpacySentences)
+    assert (index.ner.workers, index.splitter.workers) == (0, 0)
+    assert RunIdentity.of(run.recipe, "musique", plan.runs[0].identity.dataset_file) == (
+        plan.runs[0].identity
+    )

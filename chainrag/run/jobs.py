@@ -326,7 +326,20 @@ def run_job(job: Job) -> JobResult:
                      concurrency=job.concurrency, cache_mode=job.cache_mode, index=job.index,
                      overrides=job.overrides, llm=job.llm)  # fmt: skip
     plan.check()
-    return run_group(plan.runs)[0]
+    return run_group([in_task(run) for run in plan.runs])[0]
+
+
+def in_task(run: PlannedRun) -> PlannedRun:
+    """``run`` with its spaCy stages in the task's own process: a Ray task holds the CPUs it
+    asked for, so worker processes of its own would oversubscribe them (placement fields: the
+    run's identity is the same)."""
+    from chainrag.index.corpus.ray_engine import in_one_process
+
+    if run.recipe.index is None:
+        return run
+    return attrs.evolve(
+        run, recipe=attrs.evolve(run.recipe, index=in_one_process(run.recipe.index))
+    )
 
 
 def run_grid_ray(jobs: Sequence[Job], cpus_per_job: float = 1.0) -> list[JobResult]:
