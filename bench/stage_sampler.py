@@ -55,7 +55,8 @@ STAGES = [  # (part of the frame's file, function or "", label): the innermost m
 ]
 IDLE_FILES = ("socket.py", "ssl.py", "selectors.py", "threading.py", "queue.py",
               "concurrent/futures/thread.py",  # a pool's worker waiting for work
-              "multiprocessing/connection.py")  # a reply from a worker process  # fmt: skip
+              "multiprocessing/connection.py",  # a reply from a worker process
+              "multiprocessing/forkserver.py")  # a worker forked by the fork server  # fmt: skip
 IDLE_FUNCS = {"wait", "sleep", "select", "poll", "recv_into", "readinto", "acquire", "accept",
               "_wait_for_tstate_lock", "join", "recv"}  # fmt: skip
 IDLE_LEAVES = {("chainrag/run/interrupts.py", "_work"): None,

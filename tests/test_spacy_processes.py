@@ -1,7 +1,8 @@
 """spaCy in worker processes (``processes`` and ``workers``, components/index/spacy_nlp.py):
 the same sentences and the same mentions as one process (on the shared 2Wiki corpus; a threaded
-run's workers called from many threads at once); ``null`` chooses by the job's size and by the
-run's threads; the fields change no digest; Ray's actors keep spaCy in their own process."""
+run's workers called from many threads at once); ``null`` chooses by the job's size, and by the
+run's threads, cores and embedder; the fields change no digest; Ray's actors and tasks keep
+spaCy in their own process."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ import pytest
 
 from chainrag.components.index import spacy_nlp, spacy_workers
 from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences, worker_count
-from chainrag.components.index.spacy_workers import SpacyWorkers, worker_processes, workers_for
+from chainrag.components.index.spacy_workers import (
+    SpacyWorkers,
+    run_placement,
+    worker_processes,
+    workers_for,
+)
 from chainrag.context import StageContext
 from chainrag.core.context import ModelStore
 from chainrag.core.errors import RecipeError
@@ -29,6 +35,7 @@ from chainrag.recipes.recipe import load_recipe
 from chainrag.run.jobs import in_task
 from chainrag.run.meta import RunIdentity
 from chainrag.run.plan import plan_grid
+from chainrag.run.session import spacy_placement
 
 from .conftest import ROOT
 
@@ -103,8 +110,8 @@ def test_run_workers_give_the_same_sentences_and_mentions_as_this_process() -> N
     mentions = SpacyNER(workers=0)(tuple(s.text for s in sentences), here)
     assert len(sentences) > 150 and sum(map(len, mentions)) > 100
 
-    there = StageContext(models=ModelStore(threads=8))
-    splitter, ner = SpacySentences(), SpacyNER()  # unset: workers for a threaded run
+    there = StageContext(models=ModelStore(spacy_workers=2))
+    splitter, ner = SpacySentences(), SpacyNER()  # unset: the workers the run placed
 
     def both(_: int) -> tuple[object, object]:
         found = splitter(passages, there)
@@ -135,17 +142,32 @@ def test_a_large_job_is_cut_into_one_piece_a_worker() -> None:
     assert workers.map(spacy_nlp.sentence_spans, (model, ("senter",), 2), []) == []
 
 
-def test_unset_workers_serve_only_a_threaded_run_on_several_cores(
+def test_a_run_places_workers_only_when_threaded_on_several_cores_with_a_remote_embedder(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(spacy_workers, "cores", lambda: 2)
-    assert worker_processes(None, 1) == 0  # one question at a time
-    assert worker_processes(None, 16) == 2  # one a core
-    assert worker_processes(None, 4) == 2
-    assert worker_processes(0, 16) == 0  # set: as set
-    assert worker_processes(3, 1) == 3
+    assert run_placement(1, remote_embedder=True) == 0  # one question at a time
+    assert run_placement(16, remote_embedder=True) == 2  # one a core
+    assert run_placement(16, remote_embedder=False) == 0  # the build is the embedder's CPU
+    monkeypatch.setattr(spacy_workers, "cores", lambda: 4)
+    assert run_placement(3, remote_embedder=True) == 3  # one a thread at most
     monkeypatch.setattr(spacy_workers, "cores", lambda: 1)
-    assert worker_processes(None, 16) == 0
+    assert run_placement(16, remote_embedder=True) == 0
+    assert worker_processes(None, 2) == 2  # unset: what the run placed
+    assert worker_processes(0, 2) == 0  # set: as set
+    assert worker_processes(3, 0) == 3
+
+
+def test_the_run_places_them_by_its_recipe_and_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spacy_workers, "cores", lambda: 2)
+    local = load_recipe(ROOT / "recipes" / "chainrag" / "ansint.yaml")
+    assert spacy_placement(local, 16) == 0
+    remote = load_changed(
+        ROOT / "recipes" / "chainrag" / "ansint.yaml",
+        parse_all(["index.embedder={kind: litellm, model: text-embedding-3-small}"]),
+    )
+    assert spacy_placement(remote, 16) == 2
+    assert spacy_placement(remote, 1) == 0
 
 
 def test_workers_is_a_placement_field_checked_when_the_recipe_loads() -> None:
@@ -177,7 +199,9 @@ def test_a_script_without_a_main_guard_is_told_why_the_workers_stopped(tmp_path:
 def test_a_ray_task_keeps_spacy_in_its_own_process(tmp_path: Path) -> None:
     """A Ray task holds the CPUs it asked for: its run starts no spaCy workers of its own."""
     plan = plan_grid([ROOT / "recipes" / "chainrag" / "ansint.yaml"], ["musique"], out=tmp_path,
-                     limit=1, concurrency=8)  # fmt: skip
+                     limit=1, concurrency=8,
+                     overrides=["index.embedder={kind: litellm, model: text-embedding-3-small}",
+                                "index.ner.workers=2"])  # fmt: skip
     run = in_task(plan.runs[0])
     index = run.recipe.index
     assert index is not None

@@ -35,11 +35,11 @@ class ModelStore:
     (pass it on with ``is None`` checks).
     """
 
-    def __init__(self, threads: int = 1) -> None:
-        self.threads = threads
-        """How many threads use the store at once: a run answering questions in threads
-        sets it (:func:`chainrag.run.session.run_recipe`), so that a stage can place its
-        work for them (spaCy in worker processes, :mod:`~chainrag.components.index.spacy_nlp`)."""
+    def __init__(self, spacy_workers: int = 0) -> None:
+        self.spacy_workers = spacy_workers
+        """The spaCy worker processes a run placed for the stages that leave theirs unset:
+        :func:`chainrag.run.session.spacy_placement` (0: none, spaCy stays in the process);
+        :mod:`~chainrag.components.index.spacy_workers`."""
         self._models: dict[Hashable, Any] = {}
         self._lock = threading.Lock()
         self._loading: dict[Hashable, threading.Lock] = {}

@@ -44,7 +44,7 @@ from chainrag.run.plan import PlannedRun, RunPlan, manifest_identity, other_inde
 from chainrag.run.plan import index_slug as index_slug  # re-exported
 from chainrag.run.plan import load_questions as load_questions  # re-exported
 from chainrag.run.plan import load_recipes as load_recipes  # re-exported
-from chainrag.run.session import STATE_FILE, SessionResult, Tally, run_recipe
+from chainrag.run.session import STATE_FILE, SessionResult, Tally, run_recipe, spacy_placement
 
 if TYPE_CHECKING:
     from chainrag.index.corpus.store import CorpusIndex
@@ -266,9 +266,9 @@ def in_flight(spec: LLMSpec, concurrency: int | None) -> tuple[int, int]:
 
 
 def start_fork_server(runs: Sequence[PlannedRun]) -> None:
-    """Start the spaCy workers' fork server now where one of ``runs`` will answer questions in
-    threads with spaCy in worker processes (:mod:`~chainrag.components.index.spacy_workers`),
-    so that it imports spaCy while this process checks the endpoints and opens the LLM."""
+    """Start the spaCy workers' fork server now where one of ``runs`` will have spaCy in
+    worker processes (:func:`~chainrag.run.session.spacy_placement`), so that it imports spaCy
+    while this process checks the endpoints and opens the LLM."""
     from chainrag.components.index.spacy_workers import placed
     from chainrag.components.index.spacy_workers import start_fork_server as start
 
@@ -277,7 +277,7 @@ def start_fork_server(runs: Sequence[PlannedRun]) -> None:
         if index is None or run.job.index is not None:  # a corpus index: no build a question
             continue
         width, _ = in_flight(run.recipe.llm, run.job.concurrency)
-        if placed((index.splitter, index.ner), width):
+        if placed((index.splitter, index.ner), spacy_placement(run.recipe, width)):
             start()
             return
 

@@ -37,13 +37,13 @@ from typing import TypeVar
 
 import attrs
 
-from chainrag.components.index.spacy_workers import start_workers
+from chainrag.components.index.spacy_workers import run_placement, start_workers
 from chainrag.context import StageContext
 from chainrag.core.context import ModelStore
 from chainrag.core.credentials import redact
 from chainrag.core.errors import ChainragError, Interrupted, RunStopError, signal_name
 from chainrag.core.types import QAExample
-from chainrag.index.build import IndexCache
+from chainrag.index.build import IndexCache, waits_on_network
 from chainrag.llm.stack import LimitedLLM
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.parts import RunState, Stateful
@@ -177,8 +177,9 @@ def run_recipe(
 
     answer = with_state(answer_one, state) if state is not None else answer_one
     width = 1 if state is not None else concurrency  # a question reads the state before it
-    models.threads = max(models.threads, width)
-    if recipe.index is not None and index is None:  # each question builds its own index
+    if index is None and (placed := spacy_placement(recipe, width)):
+        models.spacy_workers = placed
+        assert recipe.index is not None  # placed: each question builds its own index
         start_workers((recipe.index.splitter, recipe.index.ner), models)
     recorder = _Recorder(run, tally, len(examples), progress)
     interrupted, stopped = answer_pending(answer, pending(examples, records), width, recorder)
@@ -192,6 +193,15 @@ def run_recipe(
         stopped=stopped,
         bugs=tuple(tally.bugs),
     )
+
+
+def spacy_placement(recipe: Recipe, width: int) -> int:
+    """The spaCy worker processes a run of ``recipe`` with ``width`` questions in flight, each
+    building its own index, places for its spaCy stages
+    (:func:`~chainrag.components.index.spacy_workers.run_placement`)."""
+    if recipe.index is None or recipe.index.embedder is None:
+        return 0
+    return run_placement(width, waits_on_network(recipe.index.embedder))
 
 
 def tally_of(examples: Sequence[QAExample], records: Sequence[RunRecord]) -> Tally:

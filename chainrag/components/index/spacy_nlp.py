@@ -16,8 +16,9 @@ saves and can deadlock on a lock another thread holds) stay in this process.
 ``workers``: processes that live as long as the run, each holding the pipeline, that a call's
 texts are sent to (:mod:`~chainrag.components.index.spacy_workers`); where there are any,
 ``processes`` is not used. Unset (``null``, the default), a run answering questions in threads
-(``--concurrency`` > 1) gets one a usable core, so that spaCy's work leaves the run's
-interpreter and its GIL; a run of one question at a time and a corpus build get none. 0: none.
+(``--concurrency`` > 1) with a remote embedder gets one a usable core, so that spaCy's work
+leaves the run's interpreter and its GIL; a run with a local embedder (whose build is the
+embedder's CPU), a run of one question at a time and a corpus build get none. 0: none.
 Both are placement fields, like an encoder's ``device``: left out of digests and cache keys,
 and the sentences and mentions are the same wherever they are computed
 (tests/test_spacy_processes.py).
@@ -102,7 +103,7 @@ def docs_of(
     (``processes`` there: :func:`pipe`). ``job`` is ``(model, keep, batch_size, processes,
     workers)``."""
     model, keep, batch_size, processes, workers = job
-    n = worker_processes(workers, ctx.models.threads)
+    n = worker_processes(workers, ctx.models.spacy_workers)
     if n:
         return workers_for(ctx.models, n).map(extract, (model, keep, batch_size), texts)
     nlp = load_spacy(ctx, model, keep)

@@ -1,5 +1,5 @@
 """spaCy in worker processes that live as long as the run, for a run that answers questions
-in threads.
+in threads with its embedder remote.
 
 A threaded run (``--concurrency`` > 1) builds many small question indexes at once. spaCy
 holds the GIL while it splits and tags, so in one process its work and everything else the run
@@ -60,14 +60,21 @@ def loaded(model: str, keep: tuple[str, ...]) -> Any:
     return nlp
 
 
-def worker_processes(workers: int | None, threads: int) -> int:
-    """How many worker processes a stage's ``workers`` field stands for in a run of
-    ``threads`` questions at once: its value where set (0: none, the work stays in this
-    process), else (``null``) one a usable core when there is more than one thread and more
-    than one core, at most one a thread."""
-    if workers is not None:
-        return workers
-    if threads <= 1 or cores() <= 1:
+def worker_processes(workers: int | None, placed_by_run: int) -> int:
+    """How many worker processes a stage's ``workers`` field stands for: its value where set
+    (0: none, the work stays in this process), else (``null``) what the run placed
+    (``placed_by_run``: :func:`run_placement`)."""
+    return placed_by_run if workers is None else workers
+
+
+def run_placement(threads: int, remote_embedder: bool) -> int:
+    """The worker processes a run places for spaCy stages that leave theirs unset: one a
+    usable core (at most one a thread) where it answers questions in ``threads`` > 1 on more
+    than one core and its embedder is remote, else none. With a local embedder the build's CPU
+    is the embedder's, in this process, and workers bought nothing: 42.4 s against 42.1 s for
+    30 musique questions at 16 in flight, with 0.7 GiB more resident memory; with a remote one
+    the wall time fell from 31.0 to 28.2 s (docs/benchmarks.md §9)."""
+    if threads <= 1 or cores() <= 1 or not remote_embedder:
         return 0
     return min(cores(), threads)
 
@@ -153,10 +160,12 @@ def workers_for(models: ModelStore, processes: int) -> SpacyWorkers:
     return models.get(("spacy-workers", processes), lambda: SpacyWorkers.start(processes))
 
 
-def placed(stages: Iterable[object], threads: int) -> int:
+def placed(stages: Iterable[object], placed_by_run: int) -> int:
     """The worker processes the spaCy stages among ``stages`` (those that are
-    :class:`~chainrag.protocols.parts.InProcesses`) use in a run of ``threads`` at once."""
-    found = (worker_processes(s.workers, threads) for s in stages if isinstance(s, InProcesses))
+    :class:`~chainrag.protocols.parts.InProcesses`) use where the run placed
+    ``placed_by_run``."""
+    found = (worker_processes(s.workers, placed_by_run)
+             for s in stages if isinstance(s, InProcesses))  # fmt: skip
     return max(found, default=0)
 
 
@@ -172,5 +181,5 @@ def start_workers(stages: Iterable[object], models: ModelStore) -> None:
     """Start, in the background, the worker processes that the spaCy stages among ``stages``
     will use with ``models``, so that their start-up overlaps what the run does before its first
     build instead of delaying it (a build that needs them meanwhile waits for them)."""
-    if n := placed(stages, models.threads):
+    if n := placed(stages, models.spacy_workers):
         threading.Thread(target=workers_for, args=(models, n), daemon=True).start()
