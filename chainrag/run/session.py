@@ -177,22 +177,22 @@ def run_recipe(
 
     answer = with_state(answer_one, state) if state is not None else answer_one
     width = 1 if state is not None else concurrency  # a question reads the state before it
-    if index is None and (placed := spacy_placement(recipe, width)):
-        models.spacy_workers = placed
-        assert recipe.index is not None  # placed: each question builds its own index
-        start_workers((recipe.index.splitter, recipe.index.ner), models)
+    if index is None:  # each question builds its own index
+        place_spacy(recipe, width, models)
     recorder = _Recorder(run, tally, len(examples), progress)
     interrupted, stopped = answer_pending(answer, pending(examples, records), width, recorder)
-    return SessionResult(
-        answered=tally.n - skipped,
-        failed=tally.failed,
-        skipped=skipped,
-        torn_bytes=torn,
-        seconds=time.perf_counter() - started,
-        interrupted=interrupted,
-        stopped=stopped,
-        bugs=tuple(tally.bugs),
-    )
+    return SessionResult(answered=tally.n - skipped, failed=tally.failed, skipped=skipped,
+                         torn_bytes=torn, seconds=time.perf_counter() - started,
+                         interrupted=interrupted, stopped=stopped,
+                         bugs=tuple(tally.bugs))  # fmt: skip
+
+
+def place_spacy(recipe: Recipe, width: int, models: ModelStore) -> None:
+    """Tell ``models`` the spaCy workers a run of ``recipe`` at ``width`` places
+    (:func:`spacy_placement`) and start them in the background, if it places any."""
+    if recipe.index is not None and (placed := spacy_placement(recipe, width)):
+        models.spacy_workers = placed
+        start_workers((recipe.index.splitter, recipe.index.ner), models)
 
 
 def spacy_placement(recipe: Recipe, width: int) -> int:
