@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chainrag.core.errors import ServerDiedError, ServerError
+from chainrag.core.errors import LLMTimeoutError, LocalTimeoutError, ServerDiedError, ServerError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.types import LLMRequest, Message
 from chainrag.llm.backend import LiteLLMBackend, RetryPolicy, import_litellm
@@ -357,3 +357,36 @@ def test_the_first_death_restarts_the_server_and_asks_the_question_again(
     assert answer.text == "ready" and marker.exists()
     assert calls.bases == [first, server.api_base, server.api_base] and sleeps == []
     assert len(said) == 1 and "was killed by signal SIGSEGV" in said[0]
+
+
+@pytest.mark.parametrize("managed", [True, False])
+def test_a_managed_servers_timeout_is_not_asked_again(
+    managed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local server goes on generating a reply whose client timed out (llama-cpp-python's
+    does: a 1.5B model's 4,095-token OpenIE reply took it 23 minutes, and the retry then made
+    it again): a timed-out request to a server chainrag manages is final, with what to do. An
+    endpoint chainrag does not manage is asked again, as before."""
+    litellm, calls, sleeps = import_litellm(), [], []
+
+    def completion(**kwargs: object) -> object:
+        calls.append(kwargs["timeout"])
+        raise TimeoutError("read timed out")
+
+    monkeypatch.setattr(litellm, "completion", completion)
+    backend = LiteLLMBackend(api_base="http://127.0.0.1:9/v1", api_key="unused", timeout_s=600,
+                             retry=RetryPolicy(max_retries=3), free=True, sleep=sleeps.append,
+                             gone=(lambda: None) if managed else None)  # fmt: skip
+    with pytest.raises(LLMTimeoutError) as caught:
+        backend.complete(REQUEST)
+    if managed:
+        assert isinstance(caught.value, LocalTimeoutError) and not caught.value.retryable
+        assert calls == [600] and sleeps == []
+        assert str(caught.value).startswith(
+            "the local LLM server did not answer 'sub_answer' within llm.timeout_s 600 s; not "
+            "asked again, since the server goes on generating that reply (up to max_tokens 8)"
+        )
+        assert "--set llm.timeout_s=1200" in str(caught.value)
+    else:
+        assert not isinstance(caught.value, LocalTimeoutError)
+        assert len(calls) == 4 and len(sleeps) == 3

@@ -134,6 +134,14 @@ class LLMTimeoutError(LLMError):
     retryable = True
 
 
+class LocalTimeoutError(LLMTimeoutError):
+    """The managed local LLM server did not answer within the timeout. Not asked again: the
+    server goes on generating the abandoned reply before it takes another request, so a second
+    attempt would wait for that and then generate the same reply again."""
+
+    retryable = False
+
+
 class LLMConnectionError(LLMError):
     """The server could not be reached."""
 

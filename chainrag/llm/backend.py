@@ -32,6 +32,7 @@ from chainrag.core.errors import (
     LLMServerError,
     LLMTimeoutError,
     LLMUnsupportedError,
+    LocalTimeoutError,
     ServerDiedError,
 )
 from chainrag.core.types import LLMRequest, LLMResponse, Usage
@@ -132,7 +133,8 @@ class LiteLLMBackend:
         seed: Seed of the jitter's random numbers.
         gone: For a server chainrag manages: after a failed attempt, how its process ended
             (``was killed by signal SIGSEGV``), or None while it runs. A dead server gets no
-            retry: the attempt's error becomes a :class:`ServerDiedError` at once.
+            retry: the attempt's error becomes a :class:`ServerDiedError` at once. A timed-out
+            attempt there is not retried either (:class:`LocalTimeoutError`).
         pacer: Every attempt takes a turn of it (:mod:`chainrag.llm.pacing`: requests in
             flight, a minute's requests and tokens); a 429 that says ``Retry-After`` holds it,
             so that no request starts before then. None: no limit.
@@ -171,6 +173,13 @@ class LiteLLMBackend:
         if error.retryable and self.gone is not None and (death := self.gone()):
             return ServerDiedError(
                 f"the local LLM server {death}",
+                prompt_id=request.prompt_id,
+                model=request.model,
+                attempts=attempt + 1,
+            )
+        if self.gone is not None and isinstance(error, LLMTimeoutError):
+            return LocalTimeoutError(
+                local_timeout_words(request, self.timeout_s),
                 prompt_id=request.prompt_id,
                 model=request.model,
                 attempts=attempt + 1,
@@ -268,6 +277,16 @@ class LiteLLMBackend:
             return LLMRateLimitError(message, prompt_id=prompt_id, model=model, attempts=attempts,
                                      retry_after_s=retry_after(exc))  # fmt: skip
         return kind(message, prompt_id=prompt_id, model=model, attempts=attempts)
+
+
+def local_timeout_words(request: LLMRequest, timeout_s: float) -> str:
+    """Why a managed local server's timed-out request is not asked again, and what to do."""
+    limit = f"up to max_tokens {request.max_tokens}" if request.max_tokens else "to its end"
+    return (f"the local LLM server did not answer {request.prompt_id!r} within llm.timeout_s "
+            f"{timeout_s:g} s; not asked again, since the server goes on generating that reply "
+            f"({limit}) before it takes another request. Raise llm.timeout_s (--set "
+            f"llm.timeout_s={max(2 * timeout_s, 600):g}) or lower the reply's token limit; the "
+            "same command then asks the failed questions again")  # fmt: skip
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
