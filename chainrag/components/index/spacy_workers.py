@@ -9,10 +9,11 @@ busy (docs/benchmarks.md §9). ``nlp.pipe(n_process=...)`` does not serve here: 
 processes again at every call, which for a question's few hundred sentences costs more than
 it saves and, forked from a threaded process, can deadlock.
 
-A :class:`SpacyWorkers` is a pool of spawned processes, started with the run's first build,
-each holding the pipelines it was asked for, loaded once (the splitter's and the NER's); a call
-sends its texts to one of them whole (or cut into one piece a worker when it is large)
-and waits, its thread's GIL released meanwhile. What comes back is plain tuples (the sentences'
+A :class:`SpacyWorkers` is a pool of processes forked from a fork server that has imported
+spaCy (:data:`PRELOAD`), started as the run starts, each holding the pipelines it was asked
+for, loaded once (the splitter's and the NER's); a call sends its texts to one of them whole
+(or cut into one piece a worker when it is large) and waits, its thread's GIL released
+meanwhile. What comes back is plain tuples (the sentences'
 or the mentions' text and offsets), not spaCy ``Doc`` objects, so little crosses the pipe. The
 workers ignore SIGINT: the run's own interrupt handling stops them with the run.
 """
@@ -108,9 +109,10 @@ class WorkersStoppedError(ChainragError, RuntimeError):
 
 @attrs.frozen
 class SpacyWorkers:
-    """``processes`` spawned processes that each load a spaCy pipeline the first time a call
-    asks for it; :meth:`map` runs a function over the docs of some texts in them. One a run and
-    core count, in its model store (:func:`workers_for`); safe to call from many threads."""
+    """``processes`` processes, forked from the fork server, that each load a spaCy pipeline
+    the first time a call asks for it; :meth:`map` runs a function over the docs of some texts
+    in them. One a run and core count, in its model store (:func:`workers_for`); safe to call
+    from many threads."""
 
     pool: ProcessPoolExecutor
     processes: int
