@@ -256,6 +256,30 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def fill_store(args: list[str], env: dict[str, str], work: Path) -> None:
+    """The unmeasured run of a ``warm`` cell, which fills the stores the measured one reads."""
+    fill = [*args, "--out-dir", str(work / "fill")]
+    filled = subprocess.run(fill, env={**env, "BENCH_STAGES": str(work / "fill.json")},
+                            cwd=work, capture_output=True, text=True, check=False)  # fmt: skip
+    if filled.returncode != 0:
+        raise RuntimeError(f"the run that fills the store failed ({filled.returncode}) "
+                           f"in {work}:\n{filled.stderr[-2000:]}")  # fmt: skip
+
+
+def timed(args: list[str], env: dict[str, str], work: Path) -> tuple[float, float, float, int]:
+    """``args`` run in ``work``: its wall seconds, its process tree's CPU seconds and peak
+    MiB (:class:`ProcessTree`), and its exit code; its stderr in ``work/stderr.txt``."""
+    start = time.perf_counter()
+    child = subprocess.Popen(args, env=env, cwd=work, stdout=subprocess.DEVNULL,
+                             stderr=(work / "stderr.txt").open("w"))  # fmt: skip
+    with ProcessTree(child.pid) as tree:
+        _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime + tree.orphans_cpu()
+    peak = max(usage.ru_maxrss / 1024, tree.peak_mib)
+    return wall, cpu, peak, os.waitstatus_to_exitcode(status)
+
+
 def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
             api_base: str, latency: Latencies, work: Path, store: str = "cold",
             encoders: str = "local") -> dict[str, Any]:  # fmt: skip
@@ -272,26 +296,13 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
            "OPENAI_API_KEY": "stand-in", "BENCH_STAGES": str(stages),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
     if store == "warm":
-        fill = [*args, "--out-dir", str(work / "fill")]
-        filled = subprocess.run(fill, env={**env, "BENCH_STAGES": str(work / "fill.json")},
-                                cwd=work, capture_output=True, text=True, check=False)  # fmt: skip
-        if filled.returncode != 0:
-            raise RuntimeError(f"the run that fills the store failed ({filled.returncode}) "
-                               f"in {work}:\n{filled.stderr[-2000:]}")  # fmt: skip
+        fill_store(args, env, work)
         args += ["--cache-mode", "bypass"]
-    args += ["--out-dir", str(out)]
-    start = time.perf_counter()
-    child = subprocess.Popen(args, env=env, cwd=work, stdout=subprocess.DEVNULL,
-                             stderr=(work / "stderr.txt").open("w"))  # fmt: skip
-    with ProcessTree(child.pid) as tree:
-        _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    cpu = usage.ru_utime + usage.ru_stime + tree.orphans_cpu()
-    child.returncode = os.waitstatus_to_exitcode(status)
+    wall, cpu, peak, returncode = timed([*args, "--out-dir", str(out)], env, work)
     answered = records(out)
     if not answered:
         tail = (work / "stderr.txt").read_text()[-2000:]
-        raise RuntimeError(f"chainrag run failed ({child.returncode}) in {work}:\n{tail}")
+        raise RuntimeError(f"chainrag run failed ({returncode}) in {work}:\n{tail}")
     calls = [calls_of(r) for r in answered]
     remote = [latency.remote_seconds(r) for r in answered]
     ideal = max(sum(remote) / concurrency, max(remote))
@@ -301,13 +312,13 @@ def one_run(code: Path, recipe: str, dataset: str, limit: int, concurrency: int,
     waits = {k: v / question_samples for k, v in sampled.get("waits", {}).items()}
     return {"questions": len(answered), "wall_s": wall, "cpu_s": cpu,
             "cpu_per_q": cpu / len(answered), "q_per_min": 60 * len(answered) / wall,
-            "peak_mib": max(usage.ru_maxrss / 1024, tree.peak_mib),
+            "peak_mib": peak,
             "calls_per_q": sum(calls) / len(answered),
             "embed_requests_per_q": sum(embeds) / len(answered),
             "rerank_requests_per_q": sum(reranks) / len(answered),
             "ideal_s": ideal, "floor_s": cpu / CORES, "ratio": ideal / wall,
             "stages": sampled.get("cpu", {}), "waits": waits,
-            "errors": len(records(out, "errors.jsonl")), "exit": child.returncode}  # fmt: skip
+            "errors": len(records(out, "errors.jsonl")), "exit": returncode}  # fmt: skip
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -44,7 +44,14 @@ from chainrag.run.plan import PlannedRun, RunPlan, manifest_identity, other_inde
 from chainrag.run.plan import index_slug as index_slug  # re-exported
 from chainrag.run.plan import load_questions as load_questions  # re-exported
 from chainrag.run.plan import load_recipes as load_recipes  # re-exported
-from chainrag.run.session import STATE_FILE, SessionResult, Tally, run_recipe, spacy_placement
+from chainrag.run.session import (
+    STATE_FILE,
+    SessionResult,
+    Tally,
+    run_recipe,
+    spacy_placement,
+    spacy_stages,
+)
 
 if TYPE_CHECKING:
     from chainrag.index.corpus.store import CorpusIndex
@@ -273,11 +280,10 @@ def start_fork_server(runs: Sequence[PlannedRun]) -> None:
     from chainrag.components.index.spacy_workers import start_fork_server as start
 
     for run in runs:
-        index = run.recipe.index
-        if index is None or run.job.index is not None:  # a corpus index: no build a question
+        if run.job.index is not None:  # a corpus index: no build a question
             continue
         width, _ = in_flight(run.recipe.llm, run.job.concurrency)
-        if placed((index.splitter, index.ner), spacy_placement(run.recipe, width)):
+        if placed(spacy_stages(run.recipe), spacy_placement(run.recipe, width)):
             start()
             return
 

@@ -190,9 +190,14 @@ def run_recipe(
 def place_spacy(recipe: Recipe, width: int, models: ModelStore) -> None:
     """Tell ``models`` the spaCy workers a run of ``recipe`` at ``width`` places
     (:func:`spacy_placement`) and start them in the background, if it places any."""
-    if recipe.index is not None and (placed := spacy_placement(recipe, width)):
+    if placed := spacy_placement(recipe, width):
         models.spacy_workers = placed
-        start_workers((recipe.index.splitter, recipe.index.ner), models)
+        start_workers(spacy_stages(recipe), models)
+
+
+def spacy_stages(recipe: Recipe) -> tuple[object, ...]:
+    """The index stages of ``recipe`` that may run spaCy in worker processes."""
+    return () if recipe.index is None else (recipe.index.splitter, recipe.index.ner)
 
 
 def spacy_placement(recipe: Recipe, width: int) -> int:

@@ -13,13 +13,14 @@ A :class:`SpacyWorkers` is a pool of processes forked from a fork server that ha
 spaCy (:data:`PRELOAD`), started as the run starts, each holding the pipelines it was asked
 for, loaded once (the splitter's and the NER's); a call sends its texts to one of them whole
 (or cut into one piece a worker when it is large) and waits, its thread's GIL released
-meanwhile. What comes back is plain tuples (the sentences'
-or the mentions' text and offsets), not spaCy ``Doc`` objects, so little crosses the pipe. The
-workers ignore SIGINT: the run's own interrupt handling stops them with the run.
+meanwhile. What comes back is plain tuples (the sentences' or the mentions' text and offsets),
+not spaCy ``Doc`` objects, so little crosses the pipe. The workers ignore SIGINT: the run's own
+interrupt handling stops them with the run.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing
 import signal
@@ -38,10 +39,6 @@ from chainrag.core.errors import ChainragError
 from chainrag.protocols.parts import InProcesses
 
 R = TypeVar("R")
-
-_NLPS: dict[tuple[str, tuple[str, ...]], Any] = {}
-"""The pipelines of the worker process this module runs in, by model and pipes kept (filled by
-:func:`_pipeline`); unused in the run's own process."""
 
 
 def loaded(model: str, keep: tuple[str, ...]) -> Any:
@@ -85,10 +82,8 @@ PRELOAD = [__name__, "spacy"]
 most of it torch's, which thinc imports) is then paid once a run, not once a worker."""
 
 
-def _pipeline(model: str, keep: tuple[str, ...]) -> Any:
-    if (model, keep) not in _NLPS:
-        _NLPS[model, keep] = loaded(model, keep)
-    return _NLPS[model, keep]
+_pipeline = functools.cache(loaded)
+"""A worker's pipelines, each loaded at its first job (unused in the run's own process)."""
 
 
 def _start() -> None:
