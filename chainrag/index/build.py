@@ -16,11 +16,11 @@ while a remote embedder waits on the network, so another question builds meanwhi
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 import numpy as np
@@ -108,13 +108,29 @@ def waits_on_network(embedder: Embedder) -> bool:
     return any(isinstance(part, RemoteEncoder) for _, part in parts(embedder))
 
 
-def held(turns: threading.Semaphore | None) -> AbstractContextManager[object]:
-    """One of ``turns`` held for the block (nothing where there are none)."""
-    return turns if turns is not None else nullcontext()
+class Turn(Protocol):
+    """A run's CPU build turns as a build takes them: a semaphore, or
+    :class:`~chainrag.index.turns.Turns` (or its :meth:`~chainrag.index.turns.Turns.behind`)."""
+
+    def acquire(self, blocking: bool = True) -> bool: ...
+
+    def release(self) -> None: ...
 
 
 @contextmanager
-def given_back(turns: threading.Semaphore | None) -> Iterator[None]:
+def held(turns: Turn | None) -> Iterator[None]:
+    """One of ``turns`` held for the block (nothing where there are none)."""
+    if turns is not None:
+        turns.acquire()
+    try:
+        yield
+    finally:
+        if turns is not None:
+            turns.release()
+
+
+@contextmanager
+def given_back(turns: Turn | None) -> Iterator[None]:
     """The turn the caller holds given back for the block and taken again after it (behind the
     builds that took it meanwhile)."""
     if turns is None:
@@ -132,7 +148,7 @@ def _embed(
     texts: Sequence[str],
     ctx: Resources,
     cache: EmbeddingCache | None,
-    turns: threading.Semaphore | None,
+    turns: Turn | None,
 ) -> FloatArray:
     """The texts' vectors (from the store where it holds them); the caller's turn given back
     while a remote embedder waits on the network."""
@@ -176,7 +192,7 @@ def build_sentence_graph(
     ctx: Resources,
     embeddings: EmbeddingCache | None,
     annotations: AnnotationCache | None = None,
-    turns: threading.Semaphore | None = None,
+    turns: Turn | None = None,
 ) -> tuple[SentenceGraph, dict[str, float]]:
     """Build a :class:`SentenceGraph` from ``passages`` as ``spec`` says; seconds per stage.
     With the stores, a text they hold is not split, tagged or embedded again. The caller holds
@@ -217,7 +233,7 @@ def build_sentence_graph(
 
 def build_chunk_index(
     passages: Sequence[Passage], spec: IndexSpec, ctx: Resources,
-    embeddings: EmbeddingCache | None, turns: threading.Semaphore | None = None,
+    embeddings: EmbeddingCache | None, turns: Turn | None = None,
 ) -> tuple[ChunkIndex, dict[str, float]]:  # fmt: skip
     """Build a :class:`ChunkIndex` (chunk mode) from ``passages``; seconds per stage (the
     caller holds one of ``turns``, given back while a remote embedder waits)."""
@@ -234,7 +250,7 @@ def build_chunk_index(
 
 def build_index(
     passages: Sequence[Passage], spec: IndexSpec, ctx: Resources, cache: IndexCache | None = None,
-    turns: threading.Semaphore | None = None,
+    turns: Turn | None = None,
 ) -> tuple[Index, BuildReport]:  # fmt: skip
     """Load the index for ``passages`` from ``cache`` or build (and store) it, the build in one
     of ``turns`` (a run's CPU build turns), given back while a remote embedder waits on the

@@ -12,9 +12,8 @@ the calls, cache hits, tokens, latency and cost it took, per prompt id.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,8 +24,9 @@ from chainrag.core.device import cores
 from chainrag.core.errors import ChainragError
 from chainrag.core.types import Passage, Prediction, QAExample
 from chainrag.data.metrics import gold_items, qa_scores, retrieval_scores, title_retrieval_scores
-from chainrag.index.build import IndexCache, build_index
+from chainrag.index.build import IndexCache, Turn, build_index
 from chainrag.index.graph import SentenceGraph, units_of
+from chainrag.index.turns import Turns
 from chainrag.llm.stack import Ledger, MeteredLLM
 from chainrag.protocols.llm import LLM, UsageLedger
 from chainrag.protocols.units import Searchable
@@ -67,8 +67,9 @@ def check_runnable(recipe: Recipe) -> None:
         )
 
 
-BUILDS = threading.BoundedSemaphore(cores())
-"""Questions' indexes built at once in a process: one a core. A build is CPU work (spaCy holds
+BUILDS = Turns(cores())
+"""Questions' indexes built at once in a process: one a core, a question's own build before a
+build ahead of its question (:mod:`chainrag.run.ahead`). A build is CPU work (spaCy holds
 the GIL, the embedder a core): 64 questions in flight building at once thrash for the cores
 and the GIL, and none reaches its first LLM call before nearly all are built; in turns, the
 first questions' LLM calls wait on the network while later ones build (bench/api_throughput.py
@@ -82,18 +83,42 @@ def searchable_index(
     models: ModelStore,
     cache: IndexCache | None = None,
     encoders: EncoderLedger | None = None,
+    turns: Turn = BUILDS,
 ) -> Searchable:
     """The index of ``example``'s passages as the recipe's retrieval walks it (built in one of
-    the process's :data:`BUILDS`, given back while a remote embedder waits on the network); a
-    remote embedder counts its work in ``encoders``."""
+    ``turns``, the process's :data:`BUILDS`, given back while a remote embedder waits on the
+    network); a remote embedder counts its work in ``encoders``."""
     check_runnable(recipe)
     assert recipe.index is not None
     assert recipe.retrieval is not None
     ctx = StageContext(models=models, encoders=encoders)
-    index, _ = build_index(example.passages, recipe.index, ctx, cache, turns=BUILDS)
+    index, _ = build_index(example.passages, recipe.index, ctx, cache, turns=turns)
     if isinstance(index, SentenceGraph):
         return index.view(recipe.retrieval.edge_weights or None)
     return index
+
+
+@attrs.frozen
+class Built:
+    """A question's index built before the question started (:mod:`chainrag.run.ahead`): the
+    index, the remote encoders' work it took, and its wall seconds."""
+
+    index: Searchable
+    encoders: EncoderLedger
+    seconds: float
+
+
+def builder(
+    recipe: Recipe, models: ModelStore, cache: IndexCache | None
+) -> Callable[[QAExample, Turn], Built]:
+    """A question's index built as :func:`answer_and_score` builds it, in the turns given."""
+
+    def build(example: QAExample, turns: Turn) -> Built:
+        started, encoders = time.perf_counter(), EncoderLedger()
+        index = searchable_index(recipe, example, models, cache, encoders, turns)
+        return Built(index, encoders, time.perf_counter() - started)
+
+    return build
 
 
 def warm_up(
@@ -194,16 +219,19 @@ def answer_and_score(
     models: ModelStore,
     cache: IndexCache | None,
     shared: Searchable | None = None,
+    built: Built | None = None,
 ) -> RunRecord:
     """Answer ``example`` over ``shared`` (a corpus index), or over its own passages' index
-    (built or loaded), and score it."""
-    started = time.perf_counter()
-    encoders = EncoderLedger()
-    index = (shared if shared is not None
-             else searchable_index(recipe, example, models, cache, encoders))  # fmt: skip
+    (``built`` before the question started, else built or loaded now), and score it. Its
+    seconds count its index's build wherever it was built."""
+    started, before = time.perf_counter(), built.seconds if built is not None else 0.0
+    if built is None:
+        built = (Built(shared, EncoderLedger(), 0.0) if shared is not None
+                 else builder(recipe, models, cache)(example, BUILDS))  # fmt: skip
+    index, encoders = built.index, built.encoders
     prediction = answer_question(recipe, example, llm, models=models, index=index,
                                  encoders=encoders)  # fmt: skip
-    seconds = time.perf_counter() - started
+    seconds = before + time.perf_counter() - started
     return score(example, prediction, units_of(index), seconds, by_title=shared is not None)
 
 

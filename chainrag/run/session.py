@@ -41,6 +41,7 @@ from chainrag.components.index.spacy_workers import run_placement, start_workers
 from chainrag.context import StageContext
 from chainrag.core.context import ModelStore
 from chainrag.core.credentials import redact
+from chainrag.core.device import cores
 from chainrag.core.errors import ChainragError, Interrupted, RunStopError, signal_name
 from chainrag.core.types import QAExample
 from chainrag.index.build import IndexCache, waits_on_network
@@ -49,11 +50,12 @@ from chainrag.protocols.llm import LLM
 from chainrag.protocols.parts import RunState, Stateful
 from chainrag.protocols.units import Searchable
 from chainrag.recipes.recipe import Recipe
+from chainrag.run.ahead import BuildsAhead
 from chainrag.run.files import LineWriter, RunError, write_json
 from chainrag.run.folder import ERRORS, RunDir
 from chainrag.run.interrupts import QuestionPool, notice, signals_held
 from chainrag.run.meta import SessionEnd
-from chainrag.run.question import answer_and_score
+from chainrag.run.question import BUILDS, Built, answer_and_score, builder
 from chainrag.run.record import QuestionError, RunRecord, error_line, record_line
 
 T = TypeVar("T")
@@ -171,16 +173,20 @@ def run_recipe(
     tally = tally_of(examples, records)
     skipped = tally.n  # the examples with a line
     limited = LimitedLLM.at_most(llm, llm_slots) if llm_slots is not None else llm
-
-    def answer_one(example: QAExample) -> RunRecord:
-        return answer_and_score(recipe, example, limited, models, cache, index)
-
-    answer = with_state(answer_one, state) if state is not None else answer_one
     width = 1 if state is not None else concurrency  # a question reads the state before it
+    remaining = pending(examples, records)
     if index is None:  # each question builds its own index
         place_spacy(recipe, width, models)
+    ahead = builds_ahead(recipe, models, cache, remaining, width) if index is None else None
+
+    def answer_one(example: QAExample) -> RunRecord:
+        built = ahead.take(example) if ahead is not None else None
+        return answer_and_score(recipe, example, limited, models, cache, index, built)
+
+    answer = with_state(answer_one, state) if state is not None else answer_one
     recorder = _Recorder(run, tally, len(examples), progress)
-    interrupted, stopped = answer_pending(answer, pending(examples, records), width, recorder)
+    with ahead if ahead is not None else contextlib.nullcontext():  # stopped as the run ends
+        interrupted, stopped = answer_pending(answer, remaining, width, recorder)
     return SessionResult(answered=tally.n - skipped, failed=tally.failed, skipped=skipped,
                          torn_bytes=torn, seconds=time.perf_counter() - started,
                          interrupted=interrupted, stopped=stopped,
@@ -193,6 +199,29 @@ def place_spacy(recipe: Recipe, width: int, models: ModelStore) -> None:
     if placed := spacy_placement(recipe, width):
         models.spacy_workers = placed
         start_workers(spacy_stages(recipe), models)
+
+
+def builds_ahead(
+    recipe: Recipe,
+    models: ModelStore,
+    cache: IndexCache | None,
+    remaining: Sequence[QAExample],
+    width: int,
+) -> BuildsAhead[Built] | None:
+    """The builds ahead of their questions (:mod:`chainrag.run.ahead`) for a run of ``recipe``
+    answering ``remaining`` ``width`` at a time, each over its own index: where more questions
+    remain than are in flight, the LLM is not a local model (whose server needs the cores the
+    builds would take) and the embedder is remote. With a local one the builds' CPU is the
+    embedder's and bounds the run: building ahead bought nothing (docs/benchmarks.md §9). Up to
+    ``width`` indexes beyond the questions in flight, one thread a core."""
+    if width <= 1 or len(remaining) <= width or recipe.llm.kind == "local_gguf":
+        return None
+    if recipe.index is None or recipe.index.embedder is None:
+        return None
+    if not waits_on_network(recipe.index.embedder):
+        return None
+    return BuildsAhead(builder(recipe, models, cache), remaining, BUILDS, skip=width,
+                       depth=width, threads=cores())  # fmt: skip
 
 
 def spacy_stages(recipe: Recipe) -> tuple[object, ...]:
