@@ -210,3 +210,70 @@ def test_a_ray_task_keeps_spacy_in_its_own_process(tmp_path: Path) -> None:
     assert RunIdentity.of(run.recipe, "musique", plan.runs[0].identity.dataset_file) == (
         plan.runs[0].identity
     )
+
+
+PRELOADED = """
+import sys
+from chainrag.components.index import spacy_nlp, spacy_workers as sw
+
+
+def held():
+    return tuple(sw._pipeline.cache_info())
+
+
+if __name__ == "__main__":
+    stages = (spacy_nlp.SpacySentences(), spacy_nlp.SpacyNER())
+    sw.start_fork_server(sw.pipelines_of(stages))
+    workers = sw.SpacyWorkers.start(1)
+    _, misses, _, size = workers.pool.submit(held).result()
+    print(size, misses, "litellm" in sys.modules)
+"""
+
+
+@pytest.mark.slow
+def test_the_fork_server_loads_the_runs_pipelines_before_it_forks_a_worker(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "preloaded.py"
+    script.write_text(PRELOADED)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["2", "2", "False"]  # both loaded before any job asked
+
+
+EARLY = """
+import sys
+from chainrag.components.index import spacy_workers
+from chainrag.run import jobs
+started = []
+spacy_workers.start_fork_server = lambda pipelines=(): started.append(sorted(pipelines))
+recipe = sys.argv[1]
+jobs.start_fork_server_early([recipe], [], "openai/stand-in-embed", None, "openai/x", 16)
+jobs.start_fork_server_early([recipe], [], None, None, "openai/x", 16)  # MiniLM: in-process
+jobs.start_fork_server_early([recipe], [], "openai/stand-in-embed", None, "openai/x", 1)
+jobs.start_fork_server_early([recipe], ["index.ner.workers=0", "index.splitter.workers=0"],
+                             "openai/stand-in-embed", None, None, 16)
+jobs.start_fork_server_early(["no-such-recipe.yaml"], [], "openai/e", None, "openai/x", 16)
+print(started, "litellm" in sys.modules)
+"""
+
+
+def test_a_run_starts_the_fork_server_before_it_imports_litellm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a threaded run with a remote embedder on several cores starts it, read from its
+    recipe, --embedder and --llm without asking litellm (whose import is then still to come);
+    a recipe that does not load is left to the plan."""
+    script = tmp_path / "early.py"
+    script.write_text(EARLY)
+    recipe = ROOT / "recipes" / "chainrag" / "ansint.yaml"
+    done = subprocess.run([sys.executable, str(script), str(recipe)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    model = spacy_nlp.DEFAULT_MODEL
+    pipelines = [(model, ("senter",)), (model, ("tok2vec", "ner"))]
+    if len(os.sched_getaffinity(0)) > 1:
+        assert done.stdout.strip() == f"{[sorted(pipelines)]} False"
+    else:  # one core: no workers
+        assert done.stdout.strip() == "[] False"

@@ -174,15 +174,17 @@ def run(
     directory. Run the same command again to continue a stopped run: finished questions are
     kept, a torn last line is repaired, only the rest is run. With --dry-run, print the plan;
     with --estimate, what the runs would take."""
+    from chainrag.run.jobs import start_fork_server, start_fork_server_early
     from chainrag.run.plan import plan_grid
 
     out_dir = renamed("--out", "--out-dir", out, out_dir)
     check_run_options(cache_mode, engine, estimate, sample, yes)
+    if engine != "ray" and index is None and not (dry_run or estimate):  # before litellm
+        start_fork_server_early(recipes, set_ or [], embedder, reranker, llm, concurrency)
     plan = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
                      cache_mode=cache_mode, index=index, say=said,
                      overrides=with_api_base(with_encoders(set_, embedder, reranker), api_base),
                      llm=llm)  # fmt: skip
-    from chainrag.run.jobs import start_fork_server
     from chainrag.run.preflight import check_plan, plan_warnings
 
     if dry_run:
@@ -196,20 +198,25 @@ def run(
             typer.secho(line, fg="yellow", err=True)
         print_estimate(plan, sample, yes)
         return
-    if engine != "ray":
-        start_fork_server(plan.runs)  # spaCy's workers import it while the endpoints are checked
+    if engine != "ray":  # spaCy's workers import it while the endpoints are checked
+        start_fork_server((r.recipe for r in plan.runs if r.job.index is None), concurrency)
     checked = check_plan(plan)  # a missing key or a dead endpoint stops it before a question
     results = run_grid(plan, engine, ray_cpus, checked)
     if report:
-        from chainrag.report import find_runs, markdown
-
-        typer.echo("")
-        typer.echo(markdown(find_runs([r.folder for r in results])))
+        print_report(results)
     if bugs := bug_report(results):
         typer.secho(bugs, fg="red", err=True)
     if failed := sum(r.session.failed for r in results):
         raise fail(f"{failed} question(s) failed (see errors.jsonl in the run directories); "
                    "run the same command again to retry them")  # fmt: skip
+
+
+def print_report(results: list[JobResult]) -> None:
+    """The report of the runs just made, after a blank line."""
+    from chainrag.report import find_runs, markdown
+
+    typer.echo("")
+    typer.echo(markdown(find_runs([r.folder for r in results])))
 
 
 def print_dry_run(plan: RunPlan) -> None:

@@ -94,7 +94,7 @@ def overlays() -> dict[str, dict[str, Any]]:
     return found
 
 
-def llm_section(name: str) -> dict[str, Any]:
+def llm_section(name: str, ask_litellm: bool = True) -> dict[str, Any]:
     """The ``llm:`` section ``--llm NAME`` puts over a recipe, NAME tried in this order:
 
     1. a recipe file's path (``my-llm.yaml``): its ``llm:``;
@@ -104,7 +104,9 @@ def llm_section(name: str) -> dict[str, Any]:
        ``anthropic/...``, ``ollama/qwen2.5:7b``, ``hosted_vllm/NAME``): the overlay whose
        model it is, else :data:`LITELLM_DEFAULTS` with it.
 
-    A RecipeError names NAME and what was tried where it is none of them."""
+    A RecipeError names NAME and what was tried where it is none of them; with
+    ``ask_litellm`` false, litellm is not asked (nor imported: 3 s), and a NAME that is none of
+    1-3 is taken as its model string unchecked."""
     from chainrag.recipes.models import LOCAL_MODELS
     from chainrag.recipes.providers import unknown_model
 
@@ -120,7 +122,7 @@ def llm_section(name: str) -> dict[str, Any]:
     for section in known.values():
         if section.get("kind") == "litellm" and section.get("model") == name:
             return section
-    if reason := unknown_model(name):
+    if ask_litellm and (reason := unknown_model(name)):
         local = ", ".join(LOCAL_MODELS)
         raise RecipeError(
             "--llm",
@@ -131,14 +133,17 @@ def llm_section(name: str) -> dict[str, Any]:
 
 
 def apply(
-    data: Mapping[str, Any], overrides: Sequence[Override] = (), llm: str | None = None
+    data: Mapping[str, Any],
+    overrides: Sequence[Override] = (),
+    llm: str | None = None,
+    ask_litellm: bool = True,
 ) -> dict[str, Any]:
     """The resolved recipe ``data`` with ``--llm``'s section and then each ``--set`` merged
     over it. ``--llm`` replaces the ``llm:`` section whole, so that nothing of the recipe's own
     LLM (an ``api_base``, a local model's ``prompt_cache``) leaks into the new one."""
     out = dict(data)
     if llm is not None:
-        out["llm"] = llm_section(llm)
+        out["llm"] = llm_section(llm, ask_litellm)
     for override in overrides:
         out = merge(out, override.nested())
     return out
@@ -155,10 +160,12 @@ def load_changed(
     overrides: Sequence[Override] = (),
     llm: str | None = None,
     roots: Iterable[str | Path] = (),
+    ask_litellm: bool = True,
 ) -> Recipe:
     """A recipe file loaded with ``--llm`` and ``--set`` applied, typed and checked as the file
-    is (an error names the field; a ``--set`` value's own problem names the ``--set``)."""
-    return structure(apply(resolve(path, roots), overrides, llm), str(path))
+    is (an error names the field; a ``--set`` value's own problem names the ``--set``);
+    ``ask_litellm``: as :func:`llm_section`'s."""
+    return structure(apply(resolve(path, roots), overrides, llm, ask_litellm), str(path))
 
 
 def check_changed(
@@ -181,13 +188,14 @@ LOCAL_RERANKERS = {"none": {"kind": "none"}, "dense": {"kind": "dense"}}
 """``--reranker NAME`` for the rerankers that need no model folder."""
 
 
-def encoder_section(option: str, name: str) -> dict[str, Any]:
+def encoder_section(option: str, name: str, ask_litellm: bool = True) -> dict[str, Any]:
     """The component ``--embedder NAME`` or ``--reranker NAME`` (``option``) puts in the
     recipe, NAME tried in this order: a model folder on this machine (``flag_model``, or
     ``flag_reranker`` for a BGE reranker's folder); a model that ships (:data:`LOCAL_EMBEDDERS`,
     :data:`LOCAL_RERANKERS`); any model string litellm knows a provider for (the ``litellm``
     kind: ``text-embedding-3-small``, ``cohere/rerank-english-v3.0``, ``hosted_vllm/NAME``
-    with ``--set index.embedder.api_base=URL``). A RecipeError names what was tried."""
+    with ``--set index.embedder.api_base=URL``). A RecipeError names what was tried;
+    ``ask_litellm``: as :func:`llm_section`'s."""
     from chainrag.recipes.providers import unknown_model
 
     embedder = option == "--embedder"
@@ -197,14 +205,16 @@ def encoder_section(option: str, name: str) -> dict[str, Any]:
     local = LOCAL_EMBEDDERS if embedder else LOCAL_RERANKERS
     if name in local:
         return dict(local[name])
-    if reason := unknown_model(name):
+    if ask_litellm and (reason := unknown_model(name)):
         raise RecipeError(option, [Problem(f"{option} {name}", (
             f"not a model folder, a model that ships ({', '.join(local)}) or a model "
             f"litellm knows: {reason}"))])  # fmt: skip
     return {"kind": "litellm", "model": name}
 
 
-def encoder_changes(embedder: str | None, reranker: str | None) -> list[str]:
+def encoder_changes(
+    embedder: str | None, reranker: str | None, ask_litellm: bool = True
+) -> list[str]:
     """``--embedder`` and ``--reranker`` as the ``--set`` changes they make: the index's
     embedder (which the seed retriever, a dense reranker and a similarity judge share), and the
     seed retriever's reranker (ChainRAG's BGE-Reranker, before the k seeds)."""
@@ -212,8 +222,9 @@ def encoder_changes(embedder: str | None, reranker: str | None) -> list[str]:
 
     changes = []
     if embedder is not None:
-        changes.append(f"index.embedder={json.dumps(encoder_section('--embedder', embedder))}")
+        section = encoder_section("--embedder", embedder, ask_litellm)
+        changes.append(f"index.embedder={json.dumps(section)}")
     if reranker is not None:
-        section = encoder_section("--reranker", reranker)
+        section = encoder_section("--reranker", reranker, ask_litellm)
         changes.append(f"retrieval.seed.reranker={json.dumps(section)}")
     return changes

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 
 from chainrag.core.context import ModelStore
-from chainrag.core.errors import LLMUnavailableError
+from chainrag.core.errors import ChainragError, LLMUnavailableError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.types import QAExample
 from chainrag.data.datasets import dataset_path
@@ -272,20 +272,43 @@ def in_flight(spec: LLMSpec, concurrency: int | None) -> tuple[int, int]:
     return width, 1 if spec.kind == "local_gguf" else width
 
 
-def start_fork_server(runs: Sequence[PlannedRun]) -> None:
-    """Start the spaCy workers' fork server now where one of ``runs`` will have spaCy in
+def start_fork_server(recipes: Iterable[Recipe], concurrency: int | None) -> None:
+    """Start the spaCy workers' fork server now where a run of one of ``recipes`` at
+    ``concurrency`` (None: its LLM's), each question building its own index, will have spaCy in
     worker processes (:func:`~chainrag.run.session.spacy_placement`), so that it imports spaCy
-    while this process checks the endpoints and opens the LLM."""
-    from chainrag.components.index.spacy_workers import placed
+    and loads the recipe's pipelines while this process goes on (imports litellm, checks the
+    endpoints, opens the LLM)."""
+    from chainrag.components.index.spacy_workers import pipelines_of, placed
     from chainrag.components.index.spacy_workers import start_fork_server as start
 
-    for run in runs:
-        if run.job.index is not None:  # a corpus index: no build a question
-            continue
-        width, _ = in_flight(run.recipe.llm, run.job.concurrency)
-        if placed(spacy_stages(run.recipe), spacy_placement(run.recipe, width)):
-            start()
+    for recipe in recipes:
+        width, _ = in_flight(recipe.llm, concurrency)
+        if placed(spacy_stages(recipe), spacy_placement(recipe, width)):
+            start(pipelines_of(spacy_stages(recipe)))
             return
+
+
+def start_fork_server_early(
+    paths: Sequence[Path],
+    overrides: Sequence[str],
+    embedder: str | None,
+    reranker: str | None,
+    llm: str | None,
+    concurrency: int | None,
+) -> None:
+    """:func:`start_fork_server` before the run's plan is made, from its recipes read without
+    asking litellm about ``--llm``'s, ``--embedder``'s and ``--reranker``'s model strings
+    (:func:`~chainrag.recipes.overrides.llm_section`): litellm's import, the longest part of a
+    run's start (3 s on 2 cores), then overlaps spaCy's in the fork server. Recipes that do not
+    load so are left to the plan, which says why."""
+    from chainrag.recipes.overrides import encoder_changes, load_changed, parse_all
+
+    try:
+        changes = parse_all([*encoder_changes(embedder, reranker, ask_litellm=False), *overrides])
+        recipes = [load_changed(path, changes, llm, ask_litellm=False) for path in paths]
+    except ChainragError:
+        return
+    start_fork_server(recipes, concurrency)
 
 
 def run_group(

@@ -144,8 +144,13 @@ class SpacySentences:
         """spaCy's and the pipeline's versions (:func:`spacy_model_version`)."""
         return spacy_model_version(self.model)
 
+    @property
+    def pipeline(self) -> tuple[str, tuple[str, ...]]:
+        """The pipeline it runs: the model and the pipes kept."""
+        return self.model, ("senter",)
+
     def __call__(self, passages: Sequence[Passage], ctx: Resources) -> tuple[Sentence, ...]:
-        job = (self.model, ("senter",), self.batch_size, self.processes, self.workers)
+        job = (*self.pipeline, self.batch_size, self.processes, self.workers)
         spans = docs_of(ctx, sentence_spans, job, [p.text for p in passages])
         out: list[Sentence] = []
         for p_index, found in enumerate(spans):
@@ -176,9 +181,14 @@ class SpacyNER:
         """spaCy's and the pipeline's versions (:func:`spacy_model_version`)."""
         return spacy_model_version(self.model)
 
+    @property
+    def pipeline(self) -> tuple[str, tuple[str, ...]]:
+        """The pipeline it runs: the model and the pipes kept."""
+        return self.model, ("tok2vec", "ner")
+
     def __call__(self, texts: Sequence[str], ctx: Resources) -> tuple[tuple[Mention, ...], ...]:
         keep = set(self.labels)
-        job = (self.model, ("tok2vec", "ner"), self.batch_size, self.processes, self.workers)
+        job = (*self.pipeline, self.batch_size, self.processes, self.workers)
         return tuple(
             tuple(Mention(*e) for e in found if not keep or e[1] in keep)
             for found in docs_of(ctx, entity_spans, job, texts)

@@ -21,15 +21,17 @@ interrupt handling stops them with the run.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import multiprocessing
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
@@ -76,6 +78,18 @@ def run_placement(threads: int, remote_embedder: bool) -> int:
         return 0
     return min(cores(), threads)
 
+
+@runtime_checkable
+class SpacyPipeline(Protocol):
+    """A stage that runs one spaCy pipeline: its model and the pipes it keeps."""
+
+    @property
+    def pipeline(self) -> tuple[str, tuple[str, ...]]: ...
+
+
+PIPELINES_ENV = "CHAINRAG_SPACY_PIPELINES"
+"""The pipelines the fork server loads as it starts, as JSON (the server takes no argument but
+the modules it imports: :mod:`~chainrag.components.index.spacy_preload` reads this)."""
 
 PRELOAD = [__name__, "spacy"]
 """What the workers' fork server imports once, before it forks each worker: spaCy's import (2 s,
@@ -166,12 +180,24 @@ def placed(stages: Iterable[object], placed_by_run: int) -> int:
     return max(found, default=0)
 
 
-def start_fork_server() -> None:
+def start_fork_server(pipelines: Iterable[tuple[str, tuple[str, ...]]] = ()) -> None:
     """Start the workers' fork server now, importing :data:`PRELOAD` in its own process while
-    this one goes on: called as soon as a run is known to need workers, it has usually done so
-    by the first build."""
-    multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
-    forkserver.ensure_running()
+    this one goes on, and loading ``pipelines`` (model, pipes kept) there too, so that every
+    worker forked from it starts with them (shared, copy-on-write): called as soon as a run is
+    known to need workers, it has usually done so by the first build. Once started, it stays."""
+    wanted = sorted({(model, tuple(keep)) for model, keep in pipelines})
+    preload = [*PRELOAD, __name__.rsplit(".", 1)[0] + ".spacy_preload"] if wanted else PRELOAD
+    multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
+    os.environ[PIPELINES_ENV] = json.dumps(wanted)  # read by spacy_preload, in the server
+    try:
+        forkserver.ensure_running()
+    finally:
+        del os.environ[PIPELINES_ENV]
+
+
+def pipelines_of(stages: Iterable[object]) -> list[tuple[str, tuple[str, ...]]]:
+    """The spaCy pipelines (model, pipes kept) that ``stages`` run."""
+    return [s.pipeline for s in stages if isinstance(s, SpacyPipeline)]
 
 
 def start_workers(stages: Iterable[object], models: ModelStore) -> None:
