@@ -249,3 +249,31 @@ def test_a_remote_reranker_is_a_distillation_teacher() -> None:
     assert len(fake.reranked) == 2  # one search a question
     with pytest.raises(TrainingError, match="rerank model litellm knows"):
         choose_teacher("nonsense-provider/x", None, None)
+
+
+def test_vectors_travel_as_base64_from_an_openai_api_and_equal_the_numbers() -> None:
+    """``auto`` asks an OpenAI-style API for float32 bytes (litellm parses numbers into Python
+    lists: ten times the CPU); ``float`` asks for numbers; the vectors are the same."""
+    fake = FakeOpenAI([])
+    texts = ["bytes travel light", "numbers travel too"]
+    with serve(fake) as base:
+        as_bytes = remote(base)(texts[:1], StageContext())
+        as_numbers = remote(base, encoding_format="float")(texts[1:], StageContext())
+        remote(base).check_endpoint(call=True)
+    assert [b.get("encoding_format") for b in fake.embedded] == ["base64", "float"]
+    assert fake.probes[-1]["encoding_format"] == "base64"  # the check asks as the run will
+    want = HashedBagOfWords(dim=64)(texts, StageContext())
+    assert np.array_equal(np.concatenate([as_bytes, as_numbers]), want)
+    assert remote(base)._wire() == "base64"
+    assert LiteLLMEmbedder(model="cohere/embed-english-v3.0")._wire() is None  # its own API
+    assert LiteLLMEmbedder(model="text-embedding-3-small")._wire() == "base64"
+
+
+def test_a_server_that_refuses_the_encoding_is_told_to_take_float() -> None:
+    fake = FakeOpenAI([], numbers_only=True)
+    with serve(fake) as base:
+        with pytest.raises(LLMUnavailableError, match="encoding_format=float"):
+            remote(base).check_endpoint(call=True)
+        remote(base, encoding_format="float").check_endpoint(call=True)
+        vectors = remote(base, encoding_format="float")(["only numbers here"], StageContext())
+    assert vectors.shape == (1, 64) and fake.probes[-1]["encoding_format"] == "float"

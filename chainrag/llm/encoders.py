@@ -18,6 +18,7 @@ import base64
 import contextlib
 import random
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -40,6 +41,14 @@ from chainrag.llm.pacing import CHARS_PER_TOKEN, Limits, Pacer
 from chainrag.recipes.providers import missing_credentials, unknown_model
 
 T = TypeVar("T")
+
+warnings.filterwarnings(
+    "ignore",
+    message=r"Pydantic serializer warnings:\s+PydanticSerializationUnexpectedValue\(Expected "
+    r"`list\[float\]`",
+    category=UserWarning,
+)  # litellm's response type says a vector is numbers; asked for base64, it holds a string
+
 EncoderKind = Literal["embedding", "rerank"]
 
 
@@ -161,15 +170,19 @@ class EncoderBackend:
         *,
         dimensions: int | None = None,
         input_type: str | None = None,
+        encoding_format: str | None = None,
     ) -> Embedded:
         """The vectors of ``texts`` in one request (``input_type`` where the provider takes
-        one: Cohere's ``search_query``, Voyage's ``query``)."""
+        one: Cohere's ``search_query``, Voyage's ``query``; ``encoding_format`` where given:
+        ``base64``, float32 bytes, which a response may ignore and send numbers)."""
         litellm = import_litellm()
         kwargs = self._common(model) | {"input": list(texts)}
         if dimensions is not None:  # asked of any model: a served one may take it too
             kwargs |= {"dimensions": dimensions, "allowed_openai_params": ["dimensions"]}
         if input_type is not None:
             kwargs["input_type"] = input_type
+        if encoding_format is not None:
+            kwargs["encoding_format"] = encoding_format
         tokens = sum(-(-len(t) // CHARS_PER_TOKEN) for t in texts)
 
         def send() -> Embedded:
@@ -307,14 +320,21 @@ def encoder_backend(
                           pacer=Pacer(limits), first_refusal_stops=first_refusal_stops)  # fmt: skip
 
 
-def check_encoder(model: str, api_base: str | None, kind: EncoderKind, *, call: bool) -> None:
+def check_encoder(
+    model: str,
+    api_base: str | None,
+    kind: EncoderKind,
+    *,
+    call: bool,
+    encoding_format: str | None = None,
+) -> None:
     """The LLM's preflight for a remote encoder: litellm routes ``model`` and, for a provider's
     own endpoint, its credentials are set (no call; a server at ``api_base`` gets a dummy key
     where the environment has none, as a served LLM does), then, with ``call``, one smallest
-    request (one word embedded, or one document ranked), sent with no retry and counted in no
-    usage. A refused connection, a refused key or an unknown model is an
-    :class:`LLMUnavailableError` (the run stops, nothing recorded); a 429, a 5xx or a timeout
-    passes, as the LLM's probe does."""
+    request (one word embedded, in the ``encoding_format`` the run asks for, or one document
+    ranked), sent with no retry and counted in no usage. A refused connection, a refused key or
+    an unknown model is an :class:`LLMUnavailableError` (the run stops, nothing recorded); a
+    429, a 5xx or a timeout passes, as the LLM's probe does."""
     if reason := unknown_model(model):
         raise LLMUnavailableError(f"litellm cannot send requests for {model}: {reason}")
     if api_base is None and (missing := missing_credentials(model, None)):
@@ -328,11 +348,13 @@ def check_encoder(model: str, api_base: str | None, kind: EncoderKind, *, call: 
     backend = encoder_backend(model, api_base, Limits(), max_retries=0, first_refusal_stops=False)
     try:
         if kind == "embedding":
-            backend.embed(model, ["OK"])
+            backend.embed(model, ["OK"], encoding_format=encoding_format)
         else:
             backend.rerank(model, "OK", ["OK"])
     except (LLMConnectionError, LLMRequestError) as exc:
         what = "embed one word" if kind == "embedding" else "rank one document"
-        raise LLMUnavailableError(f"{model} did not {what}: {exc}") from exc
+        hint = (f" (asked for {encoding_format} vectors: a server that refuses them takes "
+                "index.embedder.encoding_format=float)" if encoding_format else "")  # fmt: skip
+        raise LLMUnavailableError(f"{model} did not {what}: {exc}{hint}") from exc
     except LLMError:
         return

@@ -30,7 +30,9 @@ its vector with the query's. Both have the key, rate, burst and latency modes (`
 in place of ``latency`` where given, and ``rerank_latency`` in place of that for a rerank, so an
 embedding server and a reranker can answer at their own pace) and their own script
 (``encoder_script``: ``ok`` or an HTTP status); their bodies are kept in ``embedded`` and
-``reranked``, and chainrag's encoder preflight (one input ``OK``) in ``probes``.
+``reranked``, and chainrag's encoder preflight (one input ``OK``) in ``probes``. With
+``numbers_only``, an embedding request that asks for base64 is refused (400), as a server that
+knows only numbers refuses it.
 
 Each request, with how it was answered, goes to ``log`` where one is set. As a process,
 ``chainrag standin`` (:mod:`chainrag.standin.process`): a user tests a set-up with it without
@@ -109,8 +111,10 @@ class FakeOpenAI:
         encoder_latency: Callable[[], float] | None = None,
         encoder_script: list[str] | None = None,
         rerank_latency: Callable[[], float] | None = None,
+        numbers_only: bool = False,
     ) -> None:
         self.script = list(script)
+        self.numbers_only = numbers_only
         self.encoder_latency = encoder_latency
         self.rerank_latency = rerank_latency
         self.encoder_script = list(encoder_script or ())
@@ -255,6 +259,14 @@ class _Handler(BaseHTTPRequestHandler):
             error = {"message": message, "type": "invalid_request_error",
                      "code": "invalid_api_key"}  # fmt: skip
             return self._send(401, json.dumps({"error": error})), "key refused"
+        if (
+            encoder == "embeddings"
+            and fake.numbers_only
+            and body.get("encoding_format") == "base64"
+        ):
+            error = {"message": "encoding_format: only 'float' is supported",
+                     "type": "invalid_request_error"}  # fmt: skip
+            return self._send(400, json.dumps({"error": error})), "base64 refused"
         if is_probe(body) or is_encoder_probe(encoder, body):
             fake.probes.append(body)
             return self._send(200, json.dumps(probe_body(encoder, body))), "probe"
