@@ -127,3 +127,42 @@ def test_a_resumed_plan_counts_what_is_done(tmp_path: Path, served: tuple[FakeOp
     assert str(more.runs[0].state) == "resumes: 2 of 3 answered, 1 to answer"
     same = plan_grid([first], ["musique"], out=out, limit=2)
     assert str(same.runs[0].state) == "complete: 2 of 2 answered, nothing to do"
+
+
+def test_the_llm_and_the_remote_encoders_are_checked_at_once_the_first_refusal_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each check waits on its endpoint; in turn a run's start waited for their sum. Each of
+    the three checks here returns only once all three are under way (else the barrier breaks),
+    and the error raised is the first one in order (the embedder's, not the reranker's)."""
+    import threading
+
+    from chainrag.components.index.remote_embedders import LiteLLMEmbedder
+    from chainrag.components.retrieval.remote_rerankers import LiteLLMReranker
+    from chainrag.core.errors import LLMUnavailableError
+    from chainrag.run import preflight
+    from chainrag.run.preflight import check_plan
+
+    path, _ = naive_recipe(tmp_path)
+    changes = ["index.embedder={kind: litellm, model: openai/e, dimensions: 8, api_base: "
+               "'http://127.0.0.1:9/v1'}", "retrieval.seed.reranker={kind: litellm, model: "
+               "cohere/r, api_base: 'http://127.0.0.1:9/v1'}"]  # fmt: skip
+    plan = plan_grid([path], ["musique"], out=tmp_path / "runs", limit=1, llm="openai/x",
+                     overrides=changes, cache_mode="bypass")  # fmt: skip
+    together = threading.Barrier(3, timeout=30)
+    checked: list[str] = []
+
+    def check(name: str, error: str = "") -> None:
+        together.wait()
+        checked.append(name)
+        if error:
+            raise LLMUnavailableError(error)
+
+    monkeypatch.setattr(preflight, "check_llm", lambda spec, call: check(spec.model))
+    for cls, error in ((LiteLLMEmbedder, "embedder refused"), (LiteLLMReranker, "reranker")):
+        monkeypatch.setattr(cls, "stored_before", lambda self: False)
+        monkeypatch.setattr(cls, "check_endpoint",
+                            lambda self, call, e=error, n=cls.__name__: check(n, e))  # fmt: skip
+    with pytest.raises(LLMUnavailableError, match="embedder refused"):
+        check_plan(plan)
+    assert sorted(checked) == ["LiteLLMEmbedder", "LiteLLMReranker", "openai/x"]

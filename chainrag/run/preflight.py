@@ -17,6 +17,9 @@ smallest request, unless the store holds values computed at its endpoint.
 
 from __future__ import annotations
 
+import functools
+from concurrent.futures import ThreadPoolExecutor
+
 from chainrag.core.errors import LLMUnavailableError
 from chainrag.core.parts import parts
 from chainrag.core.paths import llm_cache_path
@@ -53,18 +56,26 @@ def live_certain(spec: LLMSpec, cache_mode: str) -> bool:
 
 def check_plan(plan: RunPlan) -> frozenset[LLMSpec]:
     """Check every LLM of the runs with questions left whose first question will make a live
-    request (:func:`live_certain`); raise the first
-    :class:`~chainrag.core.errors.LLMUnavailableError`, else return the LLMs checked (the run
-    does not check them again)."""
+    request (:func:`live_certain`), and every remote encoder whose values the store lacks, all
+    at once (each check waits on its endpoint: in turn, a run's start waited for the sum); raise
+    the first :class:`~chainrag.core.errors.LLMUnavailableError` in that order, else return the
+    LLMs checked (the run does not check them again)."""
     left = tuple(r for r in plan.runs if r.state.kind in ("new", "resumes"))
-    checked = []
-    for spec, run in _specs(left).items():
-        if managed_prompt_cache(spec) is None and live_certain(spec, run.job.cache_mode):
-            check_llm(spec, call=True)
-            checked.append(spec)
-    for encoder in remote_encoders(left).values():
-        if not encoder.stored_before():
-            encoder.check_endpoint(call=True)
+    checked = [
+        spec
+        for spec, run in _specs(left).items()
+        if managed_prompt_cache(spec) is None and live_certain(spec, run.job.cache_mode)
+    ]
+    checks = [functools.partial(check_llm, spec, call=True) for spec in checked]
+    checks += [
+        functools.partial(encoder.check_endpoint, call=True)
+        for encoder in remote_encoders(left).values()
+        if not encoder.stored_before()
+    ]
+    with ThreadPoolExecutor(max(1, len(checks)), thread_name_prefix="check") as pool:
+        futures = [pool.submit(check) for check in checks]
+    for future in futures:
+        future.result()
     return frozenset(checked)
 
 
