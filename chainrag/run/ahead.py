@@ -7,13 +7,15 @@ replies. :class:`BuildsAhead` builds the indexes of the questions queued next in
 turns, at most ``depth`` beyond the questions started, each taking a build turn only while no
 question's own build waits for one (:meth:`~chainrag.index.turns.Turns.behind`):
 
-    ahead = BuildsAhead(build, examples, skip=16, depth=16, threads=2)
+    ahead = BuildsAhead(build, examples, BUILDS, skip=16, depth=16, threads=2)
     built = ahead.take(example)   # as its question starts: its build (waited for if under way),
                                   # or None where none has begun (the question builds its own)
     ahead.stop()                  # the ones not begun are not (as a with block ends, too)
 
-A build ahead is the same build as the question's own (same index, same remote requests,
-counted for the question): a question's record does not depend on where its index was built.
+A build ahead is the same build as the question's own (same index, its remote requests counted
+for the question): a question's record does not depend on where its index was built (what a
+build finds in the stores already depends, in any threaded run, on what other questions stored
+first).
 Layer: run.
 """
 
