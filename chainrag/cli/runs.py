@@ -174,12 +174,12 @@ def run(
     directory. Run the same command again to continue a stopped run: finished questions are
     kept, a torn last line is repaired, only the rest is run. With --dry-run, print the plan;
     with --estimate, what the runs would take."""
-    from chainrag.run.jobs import start_fork_server, start_fork_server_early
+    from chainrag.run.jobs import start_fork_server_early
     from chainrag.run.plan import plan_grid
 
     out_dir = renamed("--out", "--out-dir", out, out_dir)
     check_run_options(cache_mode, engine, estimate, sample, yes)
-    if engine != "ray" and index is None and not (dry_run or estimate):  # before litellm
+    if engine != "ray" and index is None and not (dry_run or estimate):  # before litellm's import
         start_fork_server_early(recipes, set_ or [], embedder, reranker, llm, concurrency)
     plan = plan_grid(recipes, dataset, out=out_dir, limit=limit, concurrency=concurrency,
                      cache_mode=cache_mode, index=index, say=said,
@@ -198,8 +198,6 @@ def run(
             typer.secho(line, fg="yellow", err=True)
         print_estimate(plan, sample, yes)
         return
-    if engine != "ray":  # spaCy's workers import it while the endpoints are checked
-        start_fork_server((r.recipe for r in plan.runs if r.job.index is None), concurrency)
     checked = check_plan(plan)  # a missing key or a dead endpoint stops it before a question
     results = run_grid(plan, engine, ray_cpus, checked)
     if report:

@@ -299,8 +299,9 @@ def start_fork_server_early(
     """:func:`start_fork_server` before the run's plan is made, from its recipes read without
     asking litellm about ``--llm``'s, ``--embedder``'s and ``--reranker``'s model strings
     (:func:`~chainrag.recipes.overrides.llm_section`): litellm's import, the longest part of a
-    run's start (3 s on 2 cores), then overlaps spaCy's in the fork server. Recipes that do not
-    load so are left to the plan, which says why."""
+    run's start (3 s on 2 cores), then overlaps spaCy's in the fork server. The run's only
+    start of it: the plan reads the same recipes asking litellm, so a plan that loads had them
+    load here too; recipes that do not load are left to the plan, which says why."""
     from chainrag.recipes.overrides import encoder_changes, load_changed, parse_all
 
     try:

@@ -224,14 +224,13 @@ def answer_and_score(
     """Answer ``example`` over ``shared`` (a corpus index), or over its own passages' index
     (``built`` before the question started, else built or loaded now), and score it. Its
     seconds count its index's build wherever it was built."""
-    started, before = time.perf_counter(), built.seconds if built is not None else 0.0
     if built is None:
         built = (Built(shared, EncoderLedger(), 0.0) if shared is not None
                  else builder(recipe, models, cache)(example, BUILDS))  # fmt: skip
-    index, encoders = built.index, built.encoders
+    started, index = time.perf_counter(), built.index
     prediction = answer_question(recipe, example, llm, models=models, index=index,
-                                 encoders=encoders)  # fmt: skip
-    seconds = before + time.perf_counter() - started
+                                 encoders=built.encoders)  # fmt: skip
+    seconds = built.seconds + time.perf_counter() - started
     return score(example, prediction, units_of(index), seconds, by_title=shared is not None)
 
 

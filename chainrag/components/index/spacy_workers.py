@@ -186,7 +186,7 @@ def start_fork_server(pipelines: Iterable[tuple[str, tuple[str, ...]]] = ()) -> 
     worker forked from it starts with them (shared, copy-on-write): called as soon as a run is
     known to need workers, it has usually done so by the first build. Once started, it stays."""
     wanted = sorted({(model, tuple(keep)) for model, keep in pipelines})
-    preload = [*PRELOAD, __name__.rsplit(".", 1)[0] + ".spacy_preload"] if wanted else PRELOAD
+    preload = [*PRELOAD, "chainrag.components.index.spacy_preload"] if wanted else PRELOAD
     multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
     os.environ[PIPELINES_ENV] = json.dumps(wanted)  # read by spacy_preload, in the server
     try:
