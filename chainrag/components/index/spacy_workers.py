@@ -21,16 +21,20 @@ interrupt handling stops them with the run.
 from __future__ import annotations
 
 import functools
+import importlib.abc
+import importlib.util
 import json
 import math
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
+from types import ModuleType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -43,12 +47,48 @@ from chainrag.protocols.parts import InProcesses
 R = TypeVar("R")
 
 
+class _NoTorchInThisThread(importlib.abc.MetaPathFinder):
+    """A finder that makes ``import torch`` fail in one thread (the one importing spaCy), and
+    only there: another thread's import of torch meanwhile goes on as always."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> None:
+        if fullname.partition(".")[0] == "torch" and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"torch hidden while spaCy is imported: {fullname}")
+
+
+def import_spacy() -> ModuleType:
+    """spaCy, imported without thinc's torch support where nothing can use it: torch not
+    imported yet in this process and ``spacy-transformers`` not installed.
+
+    thinc imports torch as it is imported (``thinc.compat``) for the pipelines whose models are
+    PyTorch's (spacy-transformers'); chainrag's pipelines (``en_core_web_sm``) are thinc's own
+    and never touch it. Without torch, importing spaCy and loading ``en_core_web_sm`` took 2.0
+    CPU seconds and 167 MiB instead of 3.5 and 347 MiB (2-core AMD EPYC), in each process that
+    does (the run's, the workers' fork server): a run whose encoders are remote now imports
+    torch nowhere. torch can still be imported later (a local embedder); thinc goes on without
+    it, which changes nothing for a thinc pipeline (tests/test_spacy_processes.py)."""
+    if "spacy" in sys.modules:
+        return sys.modules["spacy"]
+    if "torch" in sys.modules or importlib.util.find_spec("spacy_transformers") is not None:
+        import spacy
+
+        return spacy
+    hide = _NoTorchInThisThread()
+    sys.meta_path.insert(0, hide)
+    try:
+        import spacy
+    finally:
+        sys.meta_path.remove(hide)
+    return spacy
+
+
 def loaded(model: str, keep: tuple[str, ...]) -> Any:
     """The spaCy pipeline ``model`` with only the pipes in ``keep`` enabled (``senter`` added
     as a rule-based ``sentencizer`` where the model has none)."""
-    import spacy
-
-    nlp = spacy.load(model)
+    nlp = import_spacy().load(model)
     for name in list(nlp.pipe_names) + list(nlp.disabled):
         if name not in keep:
             nlp.remove_pipe(name)
@@ -91,9 +131,9 @@ PIPELINES_ENV = "CHAINRAG_SPACY_PIPELINES"
 """The pipelines the fork server loads as it starts, as JSON (the server takes no argument but
 the modules it imports: :mod:`~chainrag.components.index.spacy_preload` reads this)."""
 
-PRELOAD = [__name__, "spacy"]
-"""What the workers' fork server imports once, before it forks each worker: spaCy's import (2 s,
-most of it torch's, which thinc imports) is then paid once a run, not once a worker."""
+PRELOAD = [__name__, "chainrag.components.index.spacy_preload"]
+"""What the workers' fork server imports once, before it forks each worker: spaCy
+(:func:`import_spacy`) and the run's pipelines, paid once a run, not once a worker."""
 
 
 _pipeline = functools.cache(loaded)
@@ -102,7 +142,7 @@ _pipeline = functools.cache(loaded)
 
 def _start() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import spacy  # noqa: F401 - the slow part of a worker's start-up, done before its first job
+    import_spacy()  # the slow part of a worker's start-up, done before its first job
 
 
 def _run(
@@ -186,8 +226,7 @@ def start_fork_server(pipelines: Iterable[tuple[str, tuple[str, ...]]] = ()) -> 
     worker forked from it starts with them (shared, copy-on-write): called as soon as a run is
     known to need workers, it has usually done so by the first build. Once started, it stays."""
     wanted = sorted({(model, tuple(keep)) for model, keep in pipelines})
-    preload = [*PRELOAD, "chainrag.components.index.spacy_preload"] if wanted else PRELOAD
-    multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
     os.environ[PIPELINES_ENV] = json.dumps(wanted)  # read by spacy_preload, in the server
     try:
         forkserver.ensure_running()
