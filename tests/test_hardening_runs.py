@@ -251,6 +251,7 @@ def test_a_crash_is_told_apart_from_a_refused_input(
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(cli, "app", crash)
+    monkeypatch.setattr(cli, "long_lived", lambda: None)  # this process goes on
     with pytest.raises(SystemExit) as stopped:
         cli.entry()
     assert stopped.value.code == cli.INTERNAL_ERROR == 70
@@ -261,6 +262,36 @@ def test_a_crash_is_told_apart_from_a_refused_input(
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert refused.returncode == 1 and "FAIL" in refused.stderr
+
+
+def test_the_command_leaves_what_is_alive_at_its_end_to_the_os(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whether it ends, stops or crashes, ``chainrag`` freezes the heap first
+    (core/heap.py): the interpreter's last collection then walks none of it."""
+    import gc
+
+    from chainrag.cli import main as cli
+
+    def crash() -> None:
+        raise ZeroDivisionError("division by zero")
+
+    def stop() -> None:
+        raise SystemExit(2)
+
+    try:
+        for command, code in ((lambda: None, None), (stop, 2), (crash, cli.INTERNAL_ERROR)):
+            gc.unfreeze()
+            monkeypatch.setattr(cli, "app", command)
+            if code is None:
+                cli.entry()
+            else:
+                with pytest.raises(SystemExit) as stopped:
+                    cli.entry()
+                assert stopped.value.code == code
+            assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
 
 
 def _cli_entry() -> list[str]:

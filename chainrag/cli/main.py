@@ -46,6 +46,7 @@ from chainrag.cli.runs import ask, recurring, report, run
 from chainrag.cli.standin import standin
 from chainrag.cli.train import train_app
 from chainrag.cli.view import view
+from chainrag.core.heap import long_lived
 from chainrag.recipes.describe import catalogue, catalogue_data, entry_lines
 from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.recipes.validation import notes, validate_paths
@@ -267,7 +268,8 @@ problem named), 2 (a command line click could not parse) and 128 + N (stopped by
 
 def entry() -> None:
     """The ``chainrag`` command: :data:`app`, with an unexpected exception reported as a bug
-    and a deprecation as one ``note:`` line."""
+    and a deprecation as one ``note:`` line; what is alive when it ends is left to the OS, not
+    walked by the interpreter's last garbage collection (:func:`~chainrag.core.heap.long_lived`)."""
     show_notes()
     try:
         app()
@@ -281,3 +283,5 @@ def entry() -> None:
             fg="red", err=True,
         )  # fmt: skip
         sys.exit(INTERNAL_ERROR)
+    finally:
+        long_lived()

@@ -30,6 +30,7 @@ from chainrag.cli.common import (
     with_encoders,
 )
 from chainrag.core.errors import signal_name
+from chainrag.core.heap import long_lived
 from chainrag.data.datasets import dataset_slug as dataset_slug  # the run folder of a dataset
 from chainrag.recipes.recipe import load_recipe
 
@@ -199,6 +200,7 @@ def run(
         print_estimate(plan, sample, yes)
         return
     checked = check_plan(plan)  # a missing key or a dead endpoint stops it before a question
+    long_lived()  # start-up's objects (imports, the plan) kept out of the run's collections
     results = run_grid(plan, engine, ray_cpus, checked)
     if report:
         print_report(results)
