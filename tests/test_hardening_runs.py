@@ -246,12 +246,14 @@ def test_a_crash_is_told_apart_from_a_refused_input(
 ) -> None:
     """Both used to exit 1: a refused input still does, a bug exits 70 and says so."""
     import chainrag.cli.main as cli
+    from chainrag.core import heap
 
     def crash() -> None:
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(cli, "app", crash)
     monkeypatch.setattr(cli, "long_lived", lambda: None)  # this process goes on
+    monkeypatch.setattr(heap, "_command", False)  # entry() marks it: put back after the test
     with pytest.raises(SystemExit) as stopped:
         cli.entry()
     assert stopped.value.code == cli.INTERNAL_ERROR == 70
@@ -268,10 +270,12 @@ def test_the_command_leaves_what_is_alive_at_its_end_to_the_os(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Whether it ends, stops or crashes, ``chainrag`` freezes the heap first
-    (core/heap.py): the interpreter's last collection then walks none of it."""
+    (core/heap.py): the interpreter's last collection then walks none of it. A process that
+    calls chainrag's functions and goes on keeps its collector as it was."""
     import gc
 
     from chainrag.cli import main as cli
+    from chainrag.core import heap
 
     def crash() -> None:
         raise ZeroDivisionError("division by zero")
@@ -279,6 +283,10 @@ def test_the_command_leaves_what_is_alive_at_its_end_to_the_os(
     def stop() -> None:
         raise SystemExit(2)
 
+    gc.unfreeze()
+    heap.long_lived()
+    assert gc.get_freeze_count() == 0  # not the command's process: nothing frozen
+    monkeypatch.setattr(heap, "_command", False)  # put back after the test
     try:
         for command, code in ((lambda: None, None), (stop, 2), (crash, cli.INTERNAL_ERROR)):
             gc.unfreeze()

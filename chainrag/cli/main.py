@@ -46,7 +46,7 @@ from chainrag.cli.runs import ask, recurring, report, run
 from chainrag.cli.standin import standin
 from chainrag.cli.train import train_app
 from chainrag.cli.view import view
-from chainrag.core.heap import long_lived
+from chainrag.core.heap import command_started, long_lived
 from chainrag.recipes.describe import catalogue, catalogue_data, entry_lines
 from chainrag.recipes.recipe import Recipe, dump_recipe
 from chainrag.recipes.validation import notes, validate_paths
@@ -270,6 +270,7 @@ def entry() -> None:
     """The ``chainrag`` command: :data:`app`, with an unexpected exception reported as a bug
     and a deprecation as one ``note:`` line; what is alive when it ends is left to the OS, not
     walked by the interpreter's last garbage collection (:func:`~chainrag.core.heap.long_lived`)."""
+    command_started()
     show_notes()
     try:
         app()

@@ -1,4 +1,4 @@
-"""The cyclic garbage collector kept off what lives as long as the process.
+"""The cyclic garbage collector kept off what lives as long as the ``chainrag`` command.
 
 A full collection walks every container object alive. After a command's start-up that is
 mostly what its imports made — litellm's, openai's and pydantic's modules, classes and
@@ -8,17 +8,30 @@ CPU after a 30-question run with its encoders remote, docs/benchmarks.md §9).
 
 :func:`long_lived` moves every object alive now into the collector's permanent generation
 (``gc.freeze``): later collections, the last one included, walk only what came after. Objects
-are still freed when nothing refers to them; only cyclic garbage among the frozen ones is left
-until the process ends, so it is called where what is alive is what the rest of the process
-needs (a run's checked plan) or where nothing is left to do (the command's end: its records are
-written and synced before, never left to a finaliser).
+are still freed when nothing refers to them; cyclic garbage among the frozen ones is kept until
+the process ends. So it acts only in the ``chainrag`` command's own process
+(:func:`command_started`, called by its entry point), never in one that calls chainrag's
+functions and goes on (a notebook, the tests), and only where what is alive is what the rest of
+the process needs (a run's checked plan) or where nothing is left to do (the command's end: its
+records are written and synced before, never left to a finaliser).
 """
 
 from __future__ import annotations
 
 import gc
 
+_command = False
+"""Whether this process is the ``chainrag`` command (:func:`command_started`)."""
+
+
+def command_started() -> None:
+    """Mark this process as the ``chainrag`` command's: its heap ends with the command."""
+    global _command
+    _command = True
+
 
 def long_lived() -> None:
-    """Every object alive now out of the garbage collector's reach (``gc.freeze``)."""
-    gc.freeze()
+    """In the ``chainrag`` command's process, every object alive now out of the garbage
+    collector's reach (``gc.freeze``); elsewhere nothing."""
+    if _command:
+        gc.freeze()
