@@ -227,6 +227,34 @@ def test_layers_are_read_by_rows_not_whole(tmp_path: Path) -> None:
     assert sorted(cols.tolist()) == sorted(expected.indices.tolist()) and vals.size == cols.size
 
 
+def test_a_remote_embedder_gets_each_batch_as_it_is_split(tmp_path: Path) -> None:
+    """With an embedder that waits on the network, the split stage sends each batch's sentences
+    to it as they are written: the embed stage then finds every vector in the store and makes
+    no request, and the index is the one the same vectors made locally (hashed_bow)."""
+    import attrs
+
+    from chainrag.components.index.remote_embedders import LiteLLMEmbedder
+    from chainrag.standin.server import FakeOpenAI, serve
+
+    _, local = recipe(tmp_path)
+    source = corpus_file(tmp_path)
+    build(source, local, tmp_path / "local")
+    fake = FakeOpenAI([])
+    at_embed: list[int] = []
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "embed" and not at_embed:
+            at_embed.append(len(fake.embedded))
+
+    with serve(fake) as base:
+        embedder = LiteLLMEmbedder(model="openai/standin-embed", api_base=base, dimensions=64)
+        remote = attrs.evolve(local, embedder=embedder)
+        build(source, remote, tmp_path / "remote", progress=progress)
+    assert len(fake.embedded) >= 5  # one request or more a split batch of 8 passages
+    assert at_embed == [len(fake.embedded)]  # all of them before the embed stage began
+    assert_same_index(tmp_path / "local", tmp_path / "remote")
+
+
 def test_run_answers_a_dataset_over_a_prebuilt_corpus_index(tmp_path: Path) -> None:
     """``chainrag run --index DIR``: every question over one shared index, retrieval scored
     against the gold passages' titles, the index recorded in run.json."""

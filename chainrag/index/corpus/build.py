@@ -7,9 +7,13 @@ Stages, each recorded in the folder's SQLite ``progress`` table in the same tran
 rows (so a batch is either wholly there or not at all):
 
 1. ``split``: passages are read ``batch_passages`` at a time (fixed boundaries in the stream),
-   split into sentences and run through NER; passages, sentences and mentions are written.
+   split into sentences and run through NER; passages, sentences and mentions are written. With
+   an embedder that waits on the network (a remote one), each batch's sentences are sent to it
+   as soon as they are written, in a thread of their own (:func:`embedded_ahead`): its vectors
+   go into its store while spaCy tags the next batches.
 2. ``embed``: sentences ``batch_sentences`` at a time (fixed boundaries) into the memory-mapped
-   ``embeddings.npy``; the rows are flushed before the batch is recorded as done.
+   ``embeddings.npy`` (a remote embedder's from its store, where they were sent ahead); the rows
+   are flushed before the batch is recorded as done.
 3. ``key_entities``: the recipe's key-entity scorer over every sentence's entities.
 4. ``edges.NAME``: each edge layer, written as it is finished.
 
@@ -28,10 +32,13 @@ spread them over a cluster.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -41,7 +48,7 @@ from numpy.lib.format import open_memmap
 
 from chainrag.core.device import resolved_devices
 from chainrag.core.types import Chunk, GraphInputs, Passage, ScoredEntity, Sentence
-from chainrag.index.build import IndexBuildError, digest, entity_name
+from chainrag.index.build import IndexBuildError, digest, entity_name, waits_on_network
 from chainrag.index.corpus.source import read_passages
 from chainrag.index.corpus.store import (
     EMBEDDINGS,
@@ -263,19 +270,74 @@ def _split_stage(
             digests.append(key)
             yield batch
 
-    results = engine.map(encode_passages, spec, payloads())
-    for number, (passages, rows, mentions) in enumerate(results, done + 1):
-        db.execute("BEGIN")
-        db.execute("INSERT INTO batches VALUES (?, ?)", (number, digests[number - done - 1]))
-        db.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", passages)
-        db.executemany("INSERT INTO sentences VALUES (?, ?, ?, ?, ?, ?)",
-                       [(sid + r[0], *r[1:]) for r in rows])  # fmt: skip
-        db.executemany("INSERT INTO mentions VALUES (?, ?)", [(sid + s, n) for s, n in mentions])
-        _record(db, "split", number)
-        db.execute("COMMIT")
-        sid += len(rows)
-        if progress:
-            progress("split", number * size, 0)
+    with embedded_ahead(spec, engine) as send_ahead:
+        results = engine.map(encode_passages, spec, payloads())
+        for number, (passages, rows, mentions) in enumerate(results, done + 1):
+            _write_split(db, number, digests[number - done - 1], sid, passages, rows, mentions)
+            send_ahead([r[-1] for r in rows])
+            sid += len(rows)
+            if progress:
+                progress("split", number * size, 0)
+
+
+def _write_split(
+    db: sqlite3.Connection, number: int, key: str, sid: int, passages: list[tuple[Any, ...]],
+    rows: list[tuple[Any, ...]], mentions: list[tuple[int, str]],
+) -> None:  # fmt: skip
+    """One split batch's rows and its progress, in one transaction."""
+    db.execute("BEGIN")
+    db.execute("INSERT INTO batches VALUES (?, ?)", (number, key))
+    db.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", passages)
+    db.executemany("INSERT INTO sentences VALUES (?, ?, ?, ?, ?, ?)",
+                   [(sid + r[0], *r[1:]) for r in rows])  # fmt: skip
+    db.executemany("INSERT INTO mentions VALUES (?, ?)", [(sid + s, n) for s, n in mentions])
+    _record(db, "split", number)
+    db.execute("COMMIT")
+
+
+AHEAD_BATCHES = 4
+"""Split batches whose sentences may wait for the embedder at once (:func:`embedded_ahead`)."""
+
+
+def _embed_ahead(ctx: Resources, spec: IndexSpec, texts: list[str]) -> None:
+    """``texts`` embedded for their store, the vectors dropped; a failure is left to the embed
+    stage, which asks for the same texts again and stops on it where it belongs."""
+    with contextlib.suppress(Exception):  # the embed stage raises it, with its own progress
+        embed_texts(ctx, spec, texts)
+
+
+@contextlib.contextmanager
+def embedded_ahead(spec: IndexSpec, engine: Engine) -> Iterator[Callable[[list[str]], None]]:
+    """A function that sends a split batch's sentence texts to the embedder in a thread of its
+    own, where the embedder waits on the network (:func:`~chainrag.index.build.waits_on_network`)
+    and the build runs in this process (:class:`LocalEngine`): a remote embedder keeps its
+    vectors in its text store, so the embed stage then finds them there and makes no request,
+    and its network time overlaps spaCy's CPU time instead of following it. Elsewhere it does
+    nothing (a local embedder would take the cores from spaCy; a Ray build embeds in its
+    workers). At most :data:`AHEAD_BATCHES` batches wait to be sent (the split waits for room),
+    so the texts held stay few and the embed stage starts soon after the split ends. Leaving the
+    block waits for what was sent, or, on an error or an interrupt, cancels what has not
+    started."""
+    embedder = spec.embedder
+    if not isinstance(engine, LocalEngine) or embedder is None or not waits_on_network(embedder):
+        yield lambda texts: None
+        return
+    pool = ThreadPoolExecutor(1, thread_name_prefix="embed-ahead")
+    room = threading.BoundedSemaphore(AHEAD_BATCHES)
+
+    def send(texts: list[str]) -> None:
+        if texts:
+            room.acquire()  # the split waits while the embedder is that far behind
+            pool.submit(_embed_ahead, engine.ctx, spec, texts).add_done_callback(
+                lambda _: room.release()
+            )
+
+    try:
+        yield send
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 # --------------------------------------------------------------------------- 2. embeddings
