@@ -330,3 +330,18 @@ def test_spacy_is_imported_without_torch_and_tags_the_same(tmp_path: Path) -> No
     assert (torch_before, torch_with) == ("False", "True")
     assert rest == "['torch'] hidden 1.0"
     assert rest_with == "['torch'] imported 1.0"  # torch imported already: nothing to find
+    at_once = subprocess.run([sys.executable, "-c", AT_ONCE], capture_output=True, text=True,
+                             timeout=300, cwd=ROOT)  # fmt: skip
+    assert at_once.returncode == 0, at_once.stderr[-2000:]
+    assert at_once.stdout.split() == ["4", "False"]  # each thread got the whole module
+
+
+AT_ONCE = """
+import sys, threading
+from chainrag.components.index import spacy_workers as sw
+got = []
+threads = [threading.Thread(target=lambda: got.append(sw.import_spacy().load)) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(len(got), "torch" in sys.modules)
+"""

@@ -70,10 +70,9 @@ def import_spacy() -> ModuleType:
     does (the run's, the workers' fork server): a run whose encoders are remote now imports
     torch nowhere. torch can still be imported later (a local embedder); thinc goes on without
     it, which changes nothing for a thinc pipeline (tests/test_spacy_processes.py)."""
-    if "spacy" in sys.modules:
-        return sys.modules["spacy"]
-    if "torch" in sys.modules or importlib.util.find_spec("spacy_transformers") is not None:
-        import spacy
+    decided = "thinc.compat" in sys.modules or "torch" in sys.modules  # a spaCy import began
+    if decided or importlib.util.find_spec("spacy_transformers") is not None:
+        import spacy  # waits for another thread's import of it to end, as any import does
 
         return spacy
     hide = _NoTorchInThisThread()
