@@ -27,12 +27,17 @@ minute's bucket of ``tokens_per_minute`` (the pacer lets a minute's tokens go at
 
 ``--check-processes``: the mentions (and sentences) of every variant's index compared with the
 first one's, row for row: spaCy in worker processes must find what one process finds.
+
+``--baseline REV``: each variant also built by the code of commit REV (``git archive``, its own
+bench script as the worker), the two sides alternating, ``--repeat`` times each: a change's
+figures beside the code before it, in one run (rows labelled ``old`` and ``new``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -48,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from api_throughput import standin  # noqa: E402
+from api_throughput import export, standin  # noqa: E402
 from helpers import note, status_mib  # noqa: E402
 
 MILLION = 1_000_000
@@ -108,9 +113,12 @@ def changes(text: str) -> list[str]:
     return [c for c in out if c]
 
 
-def run(name: str, sets: list[str], args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+def run(name: str, sets: list[str], args: argparse.Namespace, folder: Path,
+        script: Path = Path(__file__)) -> dict[str, Any]:  # fmt: skip
+    """One variant built by ``script``'s worker (this checkout's, or a baseline's) in a fresh
+    process, into ``folder``/``name`` with a cache of its own."""
     out = folder / name
-    command = [sys.executable, __file__, "--worker", str(out), args.recipe,
+    command = [sys.executable, str(script), "--worker", str(out), args.recipe,
                json.dumps(sets), json.dumps(args.sources)]  # fmt: skip
     note(f"{name}: building {out} ({', '.join(sets) or 'the recipe as it is'})")
     env = {**os.environ, "CHAINRAG_CACHE": str(folder / f"{name}-cache"),  # a remote's store
@@ -144,9 +152,10 @@ def table(rows: list[dict[str, Any]], graph_1m: float) -> str:
     ]
     for r in rows:
         scale = MILLION / r["sentences"]
+        name = f"{r['variant']} ({r['side']})" if "side" in r else r["variant"]
         encoders = (r["split_stage_s"] + r["embed_s"]) * scale / 60
         lines.append(
-            f"| {r['variant']} | {r['sentences']:,} | {r['split_s']:.1f} | {r['ner_s']:.1f} | "
+            f"| {name} | {r['sentences']:,} | {r['split_s']:.1f} | {r['ner_s']:.1f} | "
             f"{r['embed_s']:.1f} | {r['graph_s']:.1f} | {r['total_s']:.1f} | "
             f"{r['peak_mib']:,.0f} | {encoders:,.1f} | {encoders + graph_1m / 60:,.1f} |"
         )
@@ -175,6 +184,13 @@ def main() -> None:
     parser.add_argument(
         "--standin-rate", default="", help="the stand-in's rate limit, N:WINDOW (none by default)"
     )
+    parser.add_argument(
+        "--baseline",
+        default="",
+        metavar="REV",
+        help="also build each variant with commit REV's code, alternating",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="builds a variant and side")
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -196,13 +212,28 @@ def main() -> None:
         built([v.replace("{standin}", api_base) for v in variants], args, folder, rows)
 
 
+def sides(args: argparse.Namespace, folder: Path) -> list[tuple[str, Path]]:
+    """The code sides to build with: this checkout's worker, and ``--baseline``'s before it."""
+    this = ("new", Path(__file__))
+    if not args.baseline:
+        return [this]
+    old = export(args.baseline, folder / "baseline")
+    return [("old", old / "bench" / "index_build.py"), this]
+
+
 def built(resolved: list[str], args: argparse.Namespace, folder: Path,
           rows: list[dict[str, Any]]) -> None:  # fmt: skip
-    """Each variant built in turn (``resolved``: with the stand-in's URL), the table printed."""
+    """Each variant built in turn (``resolved``: with the stand-in's URL), by each code side
+    alternately, ``--repeat`` times; the table printed."""
     try:
-        for variant in resolved:
+        labelled = len(code := sides(args, folder)) > 1 or args.repeat > 1
+        for number, variant, (side, script) in itertools.product(
+            range(args.repeat), resolved, code
+        ):
             name, _, sets = variant.partition("=")
-            rows.append(run(name, changes(sets), args, folder))
+            where = f"{name}-{side}-{number}" if labelled else name
+            row = run(where, changes(sets), args, folder, script) | {"variant": name}
+            rows.append(row | ({"side": side, "repeat": number} if labelled else {}))
             print(table(rows[-1:], args.graph_1m_s), file=sys.stderr, flush=True)
         print(table(rows, args.graph_1m_s))
         if args.check_processes:
