@@ -16,6 +16,7 @@ import pytest
 from chainrag.core.types import LLMRequest
 from chainrag.data.datasets import load_dataset
 from chainrag.llm.fake import ScriptedLLM
+from chainrag.recipes.recipe import Recipe
 from chainrag.run.files import RunError, read_lines
 from chainrag.run.folder import RunDir
 from chainrag.run.session import run_recipe
@@ -340,27 +341,41 @@ def test_a_run_folder_reads_back_whatever_the_environment_holds(
     start(tmp_path, path, recipe)  # resumes: the stored recipe is this recipe
 
 
-def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) -> None:
-    """The mode the local server ran in is in run.json (and each session's), and resuming a run
-    whose answers came from another mode, which would mix two experiments' answers, is refused
-    (another recipe says so first; a run made before the mode was recorded, with prefix reuse,
-    says this); an LLM chainrag does not start has none."""
-    import attrs
-
-    from chainrag.data.datasets import dataset_path
+def _local_naive() -> tuple[Path, Recipe]:
+    """The shipped NaiveRAG recipe, whose LLM is the managed local server."""
     from chainrag.recipes.recipe import load_recipe
-    from chainrag.run.jobs import RunOptions, run_into
 
     from .conftest import ROOT
 
     path = ROOT / "recipes" / "baselines" / "naive.yaml"
     recipe = load_recipe(path)
     assert recipe.llm.kind == "local_gguf" and recipe.llm.api_base is None
+    return path, recipe
+
+
+def _with_llm(recipe: Recipe, **changes: object) -> Recipe:
+    import attrs
+
+    return attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, **changes))
+
+
+def _run_into(recipe: Recipe, path: Path, folder: Path) -> None:
+    from chainrag.run.jobs import RunOptions, run_into
+
+    run_into(recipe, path, folder, "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
+
+
+def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) -> None:
+    """The mode the local server ran in is in run.json (and each session's), and resuming a run
+    whose answers came from another mode, which would mix two experiments' answers, is refused
+    (another recipe says so first; a run made before the mode was recorded, with prefix reuse,
+    says this)."""
+    from chainrag.data.datasets import dataset_path
+
+    path, recipe = _local_naive()
     for mode in ("fresh", "reuse", "aligned"):
-        mine = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache=mode))
-        folder = tmp_path / mode
-        run_into(mine, path, folder, "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
-        assert json.loads((folder / "run.json").read_text())["models"]["llm"][
+        _run_into(_with_llm(recipe, prompt_cache=mode), path, tmp_path / mode)
+        assert json.loads((tmp_path / mode / "run.json").read_text())["models"]["llm"][
             "prompt_cache"] == mode  # fmt: skip
     file, _ = dataset_path("2wiki")
     with pytest.raises(RunError, match="another recipe"):
@@ -372,21 +387,28 @@ def test_run_json_records_the_managed_servers_prompt_cache_mode(tmp_path: Path) 
         old.start(recipe, path, "2wiki", file, prompt_cache="fresh")
     with pytest.raises(RunError, match="prompt_cache 'fresh'; this run's is 'reuse'"):
         RunDir(tmp_path / "fresh").start(recipe, path, "2wiki", file, prompt_cache="reuse")
-    aligned = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, prompt_cache="aligned"))
+    aligned = _with_llm(recipe, prompt_cache="aligned")
     with pytest.raises(RunError, match="prompt_cache 'aligned'; this run's is 'reuse'"):
         RunDir(tmp_path / "aligned").start(aligned, path, "2wiki", file, prompt_cache="reuse")
-    remote = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, kind="litellm", model="gpt-4o-mini"))
-    run_into(remote, path, tmp_path / "remote", "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
+
+
+def test_an_llm_chainrag_does_not_start_records_no_prompt_cache_mode(tmp_path: Path) -> None:
+    """A remote LLM has no mode; a local model's server at an api_base (no part of the digest)
+    and the managed one are told apart by how they evaluate prompts."""
+    from chainrag.data.datasets import dataset_path
+
+    path, recipe = _local_naive()
+    file, _ = dataset_path("2wiki")
+    _run_into(_with_llm(recipe, kind="litellm", model="gpt-4o-mini"), path, tmp_path / "remote")
     assert "prompt_cache" not in json.loads((tmp_path / "remote" / "run.json").read_text())[
         "models"]["llm"]  # fmt: skip
-    # api_base is no part of the digest: a local model's server there and the managed one
-    # are told apart by how they evaluate prompts
-    served = attrs.evolve(recipe, llm=attrs.evolve(recipe.llm, api_base="http://127.0.0.1:1/v1"))
-    run_into(served, path, tmp_path / "served", "2wiki", [], ScriptedLLM({}), RunOptions(slots=1))
+    served = _with_llm(recipe, api_base="http://127.0.0.1:1/v1")
+    _run_into(served, path, tmp_path / "served")
     with pytest.raises(RunError, match=r"from the server at http://127\.0\.0\.1:1/v1, which "
                        r"evaluates prompts its own way; this run's are from the managed server "
                        r"in 'aligned'"):  # fmt: skip
         RunDir(tmp_path / "served").start(recipe, path, "2wiki", file, prompt_cache="aligned")
+    _run_into(_with_llm(recipe, prompt_cache="aligned"), path, tmp_path / "aligned")
     with pytest.raises(
         RunError,
         match=r"from the managed local server in 'aligned'; this run's "
