@@ -157,3 +157,33 @@ def test_check_names_a_figure_edited_on_the_page(
 def test_check_without_a_claims_file_says_how_to_make_it(tmp_path: Path) -> None:
     done = CliRunner().invoke(app, ["claims", "--check", "--out", str(tmp_path / "none.json")])
     assert done.exit_code == 1 and "no claims file (make it with chainrag claims)" in done.output
+
+
+def test_usage_past_some_prompts_counts_the_others_a_question() -> None:
+    """``usage_on(..., leaving_out=P)`` counts every request but those of the prompts named
+    P...; with nothing left out, the run's own totals."""
+    from chainrag.claims.figures import answered, requests_on, usage_on
+    from chainrag.run.reading import load_run
+
+    folder = ROOT / "docs" / "runs" / "musique" / "ansint"
+    ids = answered(folder)
+    records = load_run(folder).records
+    rewrites = sum(u.calls + u.cache_hits for r in records
+                   for p, u in r.trace.usage_by_prompt if p == "rewrite")  # fmt: skip
+    assert rewrites > 0
+    whole = usage_on(folder, ids)
+    assert whole["requests"] == requests_on(folder, ids)
+    past = usage_on(folder, ids, leaving_out="rewrite")["requests"]
+    assert past == pytest.approx(whole["requests"] - rewrites / len(ids), abs=1e-3)
+
+
+def test_distinct_passages_names_questions_the_dataset_lacks() -> None:
+    from chainrag.claims.figures import distinct_passages
+    from chainrag.data.datasets import load_dataset
+    from chainrag.run.files import RunError
+
+    first = [q.qid for q in load_dataset("musique[0:2]")]
+    held = {(p.title, p.text) for q in load_dataset("musique[0:2]") for p in q.passages}
+    assert distinct_passages("musique", frozenset(first)) == len(held)
+    with pytest.raises(RunError, match="1 of the 3 questions absent"):
+        distinct_passages("musique", frozenset([*first, "no-such-question"]))

@@ -103,10 +103,53 @@ def difference_on(
 def requests_on(folder: Path, ids: frozenset[str]) -> float:
     """Requests a question (calls and cache hits, as the report counts them) of the run in
     ``folder`` over its questions among ``ids`` (the questions another run answered)."""
-    usage = [r.usage for r in load_run(folder).records if r.id in ids]
-    if not usage:
+    requests: float = usage_on(folder, ids)["requests"]
+    return requests
+
+
+def usage_on(folder: Path, ids: frozenset[str], *, leaving_out: str = "") -> Figure:
+    """Requests, prompt and completion tokens a question of the run in ``folder`` over its
+    questions among ``ids``; those of the prompts whose ids begin with ``leaving_out`` not
+    counted, where it is given (HippoRAG's OpenIE, ``openie_``: a passage read once, for every
+    question after)."""
+    records = [r for r in load_run(folder).records if r.id in ids]
+    if not records:
         raise RunError(f"{folder}: none of the {len(ids)} questions asked")
-    return rounded(sum(u.calls + u.cache_hits for u in usage) / len(usage))
+    if leaving_out:
+        usage = [u for r in records for p, u in r.trace.usage_by_prompt
+                 if not p.startswith(leaving_out)]  # fmt: skip
+    else:
+        usage = [r.usage for r in records]
+    n = len(records)
+    return {"requests": rounded(sum(u.calls + u.cache_hits for u in usage) / n),
+            "prompt_tokens": rounded(sum(u.prompt_tokens for u in usage) / n),
+            "completion_tokens": rounded(sum(u.completion_tokens for u in usage) / n)}  # fmt: skip
+
+
+def openie_usage(folder: Path) -> Figure:
+    """HippoRAG's OpenIE over the run in ``folder``: the passages it read (its NER requests,
+    calls and cache hits) and the prompt and completion tokens of a passage's two requests."""
+    openie = [(p, u) for r in load_run(folder).records for p, u in r.trace.usage_by_prompt
+              if p.startswith("openie_")]  # fmt: skip
+    passages = sum(u.calls + u.cache_hits for p, u in openie if p == "openie_ner")
+    usage = [u for _, u in openie]
+    if not passages:
+        raise RunError(f"{folder}: no OpenIE request recorded")
+    prompt = sum(u.prompt_tokens for u in usage)
+    completion = sum(u.completion_tokens for u in usage)
+    return {"passages": passages, "prompt_tokens": rounded(prompt / passages),
+            "completion_tokens": rounded(completion / passages)}  # fmt: skip
+
+
+def distinct_passages(dataset: str, ids: frozenset[str]) -> int:
+    """How many distinct passages (HippoRAG's unit: the title, a line break, the text) the
+    questions ``ids`` of ``dataset`` hold: what HippoRAG's OpenIE reads, each once."""
+    from chainrag.data.datasets import load_dataset
+
+    questions = [q for q in load_dataset(dataset) if q.qid in ids]
+    if len(questions) != len(ids):
+        raise RunError(f"{dataset}: {len(ids) - len(questions)} of the {len(ids)} questions absent")
+    return len({(p.title, p.text) for q in questions for p in q.passages})
 
 
 def answered(folder: Path) -> frozenset[str]:

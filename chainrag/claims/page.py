@@ -20,10 +20,12 @@ from chainrag.claims.figures import (
     choices,
     difference,
     difference_on,
+    distinct_passages,
     first_checks,
     gold_recall,
     judge_table,
     lost_in_retrieval,
+    openie_usage,
     padded,
     planning,
     recurring,
@@ -32,6 +34,7 @@ from chainrag.claims.figures import (
     rounded,
     same_scores,
     stored_json,
+    usage_on,
 )
 from chainrag.report.stats import flip_floor, floor_needed, least_changes
 from chainrag.run.reading import predictions
@@ -324,15 +327,50 @@ TABLE_1 = ("naive", "naive_qd", "iter_retgen", "longrag")
 """The systems of ChainRAG's Table 1 run on long:musique beside ChainRAG (``ansint``, which
 holds both integrations); LongRAG's run holds that set's first 20 questions, the others 30."""
 
+TABLE_1_OWN = ("naive", "naive_qd", "iter_retgen", "hipporag_ircot")
+"""Those run in musique's own setting (20 paragraphs a question) beside ChainRAG: HippoRAG w/
+IRCoT's run holds that set's first 20 questions, the others 30."""
+
 
 def table_1(root: Path) -> Figure:
-    """16. Table 1's systems on the questions LongRAG answered (long:musique's first 20): each
-    against ChainRAG's CxtInt and AnsInt, paired, and each one's requests a question there
-    (the paper's Figure 6)."""
-    folder = _runs(root) / "long-musique"
-    ids = answered(folder / "longrag")
+    """16. Table 1's systems on the questions LongRAG answered (long:musique's first 20), and
+    in musique's own setting on those HippoRAG w/ IRCoT answered (``@musique``): each against
+    ChainRAG's CxtInt and AnsInt, paired, and each one's requests a question there (the
+    paper's Figure 6)."""
+    out = systems_against_chainrag(_runs(root) / "long-musique", "longrag", TABLE_1)
+    own_setting = _runs(root) / "musique"
+    hipporag = own_setting / "hipporag_ircot"
+    own = systems_against_chainrag(own_setting, "hipporag_ircot", TABLE_1_OWN)
+    own |= hipporag_requests(hipporag)
+    own["hipporag_ircot_vs_iter_retgen"] = difference_on(
+        own_setting / "iter_retgen", hipporag, answered(hipporag), answer="ircot"
+    )
+    return out | {f"{name}@musique": figure for name, figure in own.items()}
+
+
+def hipporag_requests(folder: Path) -> Figure:
+    """HippoRAG w/ IRCoT's requests and tokens a question past its OpenIE (query NER, IRCoT's
+    steps, the reader); the distinct passages its OpenIE read, two requests each, and their
+    tokens a passage; and all its requests a question with those. The run's own count of OpenIE
+    requests falls short of that where a question was stopped and resumed: the passages it had
+    read were found stored."""
+    ids = answered(folder)
+    past = usage_on(folder, ids, leaving_out="openie_")
+    passages = distinct_passages("musique", ids)
+    return {
+        "usage@hipporag_ircot_past_openie": past,
+        "usage@hipporag_ircot_openie": openie_usage(folder),
+        "openie_passages": passages,
+        "requests@hipporag_ircot_whole": rounded(past["requests"] + 2 * passages / len(ids)),
+    }
+
+
+def systems_against_chainrag(folder: Path, fewest: str, systems: Sequence[str]) -> Figure:
+    """Each of ``systems``' runs in ``folder`` against ChainRAG's (``ansint``), both answers,
+    on the questions the run ``fewest`` answered; and each one's requests a question there."""
+    ids = answered(folder / fewest)
     out: Figure = {"n": len(ids), "requests@ansint": requests_on(folder / "ansint", ids)}
-    for system in TABLE_1:
+    for system in systems:
         for answer in ("cxtint", "ansint"):
             out[f"{answer}_vs_{system}"] = difference_on(
                 folder / system, folder / "ansint", ids, answer=answer
