@@ -10,9 +10,9 @@ file.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chainrag.analysis import compare, compare_runs
 from chainrag.report import load_run, rows_of
@@ -28,6 +28,10 @@ from chainrag.report.stats import (
 )
 from chainrag.run.files import RunError
 from chainrag.run.reading import all_walks, predictions
+
+if TYPE_CHECKING:
+    from chainrag.core.types import Usage
+    from chainrag.run.record import RunRecord
 
 DIGITS = 4
 """Decimals kept in the claims file: enough for every figure the page shows."""
@@ -116,8 +120,7 @@ def usage_on(folder: Path, ids: frozenset[str], *, leaving_out: str = "") -> Fig
     if not records:
         raise RunError(f"{folder}: none of the {len(ids)} questions asked")
     if leaving_out:
-        usage = [u for r in records for p, u in r.trace.usage_by_prompt
-                 if not p.startswith(leaving_out)]  # fmt: skip
+        usage = [u for _, u in by_prompt(records, lambda p: not p.startswith(leaving_out))]
     else:
         usage = [r.usage for r in records]
     n = len(records)
@@ -129,16 +132,22 @@ def usage_on(folder: Path, ids: frozenset[str], *, leaving_out: str = "") -> Fig
 def openie_usage(folder: Path) -> Figure:
     """HippoRAG's OpenIE over the run in ``folder``: the passages it read (its NER requests,
     calls and cache hits) and the prompt and completion tokens of a passage's two requests."""
-    openie = [(p, u) for r in load_run(folder).records for p, u in r.trace.usage_by_prompt
-              if p.startswith("openie_")]  # fmt: skip
+    openie = by_prompt(load_run(folder).records, lambda p: p.startswith("openie_"))
     passages = sum(u.calls + u.cache_hits for p, u in openie if p == "openie_ner")
-    usage = [u for _, u in openie]
     if not passages:
         raise RunError(f"{folder}: no OpenIE request recorded")
-    prompt = sum(u.prompt_tokens for u in usage)
-    completion = sum(u.completion_tokens for u in usage)
+    prompt = sum(u.prompt_tokens for _, u in openie)
+    completion = sum(u.completion_tokens for _, u in openie)
     return {"passages": passages, "prompt_tokens": rounded(prompt / passages),
             "completion_tokens": rounded(completion / passages)}  # fmt: skip
+
+
+def by_prompt(
+    records: Sequence[RunRecord], chosen: Callable[[str], bool]
+) -> list[tuple[str, Usage]]:
+    """Each record's LLM use by prompt id (``trace.usage_by_prompt``), of the prompts
+    ``chosen``."""
+    return [(p, u) for r in records for p, u in r.trace.usage_by_prompt if chosen(p)]
 
 
 def distinct_passages(dataset: str, ids: frozenset[str]) -> int:

@@ -337,24 +337,25 @@ def table_1(root: Path) -> Figure:
     in musique's own setting on those HippoRAG w/ IRCoT answered (``@musique``): each against
     ChainRAG's CxtInt and AnsInt, paired, and each one's requests a question there (the
     paper's Figure 6)."""
-    out = systems_against_chainrag(_runs(root) / "long-musique", "longrag", TABLE_1)
+    long_setting = _runs(root) / "long-musique"
+    out = systems_against_chainrag(long_setting, answered(long_setting / "longrag"), TABLE_1)
     own_setting = _runs(root) / "musique"
     hipporag = own_setting / "hipporag_ircot"
-    own = systems_against_chainrag(own_setting, "hipporag_ircot", TABLE_1_OWN)
-    own |= hipporag_requests(hipporag)
+    ids = answered(hipporag)
+    own = systems_against_chainrag(own_setting, ids, TABLE_1_OWN)
+    own |= hipporag_requests(hipporag, ids)
     own["hipporag_ircot_vs_iter_retgen"] = difference_on(
-        own_setting / "iter_retgen", hipporag, answered(hipporag), answer="ircot"
+        own_setting / "iter_retgen", hipporag, ids, answer="ircot"
     )
     return out | {f"{name}@musique": figure for name, figure in own.items()}
 
 
-def hipporag_requests(folder: Path) -> Figure:
+def hipporag_requests(folder: Path, ids: frozenset[str]) -> Figure:
     """HippoRAG w/ IRCoT's requests and tokens a question past its OpenIE (query NER, IRCoT's
     steps, the reader); the distinct passages its OpenIE read, two requests each, and their
     tokens a passage; and all its requests a question with those. The run's own count of OpenIE
     requests falls short of that where a question was stopped and resumed: the passages it had
-    read were found stored."""
-    ids = answered(folder)
+    read were found stored. ``ids``: the questions it answered."""
     past = usage_on(folder, ids, leaving_out="openie_")
     passages = distinct_passages("musique", ids)
     return {
@@ -365,10 +366,10 @@ def hipporag_requests(folder: Path) -> Figure:
     }
 
 
-def systems_against_chainrag(folder: Path, fewest: str, systems: Sequence[str]) -> Figure:
+def systems_against_chainrag(folder: Path, ids: frozenset[str], systems: Sequence[str]) -> Figure:
     """Each of ``systems``' runs in ``folder`` against ChainRAG's (``ansint``), both answers,
-    on the questions the run ``fewest`` answered; and each one's requests a question there."""
-    ids = answered(folder / fewest)
+    on the questions ``ids`` (those the run with the fewest answered); and each one's requests
+    a question there."""
     out: Figure = {"n": len(ids), "requests@ansint": requests_on(folder / "ansint", ids)}
     for system in systems:
         for answer in ("cxtint", "ansint"):
