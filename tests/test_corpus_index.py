@@ -93,8 +93,9 @@ def test_streamed_build_equals_the_in_memory_build(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("stage", "after"), [("split", 2), ("embed", 3), ("embed", 99)]
-)  # 99: after the last embedding batch, before the key-entity and edge stages
+    ("stage", "after"), [("split", 2), ("embed", 3), ("embed", 99), ("edges.ss", 0)]
+)  # 99: after the last embedding batch, before the key-entity and edge stages; edges.ss: as
+# the similarity layer starts, the key entities and the EC layer done
 def test_a_build_stopped_after_any_batch_resumes_to_the_same_index(
     tmp_path: Path, stage: str, after: int
 ) -> None:
@@ -124,6 +125,45 @@ def test_a_build_stopped_after_any_batch_resumes_to_the_same_index(
     if stage == "embed":  # nothing recorded is split or encoded again
         assert not any(s == "split" for s, _ in seen)
         assert all(d > 32 * min(after, calls.count("embed")) for s, d in seen if s == "embed")
+
+
+def test_each_graph_stage_shows_its_clock_from_its_start_to_its_end(tmp_path: Path) -> None:
+    """The key entities and each edge layer (one call each, with no progress of their own) are
+    shown at 0 of 1 as they start and while they run, and at 1 of 1 once done, in order."""
+    _, spec = recipe(tmp_path)
+    seen: list[tuple[str, int, int]] = []
+    build(corpus_file(tmp_path), spec, tmp_path / "idx", progress=lambda *shown: seen.append(shown))
+    graph = ["key_entities", *(f"edges.{name}" for name in spec.edges)]
+    assert list(dict.fromkeys(s for s, _, _ in seen)) == ["split", "embed", *graph]
+    for stage in graph:
+        shown = [(done, total) for s, done, total in seen if s == stage]
+        assert shown[0] == (0, 1) and shown[-1] == (1, 1)
+        assert set(shown[:-1]) == {(0, 1)}
+
+
+def test_ticking_moves_a_steps_clock_until_it_ends_and_ends_it_only_when_it_succeeds() -> None:
+    import threading
+
+    from chainrag.core.progress import ticking
+
+    seen: list[tuple[str, int, int]] = []
+    ticked = threading.Event()
+
+    def progress(label: str, done: int, total: int) -> None:
+        seen.append((label, done, total))
+        if len(seen) >= 3:  # the call as it starts, then two from the clock
+            ticked.set()
+
+    with ticking(progress, "edges.ss", every=0.01):
+        assert ticked.wait(60)
+    assert len(seen) >= 4 and seen[-1] == ("edges.ss", 1, 1)
+    assert set(seen[:-1]) == {("edges.ss", 0, 1)}
+    seen.clear()
+    with pytest.raises(KeyError), ticking(progress, "edges.ec", every=60):
+        raise KeyError("edges.ec")
+    assert seen == [("edges.ec", 0, 1)]  # never shown as done
+    with ticking(None, "edges.sa"):  # no progress: nothing to call
+        pass
 
 
 def _rows(folder: Path, table: str) -> int:

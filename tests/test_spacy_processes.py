@@ -19,6 +19,7 @@ from chainrag.components.index import spacy_nlp, spacy_workers
 from chainrag.components.index.spacy_nlp import SpacyNER, SpacySentences, worker_count
 from chainrag.components.index.spacy_workers import (
     SpacyWorkers,
+    build_placement,
     run_placement,
     worker_processes,
     workers_for,
@@ -168,6 +169,39 @@ def test_the_run_places_them_by_its_recipe_and_width(monkeypatch: pytest.MonkeyP
     )
     assert spacy_placement(remote, 16) == 2
     assert spacy_placement(remote, 1) == 0
+
+
+def test_a_corpus_build_places_one_worker_a_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spacy_workers, "cores", lambda: 2)
+    assert build_placement() == 2
+    monkeypatch.setattr(spacy_workers, "cores", lambda: 1)
+    assert build_placement() == 0  # one core: nothing to gain from a second process
+
+
+def test_a_corpus_build_runs_spacy_in_its_workers_then_stops_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chainrag index --corpus`` in this process: the splitter and the NER, left unset, run in
+    one worker a core, started once for the build and stopped as it ends; the index is the one
+    spaCy in this process gives, row for row and byte for byte."""
+    from chainrag.index.corpus.indexing import build_from_recipe
+
+    from .test_corpus_index import assert_same_index, corpus_file, recipe
+
+    monkeypatch.setattr(spacy_workers, "cores", lambda: 2)
+    started: list[SpacyWorkers] = []
+    start = SpacyWorkers.start
+    monkeypatch.setattr(SpacyWorkers, "start", lambda n: started.append(start(n)) or started[-1])
+    path, _ = recipe(tmp_path)
+    source = [str(corpus_file(tmp_path, 24))]
+    build_from_recipe(path, source, tmp_path / "workers", batch_passages=8)
+    assert [w.processes for w in started] == [2]
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        started[0].pool.submit(int)  # stopped with the build
+    here = load_changed(path, parse_all(["index.splitter.workers=0", "index.ner.workers=0"]))
+    build_from_recipe(here, source, tmp_path / "here", batch_passages=8)
+    assert len(started) == 1  # set to 0: spaCy stayed in this process
+    assert_same_index(tmp_path / "here", tmp_path / "workers")
 
 
 def test_workers_is_a_placement_field_checked_when_the_recipe_loads() -> None:

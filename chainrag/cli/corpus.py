@@ -129,7 +129,7 @@ def build_streamed(
 
     if dtype not in ("float32", "float16") or engine not in ENGINES:
         raise fail("--dtype is float32 or float16; --engine is local or ray", 2, prefix="")
-    with Progress("unit", units=STAGE_UNITS, unit_scale=True) as bars:
+    with Progress("stage", units=STAGE_UNITS, unit_scale=set(STAGE_UNITS)) as bars:
         built = build_from_recipe(
             recipe, corpus, out, dtype=cast(Dtype, dtype), batch_passages=batch_passages,
             batch_sentences=batch_sentences, engine=engine, progress=bars,

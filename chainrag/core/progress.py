@@ -3,8 +3,13 @@ and the Python API's (:mod:`chainrag.api`) alike. tqdm is imported on the first 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import contextlib
+import threading
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
+
+TICK_SECONDS = 1.0
+"""How often :func:`ticking` moves a step's clock."""
 
 
 class Progress:
@@ -79,3 +84,31 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def ticking(
+    progress: Callable[[str, int, int], None] | None, label: str, every: float = TICK_SECONDS
+) -> Iterator[None]:
+    """A step that reports no progress of its own (a graph layer built by one call) shown as
+    ``label`` at 0 of 1 while it runs, its clock moving (``progress(label, 0, 1)`` every
+    ``every`` seconds, from a thread of its own), and at 1 of 1 once it has ended without an
+    error. Nothing without ``progress``."""
+    if progress is None:
+        yield
+        return
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(every):
+            progress(label, 0, 1)
+
+    progress(label, 0, 1)
+    clock = threading.Thread(target=tick, name=f"ticking {label}", daemon=True)
+    clock.start()
+    try:
+        yield
+    finally:
+        done.set()
+        clock.join()
+    progress(label, 1, 1)

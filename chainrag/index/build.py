@@ -108,6 +108,12 @@ def waits_on_network(embedder: Embedder) -> bool:
     return any(isinstance(part, RemoteEncoder) for _, part in parts(embedder))
 
 
+def spacy_stages(spec: IndexSpec | None) -> tuple[object, ...]:
+    """The stages of an ``index:`` section that may run spaCy in worker processes (its splitter
+    and its NER; :mod:`~chainrag.components.index.spacy_workers`)."""
+    return () if spec is None else (spec.splitter, spec.ner)
+
+
 class Turn(Protocol):
     """A run's CPU build turns as a build takes them: a semaphore, or
     :class:`~chainrag.index.turns.Turns` (or its :meth:`~chainrag.index.turns.Turns.behind`)."""

@@ -32,7 +32,7 @@ from chainrag.core.errors import ChainragError, LLMUnavailableError
 from chainrag.core.llama_build import LlamaBuild
 from chainrag.core.types import QAExample
 from chainrag.data.datasets import dataset_path
-from chainrag.index.build import IndexCache
+from chainrag.index.build import IndexCache, spacy_stages
 from chainrag.protocols.llm import LLM
 from chainrag.recipes.recipe import LLMSpec, Recipe
 from chainrag.run.files import LOCK, locked
@@ -50,7 +50,6 @@ from chainrag.run.session import (
     Tally,
     run_recipe,
     spacy_placement,
-    spacy_stages,
 )
 
 if TYPE_CHECKING:
@@ -283,8 +282,8 @@ def start_fork_server(recipes: Iterable[Recipe], concurrency: int | None) -> Non
 
     for recipe in recipes:
         width, _ = in_flight(recipe.llm, concurrency)
-        if placed(spacy_stages(recipe), spacy_placement(recipe, width)):
-            start(pipelines_of(spacy_stages(recipe)))
+        if placed(spacy_stages(recipe.index), spacy_placement(recipe, width)):
+            start(pipelines_of(spacy_stages(recipe.index)))
             return
 
 

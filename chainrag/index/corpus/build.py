@@ -47,6 +47,7 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from chainrag.core.device import resolved_devices
+from chainrag.core.progress import ticking
 from chainrag.core.types import Chunk, GraphInputs, Passage, ScoredEntity, Sentence
 from chainrag.index.build import IndexBuildError, digest, entity_name, waits_on_network
 from chainrag.index.corpus.source import read_passages
@@ -67,7 +68,12 @@ from chainrag.recipes.structure import identity, unstructure
 
 Dtype = Literal["float32", "float16"]
 Progress = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``: called as units of a stage (passages, sentences) finish."""
+"""``progress(stage, done, total)``: called as units of a stage (passages, sentences) finish;
+a graph stage, one call with no progress of its own, at 0 of 1 every second while it runs and
+at 1 of 1 when it ends (:func:`~chainrag.core.progress.ticking`)."""
+
+OWN_PROGRESS = ("split", "embed")
+"""The stages that call ``progress`` as their units finish."""
 
 SplitRows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[int, str]]]
 
@@ -150,7 +156,8 @@ def build_corpus_index(
         for name, run in stages:
             if name not in manifest["stages"]:
                 started = time.perf_counter()
-                run()
+                with ticking(None if name in OWN_PROGRESS else progress, name):
+                    run()
                 manifest["stages"][name] = round(time.perf_counter() - started, 3)
                 write_manifest(out, manifest)
         manifest["counts"] = _counts(db, out, spec)

@@ -25,7 +25,7 @@ import attrs
 from chainrag.context import StageContext
 from chainrag.core.types import Passage
 from chainrag.data.datasets import load_corpus, load_dataset, shared_corpus
-from chainrag.index.build import IndexBuildError, IndexCache, build_index
+from chainrag.index.build import IndexBuildError, IndexCache, build_index, spacy_stages
 from chainrag.index.corpus.build import Dtype, Engine, LocalEngine, build_corpus_index
 from chainrag.index.corpus.store import CorpusIndexError
 from chainrag.protocols.index import VectorSearch
@@ -198,14 +198,23 @@ def build_from_recipe(
     progress: Progress | None = None,
 ) -> CorpusBuild:
     """Build, or resume building, the corpus index of ``sources`` into ``out`` with the
-    recipe's ``index:`` section (see :func:`build_corpus_index`)."""
+    recipe's ``index:`` section (see :func:`build_corpus_index`). Built in this process
+    (``local``), its spaCy stages that leave ``workers`` unset run in worker processes that
+    live as long as the build
+    (:func:`~chainrag.components.index.spacy_workers.build_placement`): a script calling this
+    keeps its own work under ``if __name__ == "__main__":``, as for a threaded run."""
+    from chainrag.components.index.spacy_workers import build_placement, workers_placed
+
     started = time.perf_counter()
     spec = index_section(recipe)
     ctx = StageContext()
-    manifest = build_corpus_index(
-        sources, spec, out, ctx, batch_passages=batch_passages, batch_sentences=batch_sentences,
-        dtype=dtype, engine=engine_named(engine, ctx), progress=progress,
-    )  # fmt: skip
+    placing = build_placement() if engine == "local" else 0
+    with workers_placed(spacy_stages(spec), ctx.models, placing):
+        manifest = build_corpus_index(
+            sources, spec, out, ctx, batch_passages=batch_passages,
+            batch_sentences=batch_sentences, dtype=dtype, engine=engine_named(engine, ctx),
+            progress=progress,
+        )  # fmt: skip
     return CorpusBuild.of(out, manifest, time.perf_counter() - started)
 
 
