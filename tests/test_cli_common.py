@@ -61,3 +61,19 @@ def test_progress_keeps_one_bar_per_label() -> None:
         embed = bars["embed"]
         assert embed.unit == "sentence" and (embed.n, embed.total) == (7, 20)
     assert progress._bars == {}
+
+
+def test_a_bar_is_closed_as_it_reaches_its_total_and_new_work_opens_another() -> None:
+    """A finished stage's time stops with it (a bar left open until the last stage ended showed
+    the embeddings of a 1M build taking 13 minutes, not their 27 s)."""
+    with Progress("stage", leave=False, bar_of=lambda label: label.split(" ")[0]) as progress:
+        progress("embed", 3, 20)
+        embed = progress._bars["embed"]
+        progress("embed", 20, 20)
+        assert embed.disable and (embed.n, embed.total) == (20, 20)  # closed, its clock stopped
+        progress("embed", 20, 20)  # once more at its total: nothing opens
+        assert progress._bars["embed"] is embed
+        progress("verifying a.gguf", 10, 10)
+        progress("verifying b.gguf", 2, 10)  # new work under the same bar: a new one
+        again = progress._bars["verifying"]
+        assert not again.disable and again.desc.startswith("verifying b.gguf") and again.n == 2

@@ -16,7 +16,8 @@ class Progress:
     """tqdm bars fed by ``(done, total)`` callbacks, one per label: units/s and time left.
 
     ``progress("embed", 1200, 23308)`` moves the ``embed`` bar to 1,200 of 23,308; a new label
-    opens its own bar (closed bars are left on screen unless ``leave=False``). ``postfix`` is
+    opens its own bar; a bar that reaches its total is closed then, its time stopped (closed
+    bars are left on screen unless ``leave=False``). ``postfix`` is
     shown after the rate (e.g. a running F1). tqdm is imported on the first call.
 
     Args:
@@ -53,6 +54,8 @@ class Progress:
     ) -> None:
         key = self.bar_of(label) if self.bar_of else label
         bar = self._bars.get(key)
+        if bar is not None and bar.disable and not (total and done >= total):
+            bar = None  # closed at its total: new work (another file to verify) opens a new one
         if bar is None:
             from tqdm import tqdm
 
@@ -72,6 +75,8 @@ class Progress:
         if postfix:
             bar.set_postfix(postfix, refresh=False)
         bar.refresh()
+        if total and done >= total:
+            bar.close()  # its clock stops when its work does, not when the last bar's does
 
     def close(self) -> None:
         """Close every bar opened."""

@@ -285,6 +285,9 @@ def _split_stage(
             sid += len(rows)
             if progress:
                 progress("split", number * size, 0)
+    if progress:  # the total is known once the stream has ended
+        passages = db.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+        progress("split", passages, passages)
 
 
 def _write_split(
