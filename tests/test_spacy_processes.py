@@ -204,6 +204,44 @@ def test_a_corpus_build_runs_spacy_in_its_workers_then_stops_them(
     assert_same_index(tmp_path / "here", tmp_path / "workers")
 
 
+def _ended(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return True
+    return state == "Z"  # ended, not yet reaped
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_end_when_the_process_that_started_them_is_killed(tmp_path: Path) -> None:
+    """A run or a corpus build killed with SIGKILL leaves no spaCy worker, and no fork server,
+    behind (they held both ends of their task queue and waited for ever)."""
+    import time
+    from multiprocessing import forkserver
+
+    script = tmp_path / "killed.py"
+    script.write_text(
+        "import os\n"
+        "from multiprocessing import forkserver\n"
+        "from chainrag.components.index.spacy_workers import SpacyWorkers\n"
+        "if __name__ == '__main__':\n"
+        "    workers = SpacyWorkers.start(2)\n"
+        "    workers.pool.submit(int).result()\n"
+        "    pids = [*workers.pool._processes, forkserver._forkserver._forkserver_pid]\n"
+        "    print(*pids, flush=True)\n"
+        "    os.kill(os.getpid(), 9)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)  # fmt: skip
+    assert done.returncode == -9, done.stderr
+    pids = [int(pid) for pid in done.stdout.split()]
+    assert len(pids) == 3 and forkserver._forkserver._forkserver_pid not in pids
+    deadline = time.monotonic() + 60  # a liveness bound, not a speed: they end within a second
+    while not all(map(_ended, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in pids if not _ended(pid)] == []
+
+
 def test_workers_is_a_placement_field_checked_when_the_recipe_loads() -> None:
     spec = load_recipe(GRAPH).index
     assert spec is not None

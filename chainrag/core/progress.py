@@ -17,8 +17,8 @@ class Progress:
 
     ``progress("embed", 1200, 23308)`` moves the ``embed`` bar to 1,200 of 23,308; a new label
     opens its own bar; a bar that reaches its total is closed then, its time stopped (closed
-    bars are left on screen unless ``leave=False``). ``postfix`` is
-    shown after the rate (e.g. a running F1). tqdm is imported on the first call.
+    bars are left on screen unless ``leave=False``). ``postfix`` is shown after the rate (e.g.
+    a running F1). tqdm is imported on the first call.
 
     Args:
         unit: Each bar's unit, unless ``units`` names one for its bar.

@@ -15,7 +15,8 @@ for, loaded once (the splitter's and the NER's); a call sends its texts to one o
 (or cut into one piece a worker when it is large) and waits, its thread's GIL released
 meanwhile. What comes back is plain tuples (the sentences' or the mentions' text and offsets),
 not spaCy ``Doc`` objects, so little crosses the pipe. The workers ignore SIGINT: the run's own
-interrupt handling stops them with the run.
+interrupt handling stops them with the run; and each ends as soon as the process that started
+it has, however it ended (SIGKILL included).
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ import json
 import math
 import multiprocessing
 import os
+import select
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -168,9 +171,35 @@ _pipeline = functools.cache(loaded)
 """A worker's pipelines, each loaded at its first job (unused in the run's own process)."""
 
 
-def _start() -> None:
+def _start(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with, args=(parent,), name="end-with-parent", daemon=True).start()
     import_spacy()  # the slow part of a worker's start-up, done before its first job
+
+
+def _end_with(parent: int) -> None:
+    """End this worker as soon as the process ``parent`` that started it has ended. A worker
+    holds both ends of its task queue, so it never reads the end of it: without this, a run or
+    a build killed with SIGKILL left its workers, and the fork server they keep alive, waiting
+    for ever (tests/test_spacy_processes.py)."""
+    try:
+        watched = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # no pidfd (not Linux), or the parent is gone already
+        while _alive(parent):
+            time.sleep(1.0)
+    else:
+        select.select([watched], [], [])  # readable once the process has ended
+    os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: the pid was taken again
+        return False
+    return True
 
 
 def _run(
@@ -199,7 +228,8 @@ class SpacyWorkers:
         """The processes, started now (not at the first call, so that their start-up overlaps
         the run's own)."""
         start_fork_server()
-        pool = ProcessPoolExecutor(processes, multiprocessing.get_context("forkserver"), _start)
+        context = multiprocessing.get_context("forkserver")
+        pool = ProcessPoolExecutor(processes, context, _start, (os.getpid(),))
         for _ in range(processes):
             pool.submit(int)  # each submit while none is idle spawns one more process
         return cls(pool, processes)
