@@ -195,9 +195,7 @@ def _end_with(parent: int) -> None:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: the pid was taken again
+    except (ProcessLookupError, PermissionError):  # gone, or its pid now another user's
         return False
     return True
 

@@ -208,12 +208,12 @@ def build_from_recipe(
     started = time.perf_counter()
     spec = index_section(recipe)
     ctx = StageContext()
-    placing = build_placement() if engine == "local" else 0
+    encoding = engine_named(engine, ctx)
+    placing = build_placement() if isinstance(encoding, LocalEngine) else 0
     with workers_placed(spacy_stages(spec), ctx.models, placing):
         manifest = build_corpus_index(
             sources, spec, out, ctx, batch_passages=batch_passages,
-            batch_sentences=batch_sentences, dtype=dtype, engine=engine_named(engine, ctx),
-            progress=progress,
+            batch_sentences=batch_sentences, dtype=dtype, engine=encoding, progress=progress,
         )  # fmt: skip
     return CorpusBuild.of(out, manifest, time.perf_counter() - started)
 
